@@ -1,0 +1,66 @@
+# Two commands on a fresh machine: `make book` builds the site, `make test` runs every test.
+# Everything is installed into .venv (Python) and node_modules (the site's own scripts).
+
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+ASSETS := build/site_assets/vendor
+SITE := _build/html
+PORT ?= 8000
+JB := $(BIN)/jupyter-book build . --all -W -n --keep-going
+
+.PHONY: book serve test unit notebooks browser bench lock clean chromium site-assets
+
+# Rebuild every page (--all; the execution cache keeps that fast) into a fresh _static:
+# Sphinx skips an unchanged build entirely and never overwrites a static file it copied.
+book: $(INSTALLED) site-assets
+	rm -rf $(SITE)/_static
+	$(JB)
+	@echo "The site is in $(SITE)/index.html  (make serve: http://127.0.0.1:$(PORT))"
+
+serve: book
+	$(BIN)/python -m http.server --bind 127.0.0.1 --directory $(SITE) $(PORT)
+
+test: book chromium
+	$(BIN)/pytest -n 2 tests attncourse
+	$(BIN)/pytest -n 2 --nbmake chapters
+
+bench: book chromium
+	$(BIN)/python -m tools.bench
+
+$(INSTALLED): requirements.txt constraints.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip==26.3
+	$(BIN)/pip install --quiet -r requirements.txt -c constraints.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+# The scripts and fonts the pages load, copied from node_modules and from the anywidget
+# wheel into a folder Sphinx serves as _static/vendor (never committed).
+site-assets: node_modules/.package-lock.json $(INSTALLED)
+	rm -rf $(ASSETS) && mkdir -p $(ASSETS)/requirejs $(ASSETS)/anywidget
+	cp node_modules/requirejs/require.js $(ASSETS)/requirejs/
+	cp -r node_modules/@jupyter-widgets/html-manager/dist $(ASSETS)/html-manager
+	cp -r node_modules/mathjax/es5 $(ASSETS)/mathjax
+	cp "$$($(BIN)/python -c 'import anywidget, pathlib; print(pathlib.Path(anywidget.__file__).parent / "nbextension" / "index.js")')" $(ASSETS)/anywidget/
+
+# Browser tests drive Debian's Chromium; playwright cannot download browsers here.
+chromium:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+# Rewrite constraints.txt from a fresh environment built from requirements.txt.
+lock:
+	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
+	build/lock-venv/bin/pip install --quiet -r requirements.txt
+	{ echo "# Full lock of the course's environment (pip freeze of a fresh .venv built from"; \
+	  echo "# requirements.txt). Regenerate with: make lock"; \
+	  build/lock-venv/bin/pip freeze | sed 's/^torch==\(.*\)+cpu/torch==\1/'; } > constraints.txt
+
+clean:
+	rm -rf _build build

@@ -1,0 +1,19 @@
+"""Helpers for the course "Attention, step by step".
+
+Modules, one idea each:
+
+* ``attncourse.attention``: numpy reference maths (softmax, scores, scaled dot-product
+  attention, masks).
+* ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
+* ``attncourse.widgets``: attention explorers that run in the browser, with or without
+  a kernel.
+"""
+
+from attncourse.attention import (
+    causal_mask,
+    dot_product_scores,
+    scaled_dot_product_attention,
+    softmax,
+)
+
+__all__ = ["causal_mask", "dot_product_scores", "scaled_dot_product_attention", "softmax"]
