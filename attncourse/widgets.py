@@ -1,12 +1,15 @@
-"""Attention explorers: edit the matrices, watch scores, weights and outputs change.
+"""Attention explorers: edit the matrices, watch scores, weights, outputs and the graph change.
 
 ``AttentionExplorer`` is an anywidget: its JavaScript (static/explorer.js) travels inside
 the saved widget state, so the same explorer works on the static site with no kernel and
 live in Jupyter, Binder or Colab. In a live kernel the edited matrices and the weights
-the browser computed sync back, as numpy arrays (``explorer.X``, ``explorer.weights``).
+the browser computed sync back as numpy arrays (``explorer.W_q``, ``explorer.weights``),
+and assigning a matrix from Python (``explorer.X = ...``) redraws the explorer.
 
 Conventions follow ``attncourse.attention``: rows are tokens, Q = X W_q, K = X W_k,
-V = X W_v (an omitted W means the identity), weights = softmax(scale * Q K^T).
+V = X W_v (an omitted W means the identity). With ``n_heads`` > 1 the columns of Q, K
+and V are split into ``n_heads`` equal blocks, one per head, and the output is the heads'
+outputs side by side (no output projection).
 """
 
 from __future__ import annotations
@@ -18,67 +21,91 @@ import ipywidgets
 import numpy as np
 import traitlets
 
-from attncourse.attention import dot_product_scores, softmax
+from attncourse.attention import dot_product_scores, scaled_dot_product_attention
 
 __all__ = ["AttentionExplorer", "explorer_view", "with_scale_slider"]
 
 _STATIC = pathlib.Path(__file__).parent / "static"
 _PROJECTIONS = ("W_q", "W_k", "W_v")
+VIEWS = ("scores", "weights", "output", "graph", "mask")
+EDITABLE = ("X", "W_q", "W_k", "W_v", "mask")
 
 
-def _to_json(value, widget):
-    return [] if value is None else np.asarray(value, dtype=float).tolist()
+def _split_heads(M, n_heads):
+    """(seq, n_heads * d_head) -> (n_heads, seq, d_head)."""
+    seq, width = M.shape
+    return M.reshape(seq, n_heads, width // n_heads).transpose(1, 0, 2)  # (n_heads, seq, d_head)
 
 
-def _from_json(value, widget):
-    return None if value in (None, []) else np.asarray(value, dtype=float)
-
-
-def _matrix_trait():
-    return traitlets.Any(None, allow_none=True).tag(
-        sync=True, to_json=_to_json, from_json=_from_json
-    )
-
-
-def explorer_view(X, W_q=None, W_k=None, W_v=None, scale=1.0, mask=None):
+def explorer_view(X, W_q=None, W_k=None, W_v=None, scale=None, mask=None, n_heads=1):
     """What the explorer shows, computed with the numpy reference.
 
-    X (seq, d_model); W_q, W_k (d_model, d_k); W_v (d_model, d_v); mask (seq, seq) bool.
-    Returns ``(scores, weights, output)``: scores = Q K^T (seq, seq) before scaling,
-    weights = softmax(scale * scores, masked) (seq, seq), output = weights V (seq, d_v).
+    X (seq, d_model); W_q, W_k (d_model, n_heads * d_head); W_v (d_model, n_heads * d_head_v);
+    mask (seq, seq) bool, True = may attend; scale defaults to 1/sqrt(d_head).
+    Returns ``(scores, weights, output)``: scores = Q_h K_h^T before scaling and weights =
+    softmax(scale * scores, masked), both (seq, seq) for one head and
+    (n_heads, seq, seq) for several; output (seq, n_heads * d_head_v).
     """
     X = np.asarray(X, dtype=float)
     Q, K, V = (X if W is None else X @ np.asarray(W, dtype=float) for W in (W_q, W_k, W_v))
-    scores = dot_product_scores(Q, K)  # (seq, seq)
-    scaled = scale * scores
-    if mask is not None:
-        scaled = np.where(np.asarray(mask, dtype=bool), scaled, -np.inf)
-    weights = softmax(scaled)  # (seq, seq)
-    return scores, weights, weights @ V  # output: (seq, d_v)
+    Q, K, V = (_split_heads(M, n_heads) for M in (Q, K, V))  # (n_heads, seq, d_head)
+    if scale is None:
+        scale = 1.0 / np.sqrt(Q.shape[-1])
+    scores = dot_product_scores(Q, K)  # (n_heads, seq, seq)
+    heads_out, weights = scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale)
+    seq = X.shape[0]
+    output = heads_out.transpose(1, 0, 2).reshape(seq, -1)  # (seq, n_heads * d_head_v)
+    if n_heads == 1:
+        return scores[0], weights[0], output
+    return scores, weights, output
 
 
-def _check_inputs(tokens, X, projections, mask):
+def _check_inputs(tokens, X, projections, mask, n_heads):
     if X.ndim != 2:
         raise ValueError(f"X must be a (seq, d_model) matrix, got shape {X.shape}")
     seq, d_model = X.shape
     if len(tokens) != seq:
         raise ValueError(f"{len(tokens)} token labels for X with seq={seq} rows {X.shape}")
+    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
+        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+    widths = {}
     for name, W in projections.items():
         if W is not None and (W.ndim != 2 or W.shape[0] != d_model):
+            raise ValueError(f"{name} must have shape (d_model={d_model}, d), got {W.shape}")
+        widths[name] = d_model if W is None else W.shape[1]
+        if widths[name] % n_heads:
             raise ValueError(
-                f"{name} must have shape (d_model={d_model}, d), got {W.shape}"
+                f"{name} gives {widths[name]} columns, not divisible into n_heads={n_heads}"
             )
-    if projections["W_q"] is not None or projections["W_k"] is not None:
-        d_q = d_model if projections["W_q"] is None else projections["W_q"].shape[1]
-        d_k = d_model if projections["W_k"] is None else projections["W_k"].shape[1]
-        if d_q != d_k:
-            raise ValueError(f"W_q gives d_k={d_q} but W_k gives d_k={d_k}")
-    if mask is not None and mask.shape != (seq, seq):
-        raise ValueError(f"mask must have shape (seq, seq)={(seq, seq)}, got {mask.shape}")
+    if widths["W_q"] != widths["W_k"]:
+        raise ValueError(
+            f"W_q gives d_k={widths['W_q']} but W_k gives d_k={widths['W_k']}: "
+            "queries and keys must live in the same space"
+        )
+    if mask is not None:
+        if mask.shape != (seq, seq):
+            raise ValueError(f"mask must have shape (seq, seq)={(seq, seq)}, got {mask.shape}")
+        if not mask.any(axis=-1).all():
+            rows = np.flatnonzero(~mask.any(axis=-1)).tolist()
+            raise ValueError(f"mask rows {rows} allow nothing: every token must see one token")
+
+
+def _matrix_trait():
+    return traitlets.Any(None, allow_none=True).tag(
+        sync=True,
+        to_json=lambda value, widget: [] if value is None else np.asarray(value, float).tolist(),
+        from_json=lambda value, widget: None if not value else np.asarray(value, dtype=float),
+    )
 
 
 class AttentionExplorer(anywidget.AnyWidget):
-    """Editable attention: ``AttentionExplorer(tokens, X, W_q=..., scale=...)``.
+    """Editable attention that runs in the browser.
+
+    ``AttentionExplorer(tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
+    n_heads=1, editable=("X",), views=("scores", "weights", "output"), decimals=2)``
+
+    ``editable`` names the inputs the reader may edit (any of X, W_q, W_k, W_v, mask);
+    ``views`` what is shown (any of scores, weights, output, graph, mask).
 
     >>> e = AttentionExplorer(["a", "b"], [[1.0, 0.0], [0.0, 1.0]], scale=np.log(3.0))
     >>> e.weights.round(2).tolist()
@@ -95,10 +122,11 @@ class AttentionExplorer(anywidget.AnyWidget):
     W_v = _matrix_trait()
     mask = traitlets.Any(None, allow_none=True).tag(
         sync=True,
-        to_json=lambda m, w: [] if m is None else np.asarray(m, dtype=bool).tolist(),
-        from_json=lambda m, w: None if not m else np.asarray(m, dtype=bool),
+        to_json=lambda value, widget: [] if value is None else np.asarray(value, bool).tolist(),
+        from_json=lambda value, widget: None if not value else np.asarray(value, dtype=bool),
     )
     scale = traitlets.Float(1.0).tag(sync=True)
+    n_heads = traitlets.Int(1).tag(sync=True)
     editable = traitlets.List(traitlets.Unicode()).tag(sync=True)
     views = traitlets.List(traitlets.Unicode()).tag(sync=True)
     decimals = traitlets.Int(2).tag(sync=True)
@@ -106,19 +134,9 @@ class AttentionExplorer(anywidget.AnyWidget):
     weights = _matrix_trait()
     output = _matrix_trait()
 
-    def __init__(
-        self,
-        tokens,
-        X,
-        W_q=None,
-        W_k=None,
-        W_v=None,
-        scale=1.0,
-        mask=None,
-        editable=("X",),
-        views=("scores", "weights", "output"),
-        decimals=2,
-    ):
+    def __init__(self, tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
+                 n_heads=1, editable=("X",), views=("scores", "weights", "output"),
+                 decimals=2):
         tokens = [str(t) for t in tokens]
         X = np.asarray(X, dtype=float)
         projections = {
@@ -126,18 +144,25 @@ class AttentionExplorer(anywidget.AnyWidget):
             for name, W in zip(_PROJECTIONS, (W_q, W_k, W_v))
         }
         mask = None if mask is None else np.asarray(mask, dtype=bool)
-        _check_inputs(tokens, X, projections, mask)
+        _check_inputs(tokens, X, projections, mask, n_heads)
         for name in editable:
-            if name != "X" and projections.get(name) is None:
+            if name not in EDITABLE:
+                raise ValueError(f"cannot edit {name!r}: choose from {EDITABLE}")
+            if name != "X" and (projections | {"mask": mask}).get(name) is None:
                 raise ValueError(f"cannot make {name!r} editable: it was not given")
-        unknown = set(views) - {"scores", "weights", "output"}
+        unknown = sorted(set(views) - set(VIEWS))
         if unknown:
-            raise ValueError(f"unknown views {sorted(unknown)}")
-        scores, weights, output = explorer_view(X, **projections, scale=scale, mask=mask)
+            raise ValueError(f"unknown views {unknown}: choose from {VIEWS}")
+        if scale is None:
+            d_k = X.shape[1] if W_q is None else projections["W_q"].shape[1]
+            scale = 1.0 / np.sqrt(d_k // n_heads)
+        scores, weights, output = explorer_view(
+            X, **projections, scale=scale, mask=mask, n_heads=n_heads
+        )
         super().__init__(
             tokens=tokens, X=X, **projections, scale=float(scale), mask=mask,
-            editable=list(editable), views=list(views), decimals=decimals,
-            scores=scores, weights=weights, output=output,
+            n_heads=int(n_heads), editable=list(editable), views=list(views),
+            decimals=decimals, scores=scores, weights=weights, output=output,
         )
 
 

@@ -1,8 +1,12 @@
-// Attention explorer: editable matrices in, scores / weights / outputs out.
+// Attention explorer: editable matrices in, scores / weights / outputs / graph out.
 // Runs in the browser with or without a kernel (anywidget keeps this file in the saved
-// widget state). Conventions follow attncourse.attention: rows are tokens,
-// Q = X W_q, K = X W_k, V = X W_v, weights = softmax(scale * Q K^T, masked) row by row.
-// Token labels are only ever written with textContent, never parsed as HTML.
+// widget state). Conventions follow attncourse.attention and attncourse.widgets:
+// rows are tokens; Q = X W_q, K = X W_k, V = X W_v (an empty W means the identity);
+// the columns of Q, K, V are split into n_heads equal blocks, one per head;
+// weights[h] = softmax(scale * Q_h K_h^T, masked) row by row; output = the heads'
+// outputs side by side. Token labels are only ever written with textContent.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
 
 export function matmul(A, B) {
   return A.map((row) =>
@@ -12,6 +16,11 @@ export function matmul(A, B) {
 
 export function transpose(A) {
   return A[0].map((_, j) => A.map((row) => row[j]));
+}
+
+// Columns [start, start + width) of every row.
+function columns(A, start, width) {
+  return A.map((row) => row.slice(start, start + width));
 }
 
 // Stable row softmax; entries where allowed[i][j] is false get weight exactly 0.
@@ -26,23 +35,33 @@ export function softmaxRows(scores, allowed) {
 }
 
 // The same computation as attncourse.widgets.explorer_view in Python.
-export function attend({ X, W_q, W_k, W_v, scale, mask }) {
+// Returns per-head scores (n_heads, seq, seq), weights (n_heads, seq, seq) and the
+// concatenated output (seq, d_v).
+export function attend({ X, W_q, W_k, W_v, scale, mask, n_heads }) {
   const project = (W) => (W && W.length ? matmul(X, W) : X);
-  const Q = project(W_q); // (seq, d_k)
-  const K = project(W_k); // (seq, d_k)
-  const V = project(W_v); // (seq, d_v)
-  const scores = matmul(Q, transpose(K)); // (seq_q, seq_k), before scaling
-  const scaled = scores.map((row) => row.map((s) => s * scale));
-  const weights = softmaxRows(scaled, mask && mask.length ? mask : null);
-  const output = matmul(weights, V); // (seq_q, d_v)
+  const Q = project(W_q); // (seq, n_heads * d_head)
+  const K = project(W_k); // (seq, n_heads * d_head)
+  const V = project(W_v); // (seq, n_heads * d_head_v)
+  const heads = n_heads || 1;
+  const dHead = Q[0].length / heads;
+  const dHeadV = V[0].length / heads;
+  const allowed = mask && mask.length ? mask : null;
+  const scores = [];
+  const weights = [];
+  const headOutputs = [];
+  for (let h = 0; h < heads; h++) {
+    const Qh = columns(Q, h * dHead, dHead); // (seq, d_head)
+    const Kh = columns(K, h * dHead, dHead); // (seq, d_head)
+    const Vh = columns(V, h * dHeadV, dHeadV); // (seq, d_head_v)
+    const s = matmul(Qh, transpose(Kh)); // (seq_q, seq_k), before scaling
+    const w = softmaxRows(s.map((row) => row.map((x) => x * scale)), allowed);
+    scores.push(s);
+    weights.push(w);
+    headOutputs.push(matmul(w, Vh)); // (seq, d_head_v)
+  }
+  const output = X.map((_, i) => headOutputs.flatMap((out) => out[i])); // (seq, d_v)
   return { scores, weights, output };
 }
-
-const VIEW_TITLES = {
-  scores: "Scores Q Kᵀ (before scaling and softmax)",
-  weights: "Attention weights (each row sums to 1)",
-  output: "Output rows: weights × values",
-};
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -51,25 +70,36 @@ function el(tag, className, text) {
   return node;
 }
 
-function format(x, decimals) {
-  return Number.isFinite(x) ? x.toFixed(decimals) : String(x);
+function svg(tag, attributes) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  return node;
 }
 
-// A labelled table of numbers; `shade` in [0, 1] per cell colours the background.
-function numberTable(matrix, rowLabels, colLabels, decimals, shade, role) {
+function labels(n, prefix) {
+  return Array.from({ length: n }, (_, k) => `${prefix}${k}`);
+}
+
+function headerRow(table, corner, colLabels) {
+  const head = table.insertRow();
+  head.appendChild(el("th", "attn-corner", corner));
+  colLabels.forEach((label) => head.appendChild(el("th", "attn-col", label)));
+}
+
+// A labelled table of numbers; `shade(value)` in [0, 1] colours the cell background.
+function numberTable(matrix, rowLabels, colLabels, decimals, shade, role, head) {
   const table = el("table", "attn-table");
   table.dataset.role = role;
-  const head = table.insertRow();
-  head.appendChild(el("th", "attn-corner"));
-  colLabels.forEach((label) => head.appendChild(el("th", "attn-col", label)));
+  if (head !== undefined) table.dataset.head = String(head);
+  headerRow(table, "", colLabels);
   matrix.forEach((row, i) => {
     const tr = table.insertRow();
     tr.appendChild(el("th", "attn-row", rowLabels[i]));
-    row.forEach((value, j) => {
-      const td = el("td", "attn-cell", format(value, decimals));
+    row.forEach((value) => {
+      const td = el("td", "attn-cell", value.toFixed(decimals));
       td.dataset.value = String(value);
       if (shade) {
-        const t = Math.max(0, Math.min(1, shade(value, i, j)));
+        const t = Math.max(0, Math.min(1, shade(value)));
         td.style.background = `rgba(31, 119, 180, ${t.toFixed(3)})`;
         td.style.color = t > 0.55 ? "white" : "inherit";
       }
@@ -79,18 +109,15 @@ function numberTable(matrix, rowLabels, colLabels, decimals, shade, role) {
   return table;
 }
 
-// An editable grid for one of the input matrices; edits call onEdit(i, j, value).
+// An editable grid of numbers; edits call onEdit(i, j, value).
 function editableTable(name, matrix, rowLabels, colLabels, onEdit) {
   const table = el("table", "attn-table attn-editable");
   table.dataset.role = `edit-${name}`;
-  const head = table.insertRow();
-  head.appendChild(el("th", "attn-corner", name));
-  colLabels.forEach((label) => head.appendChild(el("th", "attn-col", label)));
+  headerRow(table, name, colLabels);
   matrix.forEach((row, i) => {
     const tr = table.insertRow();
     tr.appendChild(el("th", "attn-row", rowLabels[i]));
     row.forEach((value, j) => {
-      const td = tr.insertCell();
       const input = el("input", "attn-input");
       input.type = "number";
       input.step = "0.1";
@@ -100,84 +127,208 @@ function editableTable(name, matrix, rowLabels, colLabels, onEdit) {
         const parsed = parseFloat(input.value);
         if (Number.isFinite(parsed)) onEdit(i, j, parsed);
       });
-      td.appendChild(input);
+      tr.insertCell().appendChild(input);
     });
   });
   return table;
 }
 
-function dimLabels(n, prefix) {
-  return Array.from({ length: n }, (_, k) => `${prefix}${k}`);
+// The mask as a grid of checkboxes (checked = may attend); editable or read-only.
+function maskTable(mask, tokens, onToggle) {
+  const table = el("table", "attn-table attn-mask");
+  table.dataset.role = onToggle ? "edit-mask" : "mask";
+  headerRow(table, "mask", tokens);
+  mask.forEach((row, i) => {
+    const tr = table.insertRow();
+    tr.appendChild(el("th", "attn-row", tokens[i]));
+    row.forEach((allowed, j) => {
+      const box = el("input", "attn-mask-box");
+      box.type = "checkbox";
+      box.checked = allowed;
+      box.disabled = !onToggle;
+      box.setAttribute("aria-label", `mask[${i}][${j}]`);
+      if (onToggle) box.addEventListener("change", () => onToggle(i, j, box.checked));
+      tr.insertCell().appendChild(box);
+    });
+  });
+  return table;
 }
+
+// Tokens on a circle; an arrow j -> i whose width and opacity grow with weights[i][j]
+// (information flows from key j into query i); a loop for each token's self-weight.
+function graphView(weights, tokens, head) {
+  const n = tokens.length;
+  const size = 260;
+  const centre = size / 2;
+  const radius = n > 1 ? size / 2 - 45 : 0;
+  const at = (k) => {
+    const angle = -Math.PI / 2 + (2 * Math.PI * k) / n;
+    return [centre + radius * Math.cos(angle), centre + radius * Math.sin(angle), angle];
+  };
+  const root = svg("svg", { width: size, height: size, viewBox: `0 0 ${size} ${size}` });
+  root.dataset.role = "graph";
+  if (head !== undefined) root.dataset.head = String(head);
+  const markerId = `attn-arrow-${Math.random().toString(36).slice(2)}`;
+  const marker = svg("marker", {
+    id: markerId, viewBox: "0 0 10 10", refX: 9, refY: 5,
+    markerWidth: 4, markerHeight: 4, orient: "auto-start-reverse",
+  });
+  marker.appendChild(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "rgb(31, 119, 180)" }));
+  root.appendChild(svg("defs", {})).appendChild(marker);
+  weights.forEach((row, i) => {
+    row.forEach((w, j) => {
+      const style = {
+        "stroke-width": (0.5 + 6 * w).toFixed(2),
+        "stroke-opacity": (0.15 + 0.85 * w).toFixed(3),
+        stroke: "rgb(31, 119, 180)", fill: "none",
+      };
+      let edge;
+      if (i === j) {
+        const [x, y, angle] = at(i);
+        const cx = x + 22 * Math.cos(angle);
+        const cy = y + 22 * Math.sin(angle);
+        edge = svg("circle", { cx, cy, r: 10, ...style });
+      } else {
+        const [x1, y1] = at(j);
+        const [x2, y2] = at(i);
+        // Bend every edge to its left so that j -> i and i -> j do not overlap.
+        const mx = (x1 + x2) / 2 - (y2 - y1) * 0.15;
+        const my = (y1 + y2) / 2 + (x2 - x1) * 0.15;
+        const shorten = (x, y, fx, fy) => {
+          const d = Math.hypot(x - fx, y - fy) || 1;
+          return [x + ((fx - x) * 16) / d, y + ((fy - y) * 16) / d];
+        };
+        const [sx, sy] = shorten(x1, y1, mx, my);
+        const [ex, ey] = shorten(x2, y2, mx, my);
+        edge = svg("path", { d: `M ${sx} ${sy} Q ${mx} ${my} ${ex} ${ey}`, ...style });
+        edge.setAttribute("marker-end", `url(#${markerId})`);
+      }
+      edge.classList.add("attn-edge");
+      edge.dataset.from = String(j);
+      edge.dataset.to = String(i);
+      edge.dataset.weight = String(w);
+      const title = svg("title", {});
+      title.textContent = `${tokens[j]} → ${tokens[i]}: ${w.toFixed(3)}`;
+      edge.appendChild(title);
+      root.appendChild(edge);
+    });
+  });
+  tokens.forEach((token, k) => {
+    const [x, y] = at(k);
+    root.appendChild(svg("circle", { cx: x, cy: y, r: 13, class: "attn-node" }));
+    const text = svg("text", { x, y: y + 4, "text-anchor": "middle", class: "attn-node-label" });
+    text.textContent = token;
+    root.appendChild(text);
+  });
+  return root;
+}
+
+const TITLES = {
+  scores: "Scores Q Kᵀ (before scaling and softmax)",
+  weights: "Attention weights (each row sums to 1)",
+  output: "Output rows: weights × values",
+  graph: "Attention as a graph (arrow j → i: i reads from j)",
+  mask: "Mask (checked: may attend)",
+};
 
 function render({ model, el: root }) {
   root.classList.add("attn-explorer");
   const inputsBox = el("div", "attn-inputs");
   const viewsBox = el("div", "attn-views");
   root.append(inputsBox, viewsBox);
+  let localEdit = false;
 
-  function state() {
-    return {
-      X: model.get("X"),
-      W_q: model.get("W_q"),
-      W_k: model.get("W_k"),
-      W_v: model.get("W_v"),
-      scale: model.get("scale"),
-      mask: model.get("mask"),
-    };
+  const state = () => ({
+    X: model.get("X"), W_q: model.get("W_q"), W_k: model.get("W_k"), W_v: model.get("W_v"),
+    scale: model.get("scale"), mask: model.get("mask"), n_heads: model.get("n_heads"),
+  });
+
+  function setLocally(name, value) {
+    localEdit = true;
+    model.set(name, value);
+    localEdit = false;
   }
 
-  function drawViews() {
+  function figure(title, ...children) {
+    const box = el("figure", "attn-view");
+    box.appendChild(el("figcaption", null, title));
+    box.append(...children);
+    return box;
+  }
+
+  function drawViews(result) {
     const tokens = model.get("tokens");
     const decimals = model.get("decimals");
-    const result = attend(state());
-    const dv = result.output[0].length;
+    const heads = result.weights.length;
+    const suffix = (h) => (heads > 1 ? ` — head ${h}` : "");
     viewsBox.replaceChildren();
     for (const view of model.get("views")) {
-      const box = el("figure", "attn-view");
-      box.appendChild(el("figcaption", null, VIEW_TITLES[view]));
-      if (view === "scores") {
-        const flat = result.scores.flat();
-        const lo = Math.min(...flat);
-        const hi = Math.max(...flat);
-        const shade = (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5) * 0.85;
-        box.appendChild(numberTable(result.scores, tokens, tokens, decimals, shade, view));
-      } else if (view === "weights") {
-        box.appendChild(numberTable(result.weights, tokens, tokens, decimals, (v) => v, view));
-      } else if (view === "output") {
-        box.appendChild(numberTable(result.output, tokens, dimLabels(dv, "v"), decimals, null, view));
+      if (view === "output") {
+        const dv = result.output[0].length;
+        viewsBox.appendChild(figure(TITLES.output,
+          numberTable(result.output, tokens, labels(dv, "v"), decimals, null, "output")));
+      } else if (view === "mask") {
+        const mask = model.get("mask");
+        if (mask && mask.length && !model.get("editable").includes("mask")) {
+          viewsBox.appendChild(figure(TITLES.mask, maskTable(mask, tokens, null)));
+        }
+      } else {
+        for (let h = 0; h < heads; h++) {
+          const head = heads > 1 ? h : undefined;
+          let body;
+          if (view === "scores") {
+            const flat = result.scores[h].flat();
+            const lo = Math.min(...flat);
+            const hi = Math.max(...flat);
+            const shade = (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5) * 0.85;
+            body = numberTable(result.scores[h], tokens, tokens, decimals, shade, view, head);
+          } else if (view === "weights") {
+            body = numberTable(result.weights[h], tokens, tokens, decimals, (v) => v, view, head);
+          } else if (view === "graph") {
+            body = graphView(result.weights[h], tokens, head);
+          }
+          viewsBox.appendChild(figure(TITLES[view] + suffix(h), body));
+        }
       }
-      viewsBox.appendChild(box);
     }
-    return result;
   }
 
   function drawInputs() {
     const tokens = model.get("tokens");
     inputsBox.replaceChildren();
     for (const name of model.get("editable")) {
+      if (name === "mask") {
+        const onToggle = (i, j, allowed) => {
+          const edited = model.get("mask").map((row) => row.slice());
+          edited[i][j] = allowed;
+          setLocally("mask", edited);
+        };
+        inputsBox.appendChild(maskTable(model.get("mask"), tokens, onToggle));
+        continue;
+      }
       const matrix = model.get(name);
-      const rowLabels = name === "X" ? tokens : dimLabels(matrix.length, "x");
+      const rowLabels = name === "X" ? tokens : labels(matrix.length, "x");
       const colPrefix = { X: "x", W_q: "q", W_k: "k", W_v: "v" }[name];
       const onEdit = (i, j, value) => {
         const edited = model.get(name).map((row) => row.slice());
         edited[i][j] = value;
-        model.set(name, edited);
-        recompute();
+        setLocally(name, edited);
       };
       inputsBox.appendChild(
-        editableTable(name, matrix, rowLabels, dimLabels(matrix[0].length, colPrefix), onEdit),
+        editableTable(name, matrix, rowLabels, labels(matrix[0].length, colPrefix), onEdit),
       );
     }
   }
 
   // Redraw and hand the results back to Python. On a static page there is no kernel
-  // (no comm), and save_changes throws: the page still updates, nothing is synced.
+  // (no comm) and save_changes throws: the page still updates, nothing is synced.
   function recompute() {
-    const { scores, weights, output } = drawViews();
-    model.set("scores", scores);
-    model.set("weights", weights);
-    model.set("output", output);
+    const result = attend(state());
+    drawViews(result);
+    const single = result.weights.length === 1;
+    model.set("scores", single ? result.scores[0] : result.scores);
+    model.set("weights", single ? result.weights[0] : result.weights);
+    model.set("output", result.output);
     try {
       model.save_changes();
     } catch (err) {
@@ -185,11 +336,17 @@ function render({ model, el: root }) {
     }
   }
 
+  // An input changed: from an edit here (inputs already show it) or from Python.
+  function onInputChange() {
+    if (!localEdit) drawInputs();
+    recompute();
+  }
+
   drawInputs();
-  drawViews();
-  const onScale = () => recompute();
-  model.on("change:scale", onScale);
-  return () => model.off("change:scale", onScale);
+  drawViews(attend(state()));
+  const events = "change:X change:W_q change:W_k change:W_v change:mask change:scale change:tokens";
+  model.on(events, onInputChange);
+  return () => model.off(events, onInputChange);
 }
 
 export default { render };

@@ -1,0 +1,161 @@
+"""attncourse.widgets: the explorer's Python side, and its JavaScript maths against numpy."""
+
+import base64
+import json
+import shutil
+import subprocess
+
+import ipywidgets
+import numpy as np
+import pytest
+from ipywidgets.widgets.widget_link import Link
+
+from attncourse.attention import scaled_dot_product_attention, softmax
+from attncourse.widgets import _STATIC, AttentionExplorer, explorer_view, with_scale_slider
+
+TOKENS = ["he", "ball", "it", "wet"]
+
+
+def random_problem(seed, seq=4, d_model=6, n_heads=1, projections=True, masked=False):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((seq, d_model))
+    Ws = [rng.standard_normal((d_model, 2 * n_heads)) if projections else None for _ in range(3)]
+    mask = None
+    if masked:
+        mask = rng.random((seq, seq)) < 0.5
+        mask[np.arange(seq), np.arange(seq)] = True  # every token may see itself
+    return dict(X=X, W_q=Ws[0], W_k=Ws[1], W_v=Ws[2], mask=mask, n_heads=n_heads,
+                scale=float(rng.uniform(0.1, 2.0)))
+
+
+def test_single_head_view_is_plain_attention():
+    X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    scores, weights, output = explorer_view(X, scale=0.5)
+    assert np.allclose(scores, X @ X.T)
+    assert np.allclose(weights, softmax(0.5 * X @ X.T))
+    assert np.allclose(output, softmax(0.5 * X @ X.T) @ X)
+
+
+def test_default_scale_is_one_over_sqrt_head_dimension():
+    problem = random_problem(1, n_heads=2)
+    problem.pop("scale")
+    explorer = AttentionExplorer(TOKENS, **problem)
+    assert explorer.scale == pytest.approx(1 / np.sqrt(2))  # d_head = 4 columns / 2 heads
+
+
+def test_multi_head_view_slices_columns_per_head():
+    p = random_problem(2, n_heads=2)
+    scores, weights, output = explorer_view(**p)
+    Q, K, V = p["X"] @ p["W_q"], p["X"] @ p["W_k"], p["X"] @ p["W_v"]
+    for h, cols in enumerate((slice(0, 2), slice(2, 4))):
+        out_h, w_h = scaled_dot_product_attention(Q[:, cols], K[:, cols], V[:, cols],
+                                                  scale=p["scale"])
+        assert np.allclose(weights[h], w_h)
+        assert np.allclose(scores[h], Q[:, cols] @ K[:, cols].T)
+        assert np.allclose(output[:, cols], out_h)
+
+
+def test_explorer_initial_state_is_the_numpy_reference():
+    p = random_problem(3, n_heads=2, masked=True)
+    explorer = AttentionExplorer(TOKENS, **p, views=("weights", "graph"))
+    scores, weights, output = explorer_view(**p)
+    assert np.array_equal(explorer.weights, weights)
+    assert np.array_equal(explorer.output, output)
+    assert np.array_equal(explorer.scores, scores)
+    assert explorer.weights[~np.broadcast_to(p["mask"], weights.shape)].max() == 0.0
+
+
+def test_state_is_json_and_round_trips_what_the_browser_sends():
+    p = random_problem(4)
+    explorer = AttentionExplorer(TOKENS, **p, editable=("X", "W_q"))
+    state = json.loads(json.dumps(explorer.get_state()))
+    assert state["mask"] == [] and state["tokens"] == TOKENS
+    edited_X = (p["X"] + 1.0).tolist()
+    browser_weights = np.full((4, 4), 0.25).tolist()
+    explorer.set_state({"X": edited_X, "weights": browser_weights})  # as a comm message does
+    assert isinstance(explorer.X, np.ndarray) and np.array_equal(explorer.X, edited_X)
+    assert isinstance(explorer.weights, np.ndarray) and explorer.weights.shape == (4, 4)
+
+
+def test_inputs_are_not_mutated():
+    p = random_problem(5, masked=True)
+    copies = {k: v.copy() for k, v in p.items() if isinstance(v, np.ndarray)}
+    AttentionExplorer(TOKENS, **p)
+    explorer_view(**p)
+    for name, original in copies.items():
+        assert np.array_equal(p[name], original), name
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (dict(tokens=["a", "b"]), "2 token labels for X with seq=4"),
+        (dict(W_q=np.ones((5, 2))), "W_q must have shape (d_model=6, d), got (5, 2)"),
+        (dict(W_k=np.ones((6, 3))), "W_q gives d_k=2 but W_k gives d_k=3"),
+        (dict(n_heads=3), "not divisible into n_heads=3"),
+        (dict(n_heads=0), "n_heads must be a positive integer"),
+        (dict(mask=np.ones((4, 3), bool)), "mask must have shape (seq, seq)=(4, 4)"),
+        (dict(mask=np.eye(4, dtype=bool) & False), "mask rows [0, 1, 2, 3] allow nothing"),
+        (dict(views=("weights", "pie")), "unknown views ['pie']"),
+        (dict(editable=("W_v", "mask")), "cannot make 'mask' editable"),
+        (dict(editable=("bias",)), "cannot edit 'bias'"),
+        (dict(X=np.ones(4)), "X must be a (seq, d_model) matrix"),
+    ],
+)
+def test_bad_input_names_what_is_wrong(change, message):
+    p = random_problem(6) | {"tokens": TOKENS} | change
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")
+                       .replace("[", r"\[").replace("]", r"\]")):
+        AttentionExplorer(**p)
+
+
+def test_scale_slider_is_linked_in_the_browser():
+    explorer = AttentionExplorer(TOKENS, **random_problem(7))
+    box = with_scale_slider(explorer, maximum=5.0)
+    slider, shown = box.children
+    assert shown is explorer and isinstance(slider, ipywidgets.FloatSlider)
+    assert slider.value == explorer.scale and slider.max == 5.0
+    live_widgets = ipywidgets.widgets.widget._instances.values()  # every widget in the kernel
+    links = [w for w in live_widgets if isinstance(w, Link) and w.source == (slider, "value")]
+    assert len(links) == 1 and links[0].target == (explorer, "scale")
+
+
+def run_explorer_js(problems):
+    """Evaluate explorer.js's attend() in Node on each problem; return its results."""
+    node = shutil.which("node")
+    assert node, "Node.js is needed to test the explorer's JavaScript"
+    source = base64.b64encode((_STATIC / "explorer.js").read_bytes()).decode()
+    script = (
+        f"const m = await import('data:text/javascript;base64,{source}');"
+        "const problems = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "console.log(JSON.stringify(problems.map((p) => m.attend(p))));"
+    )
+    wrapped = f"(async () => {{ {script} }})()"
+    payload = json.dumps([
+        {k: ([] if v is None else np.asarray(v).tolist()) for k, v in p.items()}
+        for p in problems
+    ])
+    done = subprocess.run([node, "-e", wrapped], input=payload, capture_output=True,
+                          text=True, check=True, timeout=60)
+    return json.loads(done.stdout)
+
+
+def test_javascript_maths_agrees_with_numpy_to_1e9():
+    problems = [
+        random_problem(seed, seq=seq, n_heads=n_heads, projections=proj, masked=masked)
+        for seed, (seq, n_heads, proj, masked) in enumerate(
+            [(s, h, p, m) for s in (1, 3, 7) for h in (1, 2, 3) for p in (True, False)
+             for m in (True, False)]
+        )
+    ]
+    results = run_explorer_js(problems)
+    assert len(results) == len(problems)
+    for p, js in zip(problems, results):
+        scores, weights, output = explorer_view(**p)
+        heads = p["n_heads"]
+        np.testing.assert_allclose(np.array(js["weights"]).reshape(weights.shape), weights,
+                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(np.array(js["scores"]).reshape(scores.shape), scores,
+                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(js["output"], output, rtol=0, atol=1e-9)
+        assert len(js["weights"]) == heads
