@@ -156,6 +156,7 @@ function maskTable(mask, tokens, onToggle) {
 
 // Tokens on a circle; an arrow j -> i whose width and opacity grow with weights[i][j]
 // (information flows from key j into query i); a loop for each token's self-weight.
+// A masked pair (weight exactly 0) has no edge: the mask is the graph's edge set.
 function graphView(weights, tokens, head) {
   const n = tokens.length;
   const size = 260;
@@ -170,13 +171,14 @@ function graphView(weights, tokens, head) {
   if (head !== undefined) root.dataset.head = String(head);
   const markerId = `attn-arrow-${Math.random().toString(36).slice(2)}`;
   const marker = svg("marker", {
-    id: markerId, viewBox: "0 0 10 10", refX: 9, refY: 5,
-    markerWidth: 4, markerHeight: 4, orient: "auto-start-reverse",
+    id: markerId, viewBox: "0 0 10 10", refX: 9, refY: 5, markerUnits: "userSpaceOnUse",
+    markerWidth: 9, markerHeight: 9, orient: "auto-start-reverse",
   });
   marker.appendChild(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "rgb(31, 119, 180)" }));
   root.appendChild(svg("defs", {})).appendChild(marker);
   weights.forEach((row, i) => {
     row.forEach((w, j) => {
+      if (w === 0) return; // masked: no edge
       const style = {
         "stroke-width": (0.5 + 6 * w).toFixed(2),
         "stroke-opacity": (0.15 + 0.85 * w).toFixed(3),
