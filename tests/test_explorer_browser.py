@@ -1,0 +1,333 @@
+"""Every attention explorer, in headless Chromium with no kernel: it renders, shows the
+numbers Python computed at build time, follows edits and linked sliders with the numbers
+Python computes for the edited inputs, and shows token labels as text, never as HTML.
+
+The explorer's DOM contract (attncourse/static/explorer.js): root ``.attn-explorer``;
+editable grids ``table[data-role="edit-<name>"]`` of inputs labelled ``<name>[i][j]``;
+``table[data-role="scores"|"weights"|"output"]`` whose ``td.attn-cell`` carry the full
+number in ``data-value`` (one table per head, ``data-head``, when there are several);
+``svg[data-role="graph"]`` whose ``.attn-edge`` carry ``data-from``, ``data-to`` and
+``data-weight`` (an edge j -> i for weights[i][j]).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import time
+
+import numpy as np
+import pytest
+
+import tools
+from attncourse.attention import causal_mask
+from attncourse.widgets import AttentionExplorer, explorer_view, with_scale_slider
+
+pytestmark = pytest.mark.browser
+
+EXPLORER_ID = "attncourse.widgets.AttentionExplorer"
+VIEWS = ("scores", "weights", "output")  # what explorer_view returns, in order
+TOLERANCE = 1e-9  # the explorer's JavaScript against the numpy reference
+
+# Everything an explorer shows and offers for editing, read from its DOM.
+_READ = """(root) => {
+  const cellRows = (table) => [...table.querySelectorAll('tr')]
+    .filter((tr) => tr.querySelector('td.attn-cell'));
+  const numbers = (table) => cellRows(table)
+    .map((tr) => [...tr.querySelectorAll('td.attn-cell')].map((td) => td.dataset.value));
+  const byHead = (nodes) => [...nodes]
+    .sort((a, b) => Number(a.dataset.head || 0) - Number(b.dataset.head || 0));
+  const tables = {};
+  for (const role of ['scores', 'weights', 'output']) {
+    tables[role] = byHead(root.querySelectorAll(`table[data-role="${role}"]`)).map(numbers);
+  }
+  const graphs = byHead(root.querySelectorAll('svg[data-role="graph"]')).map((svg) =>
+    [...svg.querySelectorAll('.attn-edge')]
+      .map((edge) => [edge.dataset.from, edge.dataset.to, edge.dataset.weight]));
+  const grids = {};
+  for (const table of root.querySelectorAll('table[data-role^="edit-"]')) {
+    grids[table.dataset.role.slice('edit-'.length)] = [...table.querySelectorAll('input')]
+      .map((input) => [input.getAttribute('aria-label'),
+                       input.type === 'checkbox' ? input.checked : input.value]);
+  }
+  // Token labels head the rows of the views (or of the X grid when no view is a table).
+  const labelled = root.querySelector('table[data-role="weights"], table[data-role="scores"], '
+                                      + 'table[data-role="output"], table[data-role="edit-X"]');
+  const tokens = labelled ? [...labelled.querySelectorAll('tr')]
+    .filter((tr) => tr.querySelector('td')).map((tr) => tr.querySelector('th').textContent) : [];
+  return { tables, graphs, grids, tokens };
+}"""
+# The model id of the widget view an element belongs to (html-manager puts each view in a
+# div.widget-subarea right before its view tag).
+_VIEW_MODEL = """(root) => JSON.parse(
+  root.closest('.widget-subarea').nextElementSibling.textContent).model_id"""
+_WIDGET_STATE = """() => JSON.parse(document.querySelector(
+  'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state"""
+
+
+# --- the saved widget state -------------------------------------------------------------
+
+def references(value):
+    """Model ids a widget's state refers to."""
+    if isinstance(value, str) and value.startswith("IPY_MODEL_"):
+        yield value.removeprefix("IPY_MODEL_")
+    elif isinstance(value, list):
+        for item in value:
+            yield from references(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from references(item)
+
+
+def reachable(models, root):
+    """The model ``root`` and every model its state refers to, transitively."""
+    seen, todo = set(), [root]
+    while todo:
+        model_id = todo.pop()
+        if model_id not in seen:
+            seen.add(model_id)
+            todo.extend(references(models[model_id]["state"]))
+    return seen
+
+
+def view_inputs(state):
+    """explorer_view's keyword arguments from an explorer's saved state ([] means None)."""
+    names = inspect.signature(explorer_view).parameters
+    return {name: (None if state[name] == [] else state[name]) for name in names if name in state}
+
+
+def expected_views(inputs):
+    return dict(zip(VIEWS, (np.asarray(v) for v in explorer_view(**inputs))))
+
+
+# --- what the DOM shows -----------------------------------------------------------------
+
+def grid_matrix(entries):
+    """[(aria-label "X[i][j]", value), ...] -> the matrix, bools for checkboxes."""
+    cells = {tuple(map(int, re.findall(r"\[(\d+)\]", label))): value for label, value in entries}
+    rows, cols = (max(index) + 1 for index in zip(*cells))
+    kind = bool if all(isinstance(v, bool) for v in cells.values()) else float
+    return np.array([[kind(cells[i, j]) for j in range(cols)] for i in range(rows)])
+
+
+def shown_views(read, seq):
+    """The numbers an explorer shows: {view: (n_tables, rows, cols)}, and the weights drawn
+    as a graph (n_graphs, seq, seq), an absent edge meaning weight 0."""
+    shown = {role: np.array(tables, dtype=float) for role, tables in read["tables"].items()
+             if tables}
+    if read["graphs"]:
+        graphs = np.zeros((len(read["graphs"]), seq, seq))
+        for head, edges in enumerate(read["graphs"]):
+            for source, target, weight in edges:
+                graphs[head, int(target), int(source)] = float(weight)
+        shown["graph"] = graphs
+    return shown
+
+
+def assert_shows(shown, expected, where):
+    """Every number shown equals the numpy reference; every row of weights sums to 1."""
+    assert shown, f"{where}: shows no scores, weights, output or graph"
+    for view, values in shown.items():
+        reference = expected["weights" if view == "graph" else view]
+        assert values.size == reference.size, f"{where}: {view} has {values.shape} numbers, " \
+                                              f"expected {reference.shape}"
+        np.testing.assert_allclose(values, reference.reshape(values.shape), rtol=0,
+                                   atol=TOLERANCE, err_msg=f"{where}: {view}")
+        if view in ("weights", "graph"):
+            np.testing.assert_allclose(values.sum(axis=-1), 1.0, rtol=0, atol=TOLERANCE,
+                                       err_msg=f"{where}: rows of {view} must sum to 1")
+
+
+def differs(before, after, view):
+    """Whether a view's tables (or the graph) changed between two reads."""
+    return before["tables"][view] != after["tables"][view] or before["graphs"] != after["graphs"]
+
+
+def read_until_changed(explorer, before, timeout=5.0):
+    """The explorer's DOM once it differs from ``before`` (or as it is after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        read = explorer.evaluate(_READ)
+        if read["tables"] != before["tables"] or read["graphs"] != before["graphs"] \
+                or time.monotonic() > deadline:
+            return read
+        time.sleep(0.02)
+
+
+# --- one explorer, end to end -----------------------------------------------------------
+
+def match_model(models, view_root, read):
+    """The explorer model behind a DOM explorer: among the explorers of its widget view,
+    the one whose tokens and editable matrices are those shown."""
+    grids = {name: grid_matrix(entries) for name, entries in read["grids"].items()}
+    candidates = [
+        model_id for model_id in reachable(models, view_root)
+        if models[model_id]["state"].get("_anywidget_id") == EXPLORER_ID
+        and models[model_id]["state"]["tokens"] == read["tokens"]
+        and all(np.array_equal(np.asarray(models[model_id]["state"][name], dtype=grid.dtype), grid)
+                for name, grid in grids.items())
+    ]
+    assert len(candidates) == 1, f"{len(candidates)} explorer models fit the one shown"
+    return candidates[0]
+
+
+def edit_cell(matrix):
+    """Which entry of an editable matrix to change, and to what: a number gains 1 in the
+    last row's first column (so that swapped indices would show); the mask allows its
+    first forbidden pair (so that it stays valid: every row still sees a token)."""
+    if matrix.dtype == bool:
+        i, j = np.argwhere(~matrix)[0] if (~matrix).any() else (len(matrix) - 1, 0)
+        return int(i), int(j), not matrix[i, j]
+    i, j = len(matrix) - 1, 0
+    return i, j, float(matrix[i, j]) + 1.0
+
+
+def linked_sliders(models, explorer_id):
+    """(slider id, explorer trait) for every slider jslinked to the explorer."""
+    for model in models.values():
+        if model["model_name"] not in ("LinkModel", "DirectionalLinkModel"):
+            continue
+        ends = [(model_id.removeprefix("IPY_MODEL_"), trait)
+                for model_id, trait in (model["state"]["source"], model["state"]["target"])]
+        for (mine, trait), (other, other_trait) in (ends, ends[::-1]):
+            if mine == explorer_id and other_trait == "value" \
+                    and models[other]["model_name"].endswith("SliderModel"):
+                yield other, trait
+
+
+class ExplorerCheck:
+    """One explorer on the page, its saved model, and the inputs it should now show."""
+
+    def __init__(self, page, models, index):
+        self.models = models
+        self.explorer = page.locator(".attn-explorer").nth(index)
+        self.read = self.explorer.evaluate(_READ)
+        self.model_id = match_model(models, self.explorer.evaluate(_VIEW_MODEL), self.read)
+        state = models[self.model_id]["state"]
+        self.inputs = view_inputs(state)
+        self.seq = len(state["tokens"])
+        self.where = f"explorer {index} ({', '.join(state['tokens'])})"
+
+        # What Python computed at build time, saved in the page, is the numpy reference
+        # (same function, same inputs: only the JSON round trip stands between them)...
+        expected = expected_views(self.inputs)
+        for view in VIEWS:
+            np.testing.assert_allclose(np.asarray(state[view], dtype=float), expected[view],
+                                       rtol=0, atol=1e-12, err_msg=f"{self.where}: saved {view}")
+        # ...and so is what the browser shows before anyone touches it.
+        assert_shows(shown_views(self.read, self.seq), expected, self.where)
+
+    def changed(self, action, view):
+        """After ``action`` changed the inputs: the view changed, and shows the reference."""
+        before, self.read = self.read, read_until_changed(self.explorer, self.read)
+        assert differs(before, self.read, view), f"{self.where}: {action} changed no {view}"
+        assert_shows(shown_views(self.read, self.seq), expected_views(self.inputs),
+                     f"{self.where} after {action}")
+
+    def edit_every_grid(self):
+        for name, entries in self.read["grids"].items():
+            matrix = grid_matrix(entries)
+            i, j, value = edit_cell(matrix)
+            cell = self.explorer.locator(
+                f'table[data-role="edit-{name}"] [aria-label="{name}[{i}][{j}]"]')
+            if isinstance(value, bool):
+                cell.click()
+            else:
+                cell.fill(repr(value))  # fires the input event, as typing does
+            self.inputs[name] = np.array(self.inputs[name], dtype=matrix.dtype)
+            self.inputs[name][i, j] = value
+            self.changed(f"editing {name}[{i}][{j}]", "output" if name == "W_v" else "weights")
+
+    def move_every_slider(self):
+        """Each slider linked to the explorer and shown in the same box moves one step."""
+        me = f"IPY_MODEL_{self.model_id}"
+        siblings = next((m["state"]["children"] for m in self.models.values()
+                         if me in m["state"].get("children", [])), [])
+        for slider_id, trait in linked_sliders(self.models, self.model_id):
+            if f"IPY_MODEL_{slider_id}" not in siblings:
+                continue
+            slider = self.models[slider_id]["state"]
+            up = slider["value"] + slider["step"] <= slider["max"]
+            position = siblings.index(f"IPY_MODEL_{slider_id}") + 1
+            handle = self.explorer.locator("xpath=..").locator(
+                f":scope > :nth-child({position}) .noUi-handle")
+            handle.press("ArrowRight" if up else "ArrowLeft")  # one step, as a reader would
+            self.inputs[trait] = slider["value"] + (slider["step"] if up else -slider["step"])
+            self.changed(f"moving the {trait} slider to {self.inputs[trait]}", "weights")
+
+
+def check_every_explorer(page):
+    """Run every check on every explorer the page displays (waiting until all have
+    rendered); returns how many there are."""
+    models = page.evaluate(_WIDGET_STATE)
+    roots = page.eval_on_selector_all(
+        'script[type="application/vnd.jupyter.widget-view+json"]',
+        "tags => tags.map((tag) => JSON.parse(tag.textContent).model_id)")
+    displayed = {model_id for root in roots for model_id in reachable(models, root)
+                 if models[model_id]["state"].get("_anywidget_id") == EXPLORER_ID}
+    count = len(displayed)
+    page.wait_for_function(f"() => document.querySelectorAll('.attn-explorer').length >= {count}")
+    assert page.locator(".attn-explorer").count() == count, "more explorers shown than displayed"
+    for index in range(count):
+        check = ExplorerCheck(page, models, index)
+        check.edit_every_grid()
+        check.move_every_slider()
+    return count
+
+
+def pages_with_explorers():
+    """Pages of the table of contents whose built HTML holds an explorer."""
+    built = [(entry, tools.SITE / f"{entry}.html") for entry in tools.toc_pages()]
+    return [entry for entry, html in built if html.exists() and EXPLORER_ID in html.read_text()]
+
+
+@pytest.mark.parametrize("entry", pages_with_explorers())
+def test_explorers_on_the_site(entry, visit, watched_page):
+    visit(f"{entry}.html")
+    assert check_every_explorer(watched_page), f"{entry} holds explorer models, displays none"
+
+
+def test_every_kind_of_explorer(site, visit, watched_page):
+    """The explorer family beyond what the chapters use today: several heads, every matrix
+    and the mask editable, the graph, a read-only mask and a scale slider."""
+    rng = np.random.default_rng(3)
+    tokens = ["the", "ball", "was", "wet", "it"]
+    X = rng.standard_normal((5, 6)).round(2)
+    W_q, W_k, W_v = (rng.standard_normal((6, 4)).round(2) for _ in range(3))
+    every_input = AttentionExplorer(
+        tokens, X, W_q=W_q, W_k=W_k, W_v=W_v, mask=causal_mask(5), n_heads=2,
+        editable=("X", "W_q", "W_k", "W_v", "mask"), views=("scores", "weights", "output", "graph"))
+    with_slider = with_scale_slider(AttentionExplorer(
+        tokens, X, W_q=W_q, W_k=W_k, scale=1.0, mask=causal_mask(5), editable=(),
+        views=("weights", "graph", "mask")))
+    visit(site.write_page("family.html", [every_input, with_slider], "Explorer family"))
+    assert check_every_explorer(watched_page) == 2
+
+
+LABELS = ["<img src=x onerror=alert(1)>", "<script>alert(2)</script>", "<b onclick=alert(3)>b"]
+
+# Elements or attributes a label parsed as HTML would have created.
+_INJECTED = """(root) => [...root.querySelectorAll('*')]
+  .filter((e) => ['IMG', 'SCRIPT', 'B'].includes(e.tagName.toUpperCase())
+                 || [...e.attributes].some((a) => a.name.startsWith('on')))
+  .map((e) => e.outerHTML)"""
+
+
+def test_token_labels_are_text_never_html(site, visit, watched_page):
+    page = watched_page
+    requested = []
+    page.on("request", lambda request: requested.append(request.url))
+    explorer = AttentionExplorer(LABELS, np.eye(3), editable=("X",),
+                                 views=("scores", "weights", "output", "graph"))
+    visit(site.write_page("labels.html", [explorer], "Labels"))
+    shown = page.locator(".attn-explorer")
+    for when in ("rendered", "redrawn after an edit"):
+        if when != "rendered":
+            shown.locator('[aria-label="X[1][0]"]').fill("0.5")
+        assert shown.evaluate(_READ)["tokens"] == LABELS, when
+        text = shown.evaluate("(root) => root.textContent")
+        assert all(label in text for label in LABELS), f"labels not shown literally ({when})"
+        assert shown.evaluate(_INJECTED) == [], f"labels became HTML ({when})"
+    page.wait_for_timeout(300)  # time for an injected image to fail to load and fire onerror
+    assert not [url for url in requested if url.endswith("/x")], "an <img src=x> was created"
+    # watched_page fails the test on any dialog (alert) the labels opened

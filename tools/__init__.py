@@ -1,0 +1,115 @@
+"""Developer tools shared by the browser tests (tests/conftest.py) and the benchmark
+(``python -m tools.bench``): serve the built site on 127.0.0.1, launch Debian's Chromium,
+and write stand-alone pages holding explorers that load the site's own widget scripts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import html
+import http.server
+import json
+import pathlib
+import threading
+
+import yaml
+from ipywidgets.embed import dependency_state, embed_data, escape_script
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+
+# Playwright cannot download browsers here; it drives the system's Chromium instead.
+CHROMIUM = {
+    "executable_path": "/usr/bin/chromium",
+    "args": [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ],
+}
+
+# Pages written by the tests and the benchmark are served under this prefix, next to the
+# site (one level below its root, like a chapter), and never written into _build.
+GENERATED_PREFIX = "/_generated/"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+class _SiteHandler(_QuietHandler):
+    """Serves ``generated`` under GENERATED_PREFIX and the site everywhere else."""
+
+    def __init__(self, *args, generated, **kwargs):
+        self.generated = generated
+        super().__init__(*args, **kwargs)
+
+    def translate_path(self, path):
+        if path.startswith(GENERATED_PREFIX):
+            self.directory = str(self.generated)
+            path = "/" + path[len(GENERATED_PREFIX):]
+        return super().translate_path(path)
+
+
+@contextlib.contextmanager
+def serve(generated: pathlib.Path, site: pathlib.Path = SITE):
+    """Serve ``site`` at / and ``generated`` at GENERATED_PREFIX on a free port of
+    127.0.0.1 from a background thread; yields the base URL (ending in /)."""
+    handler = functools.partial(_SiteHandler, directory=str(site), generated=generated)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def toc_pages() -> list[str]:
+    """Every page of the book in table-of-contents order, as _toc.yml names them
+    (source path without suffix; the built page is that path + .html)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+
+    def files(node):
+        for key in ("parts", "chapters", "sections"):
+            for child in node.get(key, []):
+                if "file" in child:
+                    yield child["file"]
+                yield from files(child)
+
+    return [toc["root"], *files(toc)]
+
+
+def widget_scripts() -> list[str]:
+    """The widget scripts a built chapter page loads, in order, relative to the site root
+    (the keys of nb_ipywidgets_js in _config.yml, which Sphinx serves from _static)."""
+    return [f"_static/{path}" for path in CONFIG["sphinx"]["config"]["nb_ipywidgets_js"]]
+
+
+def write_widget_page(folder: pathlib.Path, name: str, widgets, title: str) -> str:
+    """Write ``folder/name`` showing ``widgets`` with the site's own widget scripts, as a
+    built chapter does; returns its URL path (below GENERATED_PREFIX) for ``serve``."""
+    state = dependency_state(widgets, drop_defaults=False)
+    data = embed_data(views=widgets, drop_defaults=False, state=state)
+    scripts = "\n".join(f'<script src="../{src}"></script>' for src in widget_scripts())
+    views = "\n".join(
+        f'<div><script type="application/vnd.jupyter.widget-view+json">'
+        f"{escape_script(json.dumps(spec))}</script></div>"
+        for spec in data["view_specs"]
+    )
+    (folder / name).write_text(
+        f'<!DOCTYPE html>\n<html lang="en" data-content_root="../">\n<head>\n'
+        f'<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n{scripts}\n</head>\n'
+        f'<body>\n<script type="application/vnd.jupyter.widget-state+json">'
+        f'{escape_script(json.dumps(data["manager_state"]))}</script>\n{views}\n'
+        f"</body>\n</html>\n"
+    )
+    return GENERATED_PREFIX + name
