@@ -26,6 +26,10 @@ test: book chromium
 	$(BIN)/pytest -n 2 tests attncourse
 	$(BIN)/pytest -n 2 --nbmake chapters
 
+# Only the browser tests: the built site in headless Chromium (screenshots: build/screenshots).
+browser: book chromium
+	$(BIN)/pytest -n 2 -m browser tests
+
 bench: book chromium
 	$(BIN)/python -m tools.bench
 

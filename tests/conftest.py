@@ -53,7 +53,7 @@ def browser_type_launch_args(browser_type_launch_args):
 @dataclass
 class Site:
     url: str  # the site's root, ending in /
-    generated: object  # folder served under tools.GENERATED_PREFIX
+    generated: pathlib.Path  # folder served under tools.GENERATED_PREFIX
 
     def write_page(self, name, widgets, title):
         """A page of ``widgets`` on the site's own scripts; returns its full URL."""

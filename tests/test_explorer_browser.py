@@ -129,8 +129,8 @@ def assert_shows(shown, expected, where):
     assert shown, f"{where}: shows no scores, weights, output or graph"
     for view, values in shown.items():
         reference = expected["weights" if view == "graph" else view]
-        assert values.size == reference.size, f"{where}: {view} has {values.shape} numbers, " \
-                                              f"expected {reference.shape}"
+        assert values.size == reference.size, \
+            f"{where}: {view} shows {values.shape} numbers, expected {reference.shape}"
         np.testing.assert_allclose(values, reference.reshape(values.shape), rtol=0,
                                    atol=TOLERANCE, err_msg=f"{where}: {view}")
         if view in ("weights", "graph"):
@@ -267,7 +267,8 @@ def check_every_explorer(page):
                  if models[model_id]["state"].get("_anywidget_id") == EXPLORER_ID}
     count = len(displayed)
     page.wait_for_function(f"() => document.querySelectorAll('.attn-explorer').length >= {count}")
-    assert page.locator(".attn-explorer").count() == count, "more explorers shown than displayed"
+    rendered = page.locator(".attn-explorer").count()
+    assert rendered == count, f"{rendered} explorers rendered for {count} explorer models shown"
     for index in range(count):
         check = ExplorerCheck(page, models, index)
         check.edit_every_grid()

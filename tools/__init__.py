@@ -94,9 +94,10 @@ def widget_scripts() -> list[str]:
     return [f"_static/{path}" for path in CONFIG["sphinx"]["config"]["nb_ipywidgets_js"]]
 
 
-def write_widget_page(folder: pathlib.Path, name: str, widgets, title: str) -> str:
+def write_widget_page(folder: pathlib.Path, name: str, widgets, title: str, head="") -> str:
     """Write ``folder/name`` showing ``widgets`` with the site's own widget scripts, as a
-    built chapter does; returns its URL path (below GENERATED_PREFIX) for ``serve``."""
+    built chapter does, and ``head`` (more HTML for <head>); returns its URL path (below
+    GENERATED_PREFIX) for ``serve``."""
     state = dependency_state(widgets, drop_defaults=False)
     data = embed_data(views=widgets, drop_defaults=False, state=state)
     scripts = "\n".join(f'<script src="../{src}"></script>' for src in widget_scripts())
@@ -107,7 +108,7 @@ def write_widget_page(folder: pathlib.Path, name: str, widgets, title: str) -> s
     )
     (folder / name).write_text(
         f'<!DOCTYPE html>\n<html lang="en" data-content_root="../">\n<head>\n'
-        f'<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n{scripts}\n</head>\n'
+        f'<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n{head}\n{scripts}\n</head>\n'
         f'<body>\n<script type="application/vnd.jupyter.widget-state+json">'
         f'{escape_script(json.dumps(data["manager_state"]))}</script>\n{views}\n'
         f"</body>\n</html>\n"

@@ -1,0 +1,195 @@
+"""Benchmark (``make bench``): prints figures, asserts nothing.
+
+1. The book: cold build (empty execution cache, separate output folder), cached rebuild
+   (``make book`` again) and each notebook's execution time in the cold build.
+2. The explorer in Chromium: median time from an edit to the updated view, painted, next
+   to what ``interact`` + matplotlib needs for the same update in a kernel, over EDITS
+   edits, for (a) 3 tokens, d_model=4 and (b) 16 tokens, 4 heads, d_model=32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # what a kernel without a display draws with
+
+import numpy as np  # noqa: E402
+from IPython.core.pylabtools import print_figure  # noqa: E402
+from jupyter_cache import get_cache  # noqa: E402
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+import tools  # noqa: E402
+from attncourse.plotting import annotated_heatmap  # noqa: E402
+from attncourse.widgets import AttentionExplorer, explorer_view  # noqa: E402
+
+EDITS = 50  # measured updates per case and side
+WARM_UP = 3  # updates before measuring: JIT, font caches
+FRAME_MS = 16.0  # one frame at 60 Hz
+SPEED_UP = 10.0  # how much faster than the matplotlib redraw the explorer should be
+STEP = 0.25  # what each edit adds to one entry of X
+
+# Each edit starts inside a requestAnimationFrame callback, so the browser renders it in
+# that same frame (style, layout, paint) right after the callback returns; a message
+# posted from the callback is delivered after that rendering. Its arrival time minus the
+# start is the edit's cost up to the painted view, with no wait for the next vsync.
+# Reading the explorer's box right after the input handler forces style and layout.
+_EDIT_TO_PAINT = """async ({ edits, warmUp, step }) => {
+  const root = document.querySelector('.attn-explorer');
+  const inputs = [...root.querySelectorAll('table[data-role="edit-X"] input')];
+  const weights = () => [...root.querySelectorAll('table[data-role="weights"] td.attn-cell')]
+    .map((td) => td.dataset.value).join();
+  const times = { handled: [], laidOut: [], painted: [] };
+  let unchanged = 0;
+  for (let k = 0; k < warmUp + edits; k++) {
+    const input = inputs[(7 * k) % inputs.length];
+    const before = weights();
+    const edit = await new Promise((resolve) => requestAnimationFrame(() => {
+      const start = performance.now();
+      input.value = String(Number(input.value) + step);
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+      const handled = performance.now() - start;
+      root.getBoundingClientRect();
+      const laidOut = performance.now() - start;
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () =>
+        resolve({ handled, laidOut, painted: performance.now() - start });
+      channel.port2.postMessage(null);
+    }));
+    if (weights() === before) unchanged += 1;
+    if (k >= warmUp) for (const key in times) times[key].push(edit[key]);
+  }
+  return { times, unchanged };
+}"""
+
+
+def timed(command):
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=tools.ROOT, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"{' '.join(command)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
+def build_times():
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    with tempfile.TemporaryDirectory() as output:
+        cold = timed([str(jupyter_book), "build", ".", "--all", "-W", "-n", "--keep-going",
+                      "--path-output", output])
+        records = get_cache(Path(output) / "_build" / ".jupyter_cache").list_cache_records()
+        notebooks = sorted((Path(r.uri).relative_to(tools.ROOT).as_posix(),
+                            r.data["execution_seconds"]) for r in records)
+    cached = timed(["make", "--no-print-directory", "book"])
+    print("Book")
+    print(f"  cold build (empty execution cache)    {cold:7.1f} s")
+    print(f"  cached rebuild (make book again)      {cached:7.1f} s")
+    print("  notebook execution in the cold build")
+    for name, seconds in notebooks:
+        print(f"    {name:<52} {seconds:5.1f} s")
+
+
+def problem(seq, d_model, n_heads, projections, seed):
+    """Explorer arguments: X (seq, d_model) and, if asked, W's (d_model, d_model)."""
+    rng = np.random.default_rng(seed)
+    matrices = dict(X=rng.standard_normal((seq, d_model)).round(2))
+    if projections:
+        matrices |= {name: (rng.standard_normal((d_model, d_model)) / np.sqrt(d_model)).round(2)
+                     for name in ("W_q", "W_k", "W_v")}
+    return dict(tokens=[f"t{k}" for k in range(seq)], n_heads=n_heads, **matrices)
+
+
+# (label, page name, explorer arguments); (a) has the size of chapter 1's explorer.
+CASES = [
+    ("(a) 3 tokens, d_model=4", "small", problem(3, 4, 1, projections=False, seed=0)),
+    ("(b) 16 tokens, 4 heads, d_model=32", "large", problem(16, 32, 4, projections=True, seed=1)),
+]
+
+
+def chapter_stylesheets():
+    """The stylesheet links of the first notebook page, so that the explorer is styled and
+    laid out under the theme's rules as on the site (the pages are equally deep)."""
+    first = next(e for e in tools.toc_pages() if (tools.ROOT / f"{e}.ipynb").exists())
+    page = (tools.SITE / f"{first}.html").read_text()
+    return "\n".join(re.findall(r'<link rel="stylesheet"[^>]*>', page))
+
+
+def explorer_times(page, url):
+    """Medians (ms) from the edit to: input handler done, laid out, painted."""
+    page.goto(url)
+    page.wait_for_selector(".attn-explorer table[data-role=weights]")
+    result = page.evaluate(_EDIT_TO_PAINT, {"edits": EDITS, "warmUp": WARM_UP, "step": STEP})
+    if result["unchanged"]:
+        sys.exit(f"{url}: {result['unchanged']} edits left the weights unchanged")
+    return {key: statistics.median(values) for key, values in result["times"].items()}
+
+
+def matplotlib_time(explorer):
+    """Median (ms) of what an interact callback does in a kernel for the same edits:
+    recompute with attncourse and draw the weights of every head as an annotated heatmap,
+    rendered to PNG as the inline backend does. Less than the explorer shows (no scores,
+    no output), and without the comm round trip or the image's trip to the browser: a
+    lower bound for the matplotlib side."""
+    X, n_heads, tokens = explorer.X.copy(), explorer.n_heads, explorer.tokens
+    projections = dict(W_q=explorer.W_q, W_k=explorer.W_k, W_v=explorer.W_v)
+    times = []
+    for k in range(WARM_UP + EDITS):
+        row, col = divmod((7 * k) % X.size, X.shape[1])  # the same edits as in the browser
+        X[row, col] += STEP
+        start = time.perf_counter()
+        _, weights, _ = explorer_view(X, **projections, scale=explorer.scale, n_heads=n_heads)
+        for h, head_weights in enumerate(weights.reshape(n_heads, len(tokens), len(tokens))):
+            print_figure(annotated_heatmap(head_weights, tokens, tokens, title=f"head {h}",
+                                           vmin=0.0, vmax=1.0), "png")
+        if k >= WARM_UP:
+            times.append(1000 * (time.perf_counter() - start))
+    return statistics.median(times)
+
+
+def latencies():
+    print(f"\nEdit to updated view, median of {EDITS} updates (after {WARM_UP} warm-up ones)")
+    print(f"  {'':<36}{'explorer: handler':>18}{'laid out':>10}{'painted':>10}"
+          f"{'matplotlib':>12}{'speed-up':>10}")
+    painted, redraw = {}, {}
+    with contextlib.ExitStack() as stack:
+        generated = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        site_url = stack.enter_context(tools.serve(generated))
+        page = stack.enter_context(sync_playwright()).chromium.launch(**tools.CHROMIUM).new_page()
+        for label, name, arguments in CASES:
+            explorer = AttentionExplorer(**arguments, editable=("X",))
+            path = tools.write_widget_page(generated, f"{name}.html", [explorer], label,
+                                           head=chapter_stylesheets())
+            times = explorer_times(page, site_url + path.removeprefix("/"))
+            painted[label], redraw[label] = times["painted"], matplotlib_time(explorer)
+            print(f"  {label:<36}{times['handled']:15.1f} ms{times['laidOut']:7.1f} ms"
+                  f"{painted[label]:7.1f} ms{redraw[label]:9.0f} ms"
+                  f"{redraw[label] / painted[label]:9.0f}x")
+    print("  explorer: X editable, scores, weights and output of every head shown, in a page\n"
+          "  with the site's stylesheets; matplotlib: recompute, then one annotated heatmap\n"
+          "  of the weights per head rendered to PNG (kernel side only)")
+
+    large = CASES[1][0]
+    verdict = "met" if painted[large] <= FRAME_MS else "MISSED"
+    print(f"\nTarget: {large} painted within one frame ({FRAME_MS:.0f} ms): "
+          f"{painted[large]:.1f} ms, {verdict}")
+    for label, _, _ in CASES:
+        ratio = redraw[label] / painted[label]
+        verdict = "met" if ratio >= SPEED_UP else "MISSED"
+        print(f"Target: {label} at least {SPEED_UP:.0f}x faster than matplotlib: "
+              f"{ratio:.0f}x, {verdict}")
+
+
+def main():
+    build_times()
+    latencies()
+
+
+if __name__ == "__main__":
+    main()
