@@ -69,6 +69,14 @@ An exercise is a gated sphinx-exercise block: a markdown cell opening with
 then the check cell and any hidden tests."""
 
 
+_EXERCISE_START = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{exercise-start\}[ \t]*(?P<title>.*)\n"
+    r"(?P<options>(?:[ \t]*:[\w-]+:.*\n)*)(?P=fence)[ \t]*$",
+    re.MULTILINE,
+)
+_EXERCISE_END = re.compile(r"^(?P<fence>`{3,}|:{3,})\{exercise-end\}[ \t]*\n(?P=fence)[ \t]*\n?", re.MULTILINE)
+
+
 def _tags(cell) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
@@ -105,18 +113,13 @@ def _exercise_title(nb, label: str) -> str:
 # ---------------------------------------------------------------------------------------
 # The convention, checked
 
-_EXERCISE_START = re.compile(
-    r"^(?P<fence>`{3,}|:{3,})\{exercise-start\}[ \t]*(?P<title>.*)\n"
-    r"(?P<options>(?:[ \t]*:[\w-]+:.*\n)*)(?P=fence)[ \t]*$",
-    re.MULTILINE,
-)
-_EXERCISE_END = re.compile(r"^(?P<fence>`{3,}|:{3,})\{exercise-end\}[ \t]*\n(?P=fence)[ \t]*\n?", re.MULTILINE)
-
-
 def convention_problems(nb, name: str = "notebook") -> list[str]:
     """Every way ``nb`` breaks the tag convention (an empty list when it keeps it)."""
     problems = []
-    where = lambda index: f"{name}, cell {index + 1}"  # noqa: E731
+
+    def where(index: int) -> str:
+        return f"{name}, cell {index + 1}"
+
     in_solution = None  # the label of the gated solution we are inside, if any
     for index, cell in enumerate(nb.cells):
         tags, label, role = _tags(cell), _exercise_of(cell), _role_of(cell)
@@ -129,9 +132,9 @@ def convention_problems(nb, name: str = "notebook") -> list[str]:
         if role in (STUB, CHECK, HIDDEN_TEST) and cell.cell_type != "code":
             problems.append(f"{where(index)} is tagged {role!r} but is not a code cell")
         if role == CHECK and "remove-output" not in tags:
-            problems.append(f"{where(index)}: a check cell is also tagged remove-output")
+            problems.append(f"{where(index)}: a check cell must also be tagged remove-output")
         if role == HIDDEN_TEST and "remove-cell" not in tags:
-            problems.append(f"{where(index)}: a hidden-test cell is also tagged remove-cell")
+            problems.append(f"{where(index)}: a hidden-test cell must also be tagged remove-cell")
         if "{solution-start}" in cell.source:
             in_solution = label or "?"
         if in_solution and (role != SOLUTION or label != in_solution):
@@ -433,7 +436,7 @@ def grade_submissions(
         problems[learner] = [
             f"{path.relative_to(submissions)}: {note}"
             for path, run in per.items()
-            for note in ([run.problem] if run.problem else []) + run.errors
+            for note in ([run.problem] if run.problem else []) + _solution_note(run) + run.errors
         ]
         if executed_dir is not None:
             for path, run in per.items():
@@ -442,6 +445,12 @@ def grade_submissions(
                     target.parent.mkdir(parents=True, exist_ok=True)
                     nbformat.write(run.executed, target)
     return grades, problems
+
+
+def _solution_note(run: _Run) -> list[str]:
+    if run.submitted and any(_for_instructors(cell) for cell in run.submitted.cells):
+        return ["holds the course's solution cells: the solved chapter, not the student version?"]
+    return []
 
 
 def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:

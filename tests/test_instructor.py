@@ -89,8 +89,8 @@ def _break(nb, label, role, change):
 @pytest.mark.parametrize(
     "role, change, expected",
     [
-        ("check", lambda c: c.metadata["tags"].remove("remove-output"), "also tagged remove-output"),
-        ("hidden-test", lambda c: c.metadata["tags"].remove("remove-cell"), "also tagged remove-cell"),
+        ("check", lambda c: c.metadata["tags"].remove("remove-output"), "must also be tagged remove-output"),
+        ("hidden-test", lambda c: c.metadata["tags"].remove("remove-cell"), "must also be tagged remove-cell"),
         ("check", lambda c: c.metadata["tags"].remove(f"exercise:{SOFTMAX}"), "has no exercise:LABEL tag"),
         ("check", lambda c: c.metadata["tags"].append("stub"), "more than one role tag"),
         ("solution", lambda c: c.metadata["tags"].remove("solution"), "inside the solution of"),
@@ -250,7 +250,7 @@ SUBMISSIONS = {
     "loops": (ENDLESS_SOFTMAX, "while True:\n    pass"),
     "crashes": (CORRECT_SOFTMAX, "import os\nos._exit(1)"),
 }
-TIME_LIMIT = 15.0
+TIME_LIMIT = 30.0  # the endless learner takes all of it; the others need a few seconds
 
 
 def _submission(softmax_cell: str | None, prediction_cell: str | None):
@@ -275,8 +275,9 @@ def graded(tmp_path_factory):
         (submissions / learner).mkdir(parents=True)
         nbformat.write(_submission(softmax_cell, prediction_cell), submissions / learner / "ch1.ipynb")
     (submissions / "unreadable.ipynb").write_text("")  # a flat file: learner "unreadable"
+    nbformat.write(_chapter_1(), submissions / "copier.ipynb")  # hands in the solved chapter
     grades, problems = grade_submissions(
-        submissions, CHAPTERS, time_limit=TIME_LIMIT, check_timeout=1.0, executed_dir=folder / "executed"
+        submissions, CHAPTERS, assign=[DOUBLING, SOFTMAX], time_limit=TIME_LIMIT, check_timeout=3.0, executed_dir=folder / "executed"
     )
     table, text = write_report(grades, problems, folder / "report")
     return {(g.learner, g.exercise): g for g in grades}, table, text, folder
@@ -316,7 +317,7 @@ def test_grade_survives_endless_code(graded):
     grades, *_ = graded
     # inside a function: the check's time budget stops it, and the notebook goes on
     assert grades["loops", SOFTMAX].status == FAILED
-    assert "did not return within the time budget of 1 s" in grades["loops", SOFTMAX].message
+    assert "did not return within the time budget of 3 s" in grades["loops", SOFTMAX].message
     # at the top level of a cell: the notebook's time limit stops it
     assert grades["loops", DOUBLING].status == CRASHED
     assert grades["loops", DOUBLING].message.startswith(f"did not finish within the time limit of {TIME_LIMIT:g} s")
@@ -331,6 +332,12 @@ def test_grade_survives_a_dying_kernel_and_an_unreadable_file(graded):
     assert grades["unreadable", SOFTMAX].message.startswith("could not read the notebook")
 
 
+def test_grade_flags_a_submitted_solved_chapter(graded):
+    grades, _, text, _ = graded
+    assert grades["copier", SOFTMAX].status == grades["copier", DOUBLING].status == PASSED
+    assert "copier.ipynb: holds the course's solution cells" in text.read_text(encoding="utf-8")
+
+
 def test_grade_runs_the_hidden_tests(graded):
     *_, folder = graded
     executed = nbformat.read(folder / "executed" / "correct" / "ch1.ipynb", as_version=4)
@@ -343,7 +350,7 @@ def test_grade_writes_a_csv_and_a_readable_summary(graded):
     grades, table, text, _ = graded
     with open(table, newline="", encoding="utf-8") as file:
         rows = list(csv.DictReader(file))
-    assert len(rows) == len(grades) == 7 * 2
+    assert len(rows) == len(grades) == 8 * 2
     assert {row["status"] for row in rows} == {PASSED, FAILED, NOT_ATTEMPTED, CRASHED}
     assert {(row["learner"], row["exercise"]): row["status"] for row in rows} == {
         key: grade.status for key, grade in grades.items()
@@ -361,7 +368,7 @@ def test_a_hidden_test_catches_what_the_visible_check_misses(tmp_path):
     submissions = tmp_path / "submissions"
     (submissions / "sly").mkdir(parents=True)
     nbformat.write(_submission(float64_only, None), submissions / "sly" / "ch1.ipynb")
-    grades, _ = grade_submissions(submissions, CHAPTERS, assign=[SOFTMAX], time_limit=TIME_LIMIT)
+    grades, _ = grade_submissions(submissions, CHAPTERS, assign=[SOFTMAX])
     assert [(g.status, g.message.split(":")[0]) for g in grades] == [(FAILED, "hidden test")]
 
 
