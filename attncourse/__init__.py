@@ -12,6 +12,9 @@ Modules, one idea each:
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.
+* ``attncourse.checks``: feedback on the exercises, one check per exercise.
+* ``attncourse.instructor``: the student version of the chapters, and grading
+  (``python -m attncourse.instructor --help``).
 """
 
 from attncourse.attention import (
