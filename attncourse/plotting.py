@@ -22,8 +22,7 @@ __all__ = [
 ]
 
 
-def _draw_heatmap(ax, values, row_labels, col_labels, title, cmap, decimals, vmin, vmax):
-    values = np.asarray(values, dtype=float)
+def _check_labels(values, row_labels, col_labels):
     if values.ndim != 2:
         raise ValueError(f"a heatmap needs a 2-D array, got shape {values.shape}")
     if len(row_labels) != values.shape[0] or len(col_labels) != values.shape[1]:
@@ -31,16 +30,23 @@ def _draw_heatmap(ax, values, row_labels, col_labels, title, cmap, decimals, vmi
             f"{len(row_labels)} row labels and {len(col_labels)} column labels "
             f"for an array of shape {values.shape}"
         )
+
+
+def _draw_heatmap(ax, values, row_labels, col_labels, title, cmap, decimals, vmin, vmax):
+    values = np.asarray(values, dtype=float)
+    _check_labels(values, row_labels, col_labels)
     image = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax)
     ax.set_xticks(range(values.shape[1]), labels=[str(c) for c in col_labels])
     ax.set_yticks(range(values.shape[0]), labels=[str(r) for r in row_labels])
     ax.tick_params(top=True, labeltop=True, bottom=False, labelbottom=False)
     ax.set_title(title, pad=12)
-    threshold = image.norm(values).mean() if values.size else 0.5
     for (i, j), value in np.ndenumerate(values):
-        light = image.norm(value) > max(threshold, 0.5)
+        # White on dark cells, black on light ones, judged by the cell's luminance, so
+        # diverging colour maps (light in the middle) stay readable too.
+        red, green, blue, _ = image.cmap(image.norm(value))
+        dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
         ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center",
-                color="white" if light else "black", fontsize=9)
+                color="white" if dark else "black", fontsize=9)
     return image
 
 
@@ -133,7 +139,6 @@ def heatmap_panels(matrices, row_labels, col_labels, titles, cmap="Blues", decim
         else:
             image = _draw_heatmap(ax, matrix, row_labels, col_labels, title, cmap, decimals,
                                   vmin, vmax)
-            _contrast_texts(ax, image, matrix)
         if k % ncols:
             ax.tick_params(labelleft=False)
     for ax in axes.flat[len(matrices):]:
@@ -144,20 +149,8 @@ def heatmap_panels(matrices, row_labels, col_labels, titles, cmap="Blues", decim
     return fig
 
 
-def _contrast_texts(ax, image, values):
-    """White numbers on dark cells, black on light ones, judged by the cell's luminance
-    (so diverging colour maps, light in the middle, stay readable)."""
-    for text, (_, value) in zip(ax.texts, np.ndenumerate(values)):
-        red, green, blue, _ = image.cmap(image.norm(value))
-        text.set_color("white" if 0.299 * red + 0.587 * green + 0.114 * blue < 0.5 else "black")
-
-
 def _draw_unlabelled(ax, values, row_labels, col_labels, title, cmap, vmin, vmax):
-    if len(row_labels) != values.shape[0] or len(col_labels) != values.shape[1]:
-        raise ValueError(
-            f"{len(row_labels)} row labels and {len(col_labels)} column labels "
-            f"for an array of shape {values.shape}"
-        )
+    _check_labels(values, row_labels, col_labels)
     image = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax)
     ax.set_xticks(range(values.shape[1]), labels=[str(c) for c in col_labels],
                   rotation=90, fontsize=8)
