@@ -24,7 +24,17 @@ serve: book
 
 test: book chromium
 	$(BIN)/pytest -n 2 tests attncourse
-	$(BIN)/pytest -n 2 --nbmake chapters
+	ATTNCOURSE_CHECK_MODE=solved $(BIN)/pytest -n 2 --nbmake chapters
+	$(MAKE) --no-print-directory test-student
+
+# Exercises: the student version (solutions and hidden tests removed) must run to the end
+# with every check reporting "not implemented" (see instructor_guide.md).
+STUDENT := build/student
+.PHONY: test-student
+test-student: $(INSTALLED)
+	rm -rf $(STUDENT)
+	$(BIN)/python -m attncourse.instructor student --out $(STUDENT)
+	ATTNCOURSE_CHECK_MODE=student $(BIN)/pytest -n 2 --nbmake $(STUDENT)
 
 # Only the browser tests: the built site in headless Chromium (screenshots: build/screenshots).
 browser: book chromium

@@ -4,9 +4,17 @@ Modules, one idea each:
 
 * ``attncourse.attention``: numpy reference maths (softmax, scores, scaled dot-product
   attention, masks).
+* ``attncourse.examples``: the seeds' toy sentences with hand-made, named embeddings.
+* ``attncourse.reciprocity``: what symmetric similarity forces (row normalisers,
+  repeated attention, spread).
+* ``attncourse.one_space``: gradient steps on embeddings for similarity attention (torch).
+* ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch.
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.
+* ``attncourse.checks``: feedback on the exercises, one check per exercise.
+* ``attncourse.instructor``: the student version of the chapters, and grading
+  (``python -m attncourse.instructor --help``).
 """
 
 from attncourse.attention import (

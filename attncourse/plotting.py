@@ -9,12 +9,20 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-__all__ = ["annotated_heatmap", "attention_panels", "scaling_panels"]
+__all__ = [
+    "annotated_heatmap",
+    "attention_panels",
+    "attention_vs_intended",
+    "embedding_arrows",
+    "heatmap_panels",
+    "line_chart",
+    "scaling_panels",
+]
 
 
-def _draw_heatmap(ax, values, row_labels, col_labels, title, cmap, decimals, vmin, vmax):
-    values = np.asarray(values, dtype=float)
+def _check_labels(values, row_labels, col_labels):
     if values.ndim != 2:
         raise ValueError(f"a heatmap needs a 2-D array, got shape {values.shape}")
     if len(row_labels) != values.shape[0] or len(col_labels) != values.shape[1]:
@@ -22,16 +30,23 @@ def _draw_heatmap(ax, values, row_labels, col_labels, title, cmap, decimals, vmi
             f"{len(row_labels)} row labels and {len(col_labels)} column labels "
             f"for an array of shape {values.shape}"
         )
+
+
+def _draw_heatmap(ax, values, row_labels, col_labels, title, cmap, decimals, vmin, vmax):
+    values = np.asarray(values, dtype=float)
+    _check_labels(values, row_labels, col_labels)
     image = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax)
     ax.set_xticks(range(values.shape[1]), labels=[str(c) for c in col_labels])
     ax.set_yticks(range(values.shape[0]), labels=[str(r) for r in row_labels])
     ax.tick_params(top=True, labeltop=True, bottom=False, labelbottom=False)
     ax.set_title(title, pad=12)
-    threshold = image.norm(values).mean() if values.size else 0.5
     for (i, j), value in np.ndenumerate(values):
-        light = image.norm(value) > max(threshold, 0.5)
+        # White on dark cells, black on light ones, judged by the cell's luminance, so
+        # diverging colour maps (light in the middle) stay readable too.
+        red, green, blue, _ = image.cmap(image.norm(value))
+        dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
         ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center",
-                color="white" if light else "black", fontsize=9)
+                color="white" if dark else "black", fontsize=9)
     return image
 
 
@@ -92,5 +107,141 @@ def scaling_panels(dims, raw_std, scaled_std, raw_max_weight, scaled_max_weight)
     for ax in (left, right):
         ax.legend()
         ax.grid(alpha=0.3)
+    plt.close(fig)
+    return fig
+
+
+def heatmap_panels(matrices, row_labels, col_labels, titles, cmap="Blues", decimals=2,
+                   vmin=None, vmax=None, ncols=None) -> Figure:
+    """Several matrices of one shape in a grid, e.g. before / after, or two cases.
+
+    matrices: sequence of (n_rows, n_cols) arrays, one per title, ``ncols`` panels per
+    row of the grid (default: all in one row). ``decimals=None`` leaves the numbers out
+    (for large matrices). Given vmin and vmax, all panels share one colour scale and a
+    colour bar. Row labels are written on the first panel of each grid row only.
+    """
+    matrices = [np.asarray(m, dtype=float) for m in matrices]
+    if len(matrices) != len(titles) or len({m.shape for m in matrices}) != 1:
+        raise ValueError(
+            f"need one title per matrix and matrices of one shape, got {len(titles)} titles "
+            f"and shapes {[m.shape for m in matrices]}"
+        )
+    ncols = len(matrices) if ncols is None else ncols
+    nrows = -(-len(matrices) // ncols)
+    n_rows, n_cols = matrices[0].shape
+    cell = 0.2 if decimals is None else 0.5  # inches per cell: numbers need room
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
+                             figsize=(1.2 + ncols * (0.3 + cell * n_cols),
+                                      nrows * (1.0 + cell * n_rows)))
+    for k, (ax, matrix, title) in enumerate(zip(axes.flat, matrices, titles)):
+        if decimals is None:
+            image = _draw_unlabelled(ax, matrix, row_labels, col_labels, title, cmap, vmin, vmax)
+        else:
+            image = _draw_heatmap(ax, matrix, row_labels, col_labels, title, cmap, decimals,
+                                  vmin, vmax)
+        if k % ncols:
+            ax.tick_params(labelleft=False)
+    for ax in axes.flat[len(matrices):]:
+        ax.set_visible(False)
+    if vmin is not None and vmax is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8)
+    plt.close(fig)
+    return fig
+
+
+def _draw_unlabelled(ax, values, row_labels, col_labels, title, cmap, vmin, vmax):
+    _check_labels(values, row_labels, col_labels)
+    image = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.set_xticks(range(values.shape[1]), labels=[str(c) for c in col_labels],
+                  rotation=90, fontsize=8)
+    ax.set_yticks(range(values.shape[0]), labels=[str(r) for r in row_labels], fontsize=8)
+    ax.set_title(title, fontsize=10)
+    return image
+
+
+def embedding_arrows(snapshots, labels, titles, highlight=()) -> Figure:
+    """2-D embeddings drawn as arrows from the origin, one panel per snapshot.
+
+    snapshots: sequence of (vocab, 2) arrays; labels: the vocab words; titles: one per
+    panel. Words in ``highlight`` are drawn in colour, the others in grey. All panels
+    share their axes, so a move from one panel to the next is a move of the vector.
+    """
+    snapshots = [np.asarray(s, dtype=float) for s in snapshots]
+    if len(snapshots) != len(titles) or any(s.shape != (len(labels), 2) for s in snapshots):
+        raise ValueError(
+            f"need one title per snapshot and snapshots of shape (vocab={len(labels)}, 2), "
+            f"got {len(titles)} titles and shapes {[s.shape for s in snapshots]}"
+        )
+    reach = 1.15 * max(np.abs(s).max() for s in snapshots)
+    colours = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"])
+    colour = {word: next(colours) if word in highlight else "0.6" for word in labels}
+    fig, axes = plt.subplots(1, len(snapshots), squeeze=False, layout="constrained",
+                             figsize=(4.2 * len(snapshots), 4.2))
+    for ax, points, title in zip(axes[0], snapshots, titles):
+        for word, (x, y) in zip(labels, points):
+            ax.annotate("", xy=(x, y), xytext=(0, 0),
+                        arrowprops=dict(arrowstyle="->", color=colour[word], lw=2))
+            left = x < -1e-9  # labels point away from the vertical axis, so pairs do not collide
+            ax.text(x, y, f"{word} " if left else f" {word}", color=colour[word], fontsize=10,
+                    va="bottom", ha="right" if left else "left")
+        ax.set(xlim=(-reach, reach), ylim=(-reach, reach), aspect="equal", title=title)
+        ax.axhline(0, color="0.85", lw=0.8)
+        ax.axvline(0, color="0.85", lw=0.8)
+    plt.close(fig)
+    return fig
+
+
+def line_chart(x, series, xlabel, ylabel, title="", yscale="linear") -> Figure:
+    """One or more curves over a shared x axis.
+
+    x (n,); series: mapping from legend label to a (n,) array.
+    """
+    x = np.asarray(x, dtype=float)
+    curves = {label: np.asarray(y, dtype=float) for label, y in series.items()}
+    if x.ndim != 1 or not curves or any(y.shape != x.shape for y in curves.values()):
+        raise ValueError(
+            f"need a 1-D x and curves of its length, got x {x.shape} and "
+            f"{ {label: y.shape for label, y in curves.items()} }"
+        )
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
+    for label, y in curves.items():
+        ax.plot(x, y, label=label)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title, yscale=yscale)
+    if np.array_equal(x, np.round(x)):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps, rounds: no 0.5 ticks
+    ax.grid(alpha=0.3)
+    if len(curves) > 1:
+        ax.legend()
+    plt.close(fig)
+    return fig
+
+
+def attention_vs_intended(weights, intended, words, title="") -> Figure:
+    """Learned attention of one query per sentence, against the position it should pick.
+
+    weights (n_sentences, seq): each row one query's attention weights; intended
+    (n_sentences,): the position it should attend to, outlined in red; words
+    (n_sentences, seq): the tokens, written in the cells.
+    """
+    weights = np.asarray(weights, dtype=float)
+    intended = np.asarray(intended)
+    if weights.ndim != 2 or intended.shape != weights.shape[:1] or (
+            np.shape(words) != weights.shape):
+        raise ValueError(
+            f"need weights (n, seq), intended (n,) and words (n, seq), got "
+            f"{weights.shape}, {intended.shape} and {np.shape(words)}"
+        )
+    n_rows, seq = weights.shape
+    fig, ax = plt.subplots(figsize=(1.0 + 0.95 * seq, 0.8 + 0.5 * n_rows), layout="constrained")
+    image = ax.imshow(weights, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
+    for (i, j), value in np.ndenumerate(weights):
+        ax.text(j, i, f"{words[i][j]}\n{value:.2f}", ha="center", va="center", fontsize=8,
+                color="white" if value > 0.5 else "black")
+    for i, j in enumerate(intended):
+        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=2))
+    ax.set_xticks(range(seq), labels=[f"position {j}" for j in range(seq)], fontsize=8)
+    ax.set_yticks(range(n_rows), labels=[f"sentence {i}" for i in range(n_rows)], fontsize=8)
+    ax.set_title(title)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
     plt.close(fig)
     return fig

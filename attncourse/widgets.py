@@ -102,10 +102,12 @@ class AttentionExplorer(anywidget.AnyWidget):
     """Editable attention that runs in the browser.
 
     ``AttentionExplorer(tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
-    n_heads=1, editable=("X",), views=("scores", "weights", "output"), decimals=2)``
+    n_heads=1, editable=("X",), views=("scores", "weights", "output"), dims=None,
+    decimals=2)``
 
     ``editable`` names the inputs the reader may edit (any of X, W_q, W_k, W_v, mask);
-    ``views`` what is shown (any of scores, weights, output, graph, mask).
+    ``views`` what is shown (any of scores, weights, output, graph, mask); ``dims``
+    names the d_model columns of X (and so the rows of each W), default x0, x1, ...
 
     >>> e = AttentionExplorer(["a", "b"], [[1.0, 0.0], [0.0, 1.0]], scale=np.log(3.0))
     >>> e.weights.round(2).tolist()
@@ -129,6 +131,7 @@ class AttentionExplorer(anywidget.AnyWidget):
     n_heads = traitlets.Int(1).tag(sync=True)
     editable = traitlets.List(traitlets.Unicode()).tag(sync=True)
     views = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    dims = traitlets.List(traitlets.Unicode()).tag(sync=True)
     decimals = traitlets.Int(2).tag(sync=True)
     scores = _matrix_trait()
     weights = _matrix_trait()
@@ -136,7 +139,7 @@ class AttentionExplorer(anywidget.AnyWidget):
 
     def __init__(self, tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
                  n_heads=1, editable=("X",), views=("scores", "weights", "output"),
-                 decimals=2):
+                 dims=None, decimals=2):
         tokens = [str(t) for t in tokens]
         X = np.asarray(X, dtype=float)
         projections = {
@@ -150,6 +153,9 @@ class AttentionExplorer(anywidget.AnyWidget):
                 raise ValueError(f"cannot edit {name!r}: choose from {EDITABLE}")
             if name != "X" and (projections | {"mask": mask}).get(name) is None:
                 raise ValueError(f"cannot make {name!r} editable: it was not given")
+        dims = [f"x{k}" for k in range(X.shape[1])] if dims is None else [str(d) for d in dims]
+        if len(dims) != X.shape[1]:
+            raise ValueError(f"{len(dims)} dims labels for X with d_model={X.shape[1]} columns")
         unknown = sorted(set(views) - set(VIEWS))
         if unknown:
             raise ValueError(f"unknown views {unknown}: choose from {VIEWS}")
@@ -161,7 +167,7 @@ class AttentionExplorer(anywidget.AnyWidget):
         )
         super().__init__(
             tokens=tokens, X=X, **projections, scale=float(scale), mask=mask,
-            n_heads=int(n_heads), editable=list(editable), views=list(views),
+            n_heads=int(n_heads), editable=list(editable), views=list(views), dims=dims,
             decimals=decimals, scores=scores, weights=weights, output=output,
         )
 

@@ -49,3 +49,10 @@ def test_scaling_panels_plots_each_series():
 def test_bad_input_is_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_numbers_stay_readable_on_a_diverging_colour_map():
+    fig = annotated_heatmap([[-1.0, 0.0, 1.0]], ["r"], ["a", "b", "c"], cmap="RdBu_r",
+                            vmin=-1, vmax=1)
+    colours = [t.get_color() for t in fig.axes[0].texts]
+    assert colours == ["white", "black", "white"]  # dark ends, light middle

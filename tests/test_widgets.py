@@ -159,3 +159,12 @@ def test_javascript_maths_agrees_with_numpy_to_1e9():
                                    rtol=0, atol=1e-9)
         np.testing.assert_allclose(js["output"], output, rtol=0, atol=1e-9)
         assert len(js["weights"]) == heads
+
+
+def test_dimension_labels_default_and_validation():
+    p = random_problem(8)
+    assert AttentionExplorer(TOKENS, **p).dims == [f"x{k}" for k in range(6)]
+    named = AttentionExplorer(TOKENS, **p, dims=list("abcdef"))
+    assert named.get_state()["dims"] == list("abcdef")
+    with pytest.raises(ValueError, match="2 dims labels for X with d_model=6"):
+        AttentionExplorer(TOKENS, **p, dims=["a", "b"])

@@ -309,15 +309,16 @@ function render({ model, el: root }) {
         continue;
       }
       const matrix = model.get(name);
-      const rowLabels = name === "X" ? tokens : labels(matrix.length, "x");
-      const colPrefix = { X: "x", W_q: "q", W_k: "k", W_v: "v" }[name];
+      const dims = model.get("dims");
+      const rowLabels = name === "X" ? tokens : dims;
+      const colLabels = name === "X" ? dims : labels(matrix[0].length, name.slice(2));
       const onEdit = (i, j, value) => {
         const edited = model.get(name).map((row) => row.slice());
         edited[i][j] = value;
         setLocally(name, edited);
       };
       inputsBox.appendChild(
-        editableTable(name, matrix, rowLabels, labels(matrix[0].length, colPrefix), onEdit),
+        editableTable(name, matrix, rowLabels, colLabels, onEdit),
       );
     }
   }

@@ -1,0 +1,114 @@
+"""The course's toy sentences, with hand-made embeddings whose dimensions have names.
+
+Every function returns a fresh ``ToyEmbeddings``, so a chapter may edit its copy freely.
+Rows are tokens: ``X`` has shape (seq, d_model) and ``dims`` names its columns.
+
+The sentences come from the seeds (see references.bib): "He picked up the tennis ball
+and found it was wet" and the hot/cold/temperature example of mehta2022demystified.
+The numbers are ours, chosen so that plain dot-product similarity does what the seed
+describes (for instance, "it" is most similar to "ball").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from jaxtyping import Float
+
+__all__ = ["ToyEmbeddings", "tennis_sentence", "hot_cold_words", "hot_cold_general"]
+
+
+@dataclass(frozen=True, eq=False)
+class ToyEmbeddings:
+    """Token labels, dimension names and the embedding matrix X (seq, d_model)."""
+
+    tokens: tuple[str, ...]
+    dims: tuple[str, ...]
+    X: Float[np.ndarray, "seq d_model"]
+
+    def __post_init__(self):
+        if self.X.shape != (len(self.tokens), len(self.dims)):
+            raise ValueError(
+                f"X has shape {self.X.shape} but there are {len(self.tokens)} tokens "
+                f"and {len(self.dims)} dimension names"
+            )
+
+    def index(self, token: str) -> int:
+        """Row of ``token`` in X (the first one if the token occurs twice)."""
+        if token not in self.tokens:
+            raise ValueError(f"{token!r} is not one of the tokens {list(self.tokens)}")
+        return self.tokens.index(token)
+
+
+def tennis_sentence() -> ToyEmbeddings:
+    """"He picked up the tennis ball and found it was wet": 11 tokens, d_model = 5.
+
+    Dimensions: thing (a physical object), person, pronoun, sport, action. "it" is a
+    pronoun for a thing, so plain similarity makes it closest to "ball".
+
+    >>> sentence = tennis_sentence()
+    >>> sentence.X.shape, sentence.index("ball")
+    ((11, 5), 5)
+    """
+    rows = {
+        #         thing person pronoun sport action
+        "He":     [0.0, 1.0, 1.0, 0.0, 0.0],
+        "picked": [0.0, 0.0, 0.0, 0.0, 1.5],
+        "up":     [0.0, 0.0, 0.0, 0.0, 0.8],
+        "the":    [0.3, 0.0, 0.0, 0.0, 0.0],
+        "tennis": [0.5, 0.0, 0.0, 1.5, 0.0],
+        "ball":   [1.5, 0.0, 0.0, 1.0, 0.0],
+        "and":    [0.0, 0.0, 0.0, 0.0, 0.0],
+        "found":  [0.0, 0.0, 0.0, 0.0, 1.2],
+        "it":     [1.2, 0.0, 0.5, 0.0, 0.0],
+        "was":    [0.0, 0.0, 0.0, 0.0, 0.5],
+        "wet":    [0.6, 0.0, 0.0, 0.0, 0.4],
+    }
+    return ToyEmbeddings(
+        tokens=tuple(rows),
+        dims=("thing", "person", "pronoun", "sport", "action"),
+        X=np.array(list(rows.values())),
+    )
+
+
+def hot_cold_words() -> ToyEmbeddings:
+    """The vocabulary of "the temperature is hot / cold" in ONE 2-D space, d_model = 2.
+
+    "hot" and "cold" are antonyms, so they start exactly opposite (cosine -1);
+    "temperature" is perpendicular to both.
+
+    >>> words = hot_cold_words()
+    >>> words.X[words.index("hot")] @ words.X[words.index("cold")]
+    np.float64(-1.0)
+    """
+    rows = {
+        "the":         [0.3, -0.4],
+        "temperature": [0.0, 1.0],
+        "is":          [-0.3, -0.4],
+        "hot":         [1.0, 0.0],
+        "cold":        [-1.0, 0.0],
+    }
+    return ToyEmbeddings(tokens=tuple(rows), dims=("e0", "e1"), X=np.array(list(rows.values())))
+
+
+def hot_cold_general() -> ToyEmbeddings:
+    """The same words in a richer *general* representation, d_model = 3.
+
+    Dimensions: warmth (+1 hot, -1 cold), "describes a temperature" (shared by hot and
+    cold), "is the quantity temperature". Meaning and attention live on different axes,
+    so projections can pick out one or the other.
+    """
+    rows = {
+        #              warmth describes quantity
+        "the":         [0.0, 0.0, 0.0],
+        "temperature": [0.0, 0.0, 1.0],
+        "is":          [0.0, 0.0, 0.0],
+        "hot":         [1.0, 1.0, 0.0],
+        "cold":        [-1.0, 1.0, 0.0],
+    }
+    return ToyEmbeddings(
+        tokens=tuple(rows),
+        dims=("warmth", "describes a temperature", "is a temperature"),
+        X=np.array(list(rows.values())),
+    )

@@ -1,0 +1,84 @@
+"""One embedding space asked to hold attention: gradient steps on the embeddings (torch).
+
+Chapter 2's hot/cold/temperature demonstration. With plain similarity attention
+W = softmax(X X^T), the only way to make a word attend to another is to move the
+embeddings themselves. ``fit_similarity_attention`` does exactly that by gradient
+descent and returns every intermediate embedding matrix, so a chapter can measure what
+the moves did to meaning (for instance the cosine of two antonyms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from jaxtyping import Float
+
+__all__ = ["fit_similarity_attention"]
+
+
+def _check_examples(vocab_size, sentences, queries, targets):
+    if not (len(sentences) == len(queries) == len(targets)) or not sentences:
+        raise ValueError(
+            f"need one query and one target position per sentence, got {len(sentences)} "
+            f"sentences, {len(queries)} queries, {len(targets)} targets"
+        )
+    for k, (sentence, query, target) in enumerate(zip(sentences, queries, targets)):
+        if not all(0 <= word < vocab_size for word in sentence):
+            raise ValueError(
+                f"sentence {k} = {list(sentence)} uses an index outside the "
+                f"vocabulary of {vocab_size} words"
+            )
+        for name, position in (("query", query), ("target", target)):
+            if not 0 <= position < len(sentence):
+                raise ValueError(
+                    f"{name} position {position} is outside sentence {k} of length {len(sentence)}"
+                )
+
+
+def fit_similarity_attention(
+    embeddings: Float[np.ndarray, "vocab d_model"],
+    sentences: Sequence[Sequence[int]],
+    queries: Sequence[int],
+    targets: Sequence[int],
+    steps: int = 100,
+    learning_rate: float = 0.05,
+) -> tuple[Float[np.ndarray, "steps_plus_1 vocab d_model"], Float[np.ndarray, " steps"]]:
+    """Gradient descent on the embeddings so that each query word attends to its target.
+
+    ``sentences[k]`` lists vocabulary indices (rows of ``embeddings``); in sentence k the
+    word at position ``queries[k]`` should attend to the word at position ``targets[k]``.
+    The loss is the sum over sentences of -log W_k[query, target] with
+    W_k = softmax(X_k X_k^T), X_k = embeddings[sentences[k]] (seq, d_model).
+
+    Plain gradient steps (no momentum), float64, no randomness: the result depends only
+    on the inputs. Returns ``(history, losses)``: history[t] is the embedding matrix
+    after t steps (history[0] equals the input), losses[t] the loss of history[t].
+
+    >>> history, losses = fit_similarity_attention(np.eye(2), [[0, 1]], [0], [1], steps=5)
+    >>> bool(losses[-1] < losses[0])
+    True
+    """
+    start = np.asarray(embeddings, dtype=float)
+    if start.ndim != 2:
+        raise ValueError(f"embeddings must be (vocab, d_model), got shape {start.shape}")
+    _check_examples(start.shape[0], sentences, queries, targets)
+    if steps < 1 or learning_rate <= 0:
+        raise ValueError(f"need steps >= 1 and learning_rate > 0, got {steps}, {learning_rate}")
+
+    table = torch.tensor(start, dtype=torch.float64, requires_grad=True)
+    optimiser = torch.optim.SGD([table], lr=learning_rate)
+    history, losses = [start.copy()], []
+    for _ in range(steps):
+        loss = torch.zeros((), dtype=torch.float64)
+        for sentence, query, target in zip(sentences, queries, targets):
+            X = table[list(sentence)]  # (seq, d_model)
+            log_weights = torch.log_softmax(X @ X.T, dim=-1)  # (seq, seq)
+            loss = loss - log_weights[query, target]
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+        history.append(table.detach().numpy().copy())
+    return np.stack(history), np.array(losses)

@@ -1,0 +1,89 @@
+"""What attention by plain similarity forces, in numbers (chapter 2).
+
+With scores S = X X^T the scores are symmetric. After the row softmax,
+
+    W_ij = exp(S_ij) / Z_i,   Z_i = sum_k exp(S_ik),
+
+so W_ij / W_ji = Z_j / Z_i: the weights of a pair can differ only through one number per
+token, its row normaliser. ``log_normalisers`` computes log Z. ``repeated_attention``
+applies similarity attention again and again, and ``row_spread`` measures how far apart
+the tokens still are. Rows are tokens throughout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jaxtyping import Float
+
+from attncourse.attention import dot_product_scores, softmax
+
+__all__ = ["cosine_similarity", "log_normalisers", "repeated_attention", "row_spread"]
+
+
+def _matrix(x, name: str) -> np.ndarray:
+    array = np.asarray(x, dtype=float)
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D (seq, ...) array, got shape {array.shape}")
+    return array
+
+
+def log_normalisers(scores: Float[np.ndarray, "seq_q seq_k"]) -> Float[np.ndarray, " seq_q"]:
+    """log Z_i = log sum_j exp(S_ij) for every row i, computed without overflow.
+
+    >>> log_normalisers([[0.0, 0.0], [1000.0, 1000.0]]).round(4).tolist()
+    [0.6931, 1000.6931]
+    """
+    scores = _matrix(scores, "scores")
+    if not np.isfinite(scores).all():
+        raise ValueError(f"scores of shape {scores.shape} must be finite")
+    row_max = scores.max(axis=-1)  # (seq_q,)
+    return row_max + np.log(np.exp(scores - row_max[:, None]).sum(axis=-1))
+
+
+def repeated_attention(
+    X: Float[np.ndarray, "seq d_model"], steps: int, scale: float = 1.0
+) -> tuple[Float[np.ndarray, "steps_plus_1 seq d_model"], Float[np.ndarray, "steps_plus_1 seq seq"]]:
+    """Apply similarity attention ``steps`` times: X_{t+1} = softmax(scale X_t X_t^T) X_t.
+
+    Returns ``(states, weights)``: states[t] is X_t (states[0] is X itself) and
+    weights[t] = softmax(scale X_t X_t^T), the attention applied to X_t.
+
+    >>> states, weights = repeated_attention([[1.0, 0.0], [0.0, 1.0]], steps=1)
+    >>> states[1].round(3).tolist()
+    [[0.731, 0.269], [0.269, 0.731]]
+    """
+    X = _matrix(X, "X")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+    attention = lambda current: softmax(scale * dot_product_scores(current, current))
+    states = [X]
+    for _ in range(steps):
+        states.append(attention(states[-1]) @ states[-1])  # (seq, d_model)
+    weights = [attention(state) for state in states]  # each (seq, seq)
+    return np.stack(states), np.stack(weights)
+
+
+def row_spread(X: Float[np.ndarray, "seq d_model"]) -> float:
+    """The largest Euclidean distance between two rows: the diameter of the token cloud.
+
+    >>> row_spread([[0.0, 0.0], [3.0, 4.0], [1.0, 1.0]])
+    5.0
+    """
+    X = _matrix(X, "X")
+    differences = X[:, None, :] - X[None, :, :]  # (seq, seq, d_model)
+    return float(np.linalg.norm(differences, axis=-1).max())
+
+
+def cosine_similarity(a: Float[np.ndarray, " d"], b: Float[np.ndarray, " d"]) -> float:
+    """cos(a, b) = a . b / (|a| |b|), between -1 (opposite) and 1 (same direction).
+
+    >>> cosine_similarity([1.0, 0.0], [-2.0, 0.0])
+    -1.0
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"need two vectors of one length, got shapes {a.shape} and {b.shape}")
+    norms = np.linalg.norm(a) * np.linalg.norm(b)
+    if norms == 0:
+        raise ValueError("the cosine of a zero vector is undefined")
+    return float(a @ b / norms)

@@ -1,0 +1,183 @@
+"""W_Q, W_K and W_V learned by backpropagation on a task whose right attention is known.
+
+The task (chapter 3): generated sentences hold a few nouns of different kinds, some
+filler words and, last, a pronoun that agrees with exactly one of the nouns ("he" with
+man/boy/king, "it" with ball/cup/box, ...). Every noun carries properties of its own,
+random numbers drawn afresh for each sentence (this ball is wet, that cup is red). The
+model must output, at the pronoun, the properties of the noun it refers to. Since the
+properties are new in every sentence, the only way to get them is to attend to that
+noun: the intended attention pattern is known exactly.
+
+The model is one attention head, Q = X W_Q, K = X W_K, V = X W_V, built from three
+``torch.nn.Linear`` layers without bias, trained by gradient descent. Everything is
+seeded and pure: the same arguments give the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from jaxtyping import Float, Int
+
+__all__ = [
+    "PRONOUN_REFERENTS",
+    "VOCABULARY",
+    "PronounTask",
+    "TrainedAttention",
+    "make_pronoun_task",
+    "referent_accuracy",
+    "train_pronoun_attention",
+]
+
+PRONOUN_REFERENTS = {
+    "he": ("man", "boy", "king"),
+    "she": ("woman", "girl", "queen"),
+    "it": ("ball", "cup", "box"),
+    "they": ("dogs", "kids", "friends"),
+}
+FILLERS = ("the", "a", "saw", "found", "and", "with", "near", "was")
+PRONOUNS = tuple(PRONOUN_REFERENTS)
+NOUNS = tuple(noun for nouns in PRONOUN_REFERENTS.values() for noun in nouns)
+VOCABULARY = FILLERS + NOUNS + PRONOUNS
+
+
+@dataclass(frozen=True, eq=False)
+class PronounTask:
+    """A batch of generated sentences; the pronoun is always the last token.
+
+    tokens (batch, seq): indices into VOCABULARY.
+    properties (batch, seq, d_property): each noun's own random properties, 0 elsewhere.
+    referent (batch,): position of the noun the pronoun refers to.
+    """
+
+    tokens: Int[np.ndarray, "batch seq"]
+    properties: Float[np.ndarray, "batch seq d_property"]
+    referent: Int[np.ndarray, " batch"]
+
+    @property
+    def words(self) -> list[list[str]]:
+        return [[VOCABULARY[t] for t in sentence] for sentence in self.tokens]
+
+    def embeddings(self) -> Float[np.ndarray, "batch seq d_model"]:
+        """X = [one-hot word | properties], d_model = len(VOCABULARY) + d_property."""
+        one_hot = np.eye(len(VOCABULARY))[self.tokens]  # (batch, seq, len(VOCABULARY))
+        return np.concatenate([one_hot, self.properties], axis=-1)  # (batch, seq, d_model)
+
+    def wanted_output(self) -> Float[np.ndarray, "batch d_property"]:
+        """The referent's properties: what the pronoun should fetch."""
+        return self.properties[np.arange(len(self.referent)), self.referent]
+
+
+def make_pronoun_task(
+    n_sentences: int, seed: int, seq: int = 8, n_nouns: int = 3, d_property: int = 4
+) -> PronounTask:
+    """``n_sentences`` sentences of ``seq`` tokens: ``n_nouns`` nouns of different kinds
+    at random places among the first seq - 1, fillers elsewhere, the pronoun last.
+
+    >>> task = make_pronoun_task(2, seed=0, seq=5, n_nouns=2)
+    >>> task.tokens.shape, task.properties.shape, task.referent.shape
+    ((2, 5), (2, 5, 4), (2,))
+    """
+    if not 2 <= n_nouns <= len(PRONOUNS):
+        raise ValueError(f"n_nouns must be between 2 and {len(PRONOUNS)}, got {n_nouns}")
+    if seq < n_nouns + 1:
+        raise ValueError(f"seq={seq} has no room for {n_nouns} nouns and a pronoun")
+    if n_sentences < 1 or d_property < 1:
+        raise ValueError(f"need n_sentences >= 1 and d_property >= 1, got {n_sentences}, {d_property}")
+    rng = np.random.default_rng(seed)
+    tokens = np.empty((n_sentences, seq), dtype=int)
+    properties = np.zeros((n_sentences, seq, d_property))
+    referent = np.empty(n_sentences, dtype=int)
+    for s in range(n_sentences):
+        kinds = rng.choice(len(PRONOUNS), size=n_nouns, replace=False)  # kinds[0]: the referent's
+        places = rng.permutation(seq - 1)[:n_nouns]
+        tokens[s, :-1] = rng.choice([VOCABULARY.index(w) for w in FILLERS], size=seq - 1)
+        for kind, place in zip(kinds, places):
+            noun = rng.choice(PRONOUN_REFERENTS[PRONOUNS[kind]])
+            tokens[s, place] = VOCABULARY.index(noun)
+            properties[s, place] = rng.standard_normal(d_property)
+        tokens[s, -1] = VOCABULARY.index(PRONOUNS[kinds[0]])
+        referent[s] = places[0]
+    return PronounTask(tokens=tokens, properties=properties, referent=referent)
+
+
+@dataclass(frozen=True, eq=False)
+class TrainedAttention:
+    """Learned projections in the course's row convention (Q = X W_q), and the losses.
+
+    W_q, W_k (d_model, d_k); W_v (d_model, d_property); losses (steps,).
+    """
+
+    W_q: Float[np.ndarray, "d_model d_k"]
+    W_k: Float[np.ndarray, "d_model d_k"]
+    W_v: Float[np.ndarray, "d_model d_v"]
+    losses: Float[np.ndarray, " steps"]
+
+
+def train_pronoun_attention(
+    task: PronounTask,
+    d_k: int = 8,
+    steps: int = 200,
+    learning_rate: float = 0.05,
+    seed: int = 0,
+    progress: Callable[[Iterable[int]], Iterable[int]] | None = None,
+) -> TrainedAttention:
+    """Train W_Q, W_K, W_V (random start, Adam, mean squared error) on ``task``.
+
+    The prediction is the attention output at the pronoun (the last row),
+    softmax(Q K^T / sqrt(d_k)) V, compared with the referent's properties.
+    ``progress`` wraps the loop of steps, e.g. ``progress=tqdm`` for a progress bar.
+
+    The layers start from torch's default initialisation drawn under ``seed``; the global
+    random state is restored afterwards. Training runs on one CPU thread: the matrices are
+    tiny, and one thread adds up the numbers in the same order on every machine.
+    """
+    if steps < 1 or d_k < 1 or learning_rate <= 0:
+        raise ValueError(f"need steps >= 1, d_k >= 1, learning_rate > 0; got {steps}, {d_k}, {learning_rate}")
+    X = torch.tensor(task.embeddings())  # (batch, seq, d_model), float64
+    wanted = torch.tensor(task.wanted_output())  # (batch, d_property)
+    d_model, d_v = X.shape[-1], wanted.shape[-1]
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            to_query, to_key, to_value = (
+                torch.nn.Linear(d_model, d_out, bias=False, dtype=torch.float64)
+                for d_out in (d_k, d_k, d_v)
+            )
+        layers = (to_query, to_key, to_value)
+        optimiser = torch.optim.Adam([p for layer in layers for p in layer.parameters()], lr=learning_rate)
+        losses = []
+        for _ in (progress or iter)(range(steps)):
+            Q, K, V = to_query(X), to_key(X), to_value(X)  # (batch, seq, d_k), ..., (batch, seq, d_v)
+            weights = torch.softmax(Q @ K.transpose(-1, -2) / d_k**0.5, dim=-1)  # (batch, seq, seq)
+            prediction = (weights @ V)[:, -1, :]  # (batch, d_v): the pronoun's output row
+            loss = torch.mean((prediction - wanted) ** 2)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+    finally:
+        torch.set_num_threads(threads)
+    # nn.Linear computes x W^T with weight (d_out, d_model): the row-convention W is its transpose.
+    W_q, W_k, W_v = (layer.weight.detach().numpy().T.copy() for layer in layers)
+    return TrainedAttention(W_q=W_q, W_k=W_k, W_v=W_v, losses=np.array(losses))
+
+
+def referent_accuracy(
+    pronoun_weights: Float[np.ndarray, "batch seq"], referent: Int[np.ndarray, " batch"]
+) -> float:
+    """Fraction of sentences whose pronoun puts its largest weight on the referent."""
+    pronoun_weights = np.asarray(pronoun_weights, dtype=float)
+    referent = np.asarray(referent)
+    if pronoun_weights.ndim != 2 or referent.shape != pronoun_weights.shape[:1]:
+        raise ValueError(
+            f"need pronoun weights (batch, seq) and referents (batch,), got "
+            f"{pronoun_weights.shape} and {referent.shape}"
+        )
+    return float(np.mean(pronoun_weights.argmax(axis=-1) == referent))

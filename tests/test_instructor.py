@@ -1,0 +1,421 @@
+"""Tests for ``attncourse.instructor``: the tag convention, the student version, grading.
+
+Grading is tested end to end on fabricated submissions (one per kind of learner: correct,
+wrong, empty, raising, looping forever, crashing the kernel, unreadable), each run in a
+real kernel, and on the instructor's walkthrough: a student version with two assigned
+exercises, one filled in correctly and one wrongly.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from attncourse import instructor
+from attncourse.instructor import (
+    CRASHED,
+    FAILED,
+    NOT_ATTEMPTED,
+    PASSED,
+    SolutionLeak,
+    convention_problems,
+    exercise_labels,
+    grade_submissions,
+    make_student_notebook,
+    solution_leaks,
+    write_report,
+    write_student_version,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ROOT / "chapters"
+CHAPTER_1 = CHAPTERS / "01_dot_product_similarity.ipynb"
+SOFTMAX, DOUBLING, TUNE = "ch1-stable-softmax", "ch1-predict-doubling", "ch1-pool-prefers-badminton"
+ROLE_TAGS = ("stub", "solution", "check", "hidden-test")
+
+
+def _chapter_1():
+    return nbformat.read(CHAPTER_1, as_version=4)
+
+
+def _tagged(nb, label: str, role: str | None = None):
+    return [
+        cell for cell in nb.cells
+        if f"exercise:{label}" in cell.metadata.get("tags", [])
+        and (role is None or role in cell.metadata.get("tags", []))
+    ]
+
+
+def _copy_chapters(tmp_path: Path, nb) -> Path:
+    folder = tmp_path / "chapters"
+    folder.mkdir()
+    nbformat.write(nb, folder / CHAPTER_1.name)
+    return folder
+
+
+# --- the convention --------------------------------------------------------------------
+
+
+def test_every_chapter_keeps_the_tag_convention():
+    for path in sorted(CHAPTERS.glob("*.ipynb")):
+        assert convention_problems(nbformat.read(path, as_version=4), path.name) == []
+
+
+def test_chapter_1_has_three_exercises_of_three_kinds():
+    nb = _chapter_1()
+    assert exercise_labels(nb) == [DOUBLING, TUNE, SOFTMAX]
+    for label in exercise_labels(nb):
+        assert len(_tagged(nb, label, "stub")) == 1 and len(_tagged(nb, label, "check")) == 1
+        assert _tagged(nb, label, "solution")
+    assert "def stable_softmax" in _tagged(nb, SOFTMAX, "stub")[0].source  # implement
+    assert "A_tuned" in _tagged(nb, TUNE, "stub")[0].source  # tune
+    assert "prediction = None" in _tagged(nb, DOUBLING, "stub")[0].source  # predict
+    assert _tagged(nb, SOFTMAX, "hidden-test")
+
+
+def _break(nb, label, role, change):
+    broken = copy.deepcopy(nb)
+    change(_tagged(broken, label, role)[0])
+    return broken
+
+
+@pytest.mark.parametrize(
+    "role, change, expected",
+    [
+        ("check", lambda c: c.metadata["tags"].remove("remove-output"), "must also be tagged remove-output"),
+        ("hidden-test", lambda c: c.metadata["tags"].remove("remove-cell"), "must also be tagged remove-cell"),
+        ("check", lambda c: c.metadata["tags"].remove(f"exercise:{SOFTMAX}"), "has no exercise:LABEL tag"),
+        ("check", lambda c: c.metadata["tags"].append("stub"), "more than one role tag"),
+        ("solution", lambda c: c.metadata["tags"].remove("solution"), "inside the solution of"),
+        ("stub", lambda c: c.metadata["tags"].remove("stub"), "has no 'stub' cell"),
+    ],
+)
+def test_convention_problems_name_what_is_broken(role, change, expected):
+    problems = convention_problems(_break(_chapter_1(), SOFTMAX, role, change), "ch1")
+    assert any(expected in problem for problem in problems), problems
+
+
+def test_an_exercise_without_a_check_function_is_a_problem():
+    nb = copy.deepcopy(_chapter_1())
+    for cell in _tagged(nb, SOFTMAX):
+        cell.metadata["tags"] = [t.replace(SOFTMAX, "ch1-no-such-check") for t in cell.metadata["tags"]]
+        cell.source = cell.source.replace(SOFTMAX, "ch1-no-such-check")
+    problems = convention_problems(nb, "ch1")
+    assert "ch1: exercise ch1-no-such-check has no check in attncourse.checks" in problems
+
+
+# --- the student version ---------------------------------------------------------------
+
+
+def test_student_notebook_drops_solutions_and_hidden_tests_and_keeps_stubs_and_checks():
+    nb = _chapter_1()
+    first_code = next(cell for cell in nb.cells if cell.cell_type == "code")
+    first_code.outputs = [nbformat.v4.new_output("stream", text="stale output")]
+    first_code.execution_count = 7
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    student = make_student_notebook(nb)
+    tags = [tag for cell in student.cells for tag in cell.metadata.get("tags", [])]
+    assert "solution" not in tags and "hidden-test" not in tags
+    assert tags.count("stub") == 3 and tags.count("check") == 3
+    assert all(cell.outputs == [] and cell.execution_count is None for cell in student.cells if cell.cell_type == "code")
+    assert "widgets" not in student.metadata
+    assert solution_leaks(nb, student) == []
+    # the chapter itself is untouched, and its body is kept in order
+    assert first_code.execution_count == 7 and "widgets" in nb.metadata
+    body = [c.source for c in nb.cells if not c.metadata.get("tags") or c.metadata["tags"] == ["remove-cell"]]
+    assert [c.source for c in student.cells if c.source in body] == body
+
+
+def test_student_notebook_turns_exercise_directives_into_plain_markdown():
+    student = make_student_notebook(_chapter_1(), [SOFTMAX])
+    text = "\n".join(cell.source for cell in student.cells)
+    assert "### Exercise `ch1-stable-softmax` — Implement: a softmax that does not overflow" in text
+    assert "{exercise-start}" not in text and "{exercise-end}" not in text and ":label:" not in text
+
+
+def test_assign_keeps_only_the_assigned_exercises():
+    student = make_student_notebook(_chapter_1(), [SOFTMAX, DOUBLING])
+    assert exercise_labels(student) == [DOUBLING, SOFTMAX]
+    assert not any("A_tuned" in cell.source for cell in student.cells)
+
+
+def test_write_student_version_assign_skips_chapters_without_assigned_exercises(tmp_path):
+    chapters = _copy_chapters(tmp_path, _chapter_1())
+    plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 0. A chapter with no exercise")])
+    nbformat.write(plain, chapters / "00_plain.ipynb")
+    everything = write_student_version(chapters, tmp_path / "all")
+    assert [p.name for p in everything] == ["00_plain.ipynb", CHAPTER_1.name]
+    assigned = write_student_version(chapters, tmp_path / "some", [TUNE])
+    assert [p.name for p in assigned] == [CHAPTER_1.name]
+    assert exercise_labels(nbformat.read(assigned[0], as_version=4)) == [TUNE]
+
+
+def test_a_solution_copied_into_an_untagged_cell_is_caught_and_nothing_is_written(tmp_path, capsys):
+    nb = _chapter_1()
+    solution = _tagged(nb, SOFTMAX, "solution")[1]
+    nb.cells.append(nbformat.v4.new_code_cell(solution.source))  # an author's slip
+    chapters = _copy_chapters(tmp_path, nb)
+    with pytest.raises(SolutionLeak, match="shifted = scores - scores.max"):
+        write_student_version(chapters, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert instructor.main(["student", "--chapters", str(chapters), "--out", str(tmp_path / "o")]) == 1
+    assert "solution text survives" in capsys.readouterr().err
+
+
+def test_solution_prose_in_a_kept_cell_is_a_leak():
+    nb = _chapter_1()
+    student = make_student_notebook(nb)
+    student.cells[-1].source += "\nSubtract each row's maximum $c$ before taking the exponential. The result does not"
+    assert any(leak.startswith(f"{SOFTMAX}: Subtract each row") for leak in solution_leaks(nb, student))
+
+
+def test_student_refuses_unknown_labels_and_non_empty_folders(tmp_path, capsys):
+    assert instructor.main(["student", "--chapters", str(CHAPTERS), "--out", str(tmp_path / "a"), "--assign", "ch1-nope"]) == 2
+    assert "unknown exercise(s) ch1-nope" in capsys.readouterr().err
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "old.ipynb").write_text("{}")
+    with pytest.raises(ValueError, match="is not empty"):
+        write_student_version(CHAPTERS, tmp_path / "b")
+
+
+def test_list_names_every_exercise(capsys):
+    assert instructor.main(["list", "--chapters", str(CHAPTERS)]) == 0
+    out = capsys.readouterr().out
+    for label in (SOFTMAX, DOUBLING, TUNE):
+        assert label in out
+    assert "Implement: a softmax that does not overflow" in out
+
+
+CELL_TAGS = st.lists(st.sampled_from(["stub", "solution", "check", "hidden-test", "exercise:ch1-a", "exercise:ch1-b", "remove-cell"]), max_size=3, unique=True)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cells=st.lists(st.tuples(st.sampled_from(["code", "markdown"]), st.text(max_size=30), CELL_TAGS), max_size=12),
+    assign=st.none() | st.lists(st.sampled_from(["ch1-a", "ch1-b"]), unique=True),
+)
+def test_student_notebook_invariants_on_arbitrary_notebooks(cells, assign):
+    nb = nbformat.v4.new_notebook()
+    for kind, source, tags in cells:
+        cell = nbformat.v4.new_code_cell(source) if kind == "code" else nbformat.v4.new_markdown_cell(source)
+        cell.metadata["tags"] = tags
+        if kind == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", text="x")]
+        nb.cells.append(cell)
+    before = copy.deepcopy(nb)
+    student = make_student_notebook(nb, assign)
+    assert nb == before  # pure
+    for cell in student.cells:
+        tags = cell.metadata.get("tags", [])
+        assert "solution" not in tags and "hidden-test" not in tags
+        assert cell.cell_type == "markdown" or cell.outputs == []
+        labels = [t[len("exercise:"):] for t in tags if t.startswith("exercise:")]
+        assert assign is None or not labels or labels[0] in assign
+    kept_code = [c.source for c in student.cells if c.cell_type == "code"]
+    expected_code = [
+        c.source for c in nb.cells if c.cell_type == "code"
+        and not {"solution", "hidden-test"} & set(c.metadata["tags"])
+        and (assign is None or instructor._exercise_of(c) in (None, *assign))
+    ]
+    assert kept_code == expected_code
+
+
+# --- grading ---------------------------------------------------------------------------
+
+CORRECT_SOFTMAX = """\
+def stable_softmax(scores):
+    scores = np.asarray(scores, dtype=float)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)"""
+NAIVE_SOFTMAX = """\
+def stable_softmax(scores):
+    e = np.exp(scores)
+    return e / e.sum(axis=-1, keepdims=True)"""
+RAISING_SOFTMAX = "def stable_softmax(scores):\n    return 1 / 0"
+ENDLESS_SOFTMAX = "def stable_softmax(scores):\n    while True:\n        pass"
+
+# learner -> (their stable_softmax cell, their prediction cell)
+SUBMISSIONS = {
+    "correct": (CORRECT_SOFTMAX, 'prediction = "sharper"'),
+    "wrong": (NAIVE_SOFTMAX, 'prediction = "flatter"'),
+    "empty": (None, None),
+    "raises": (RAISING_SOFTMAX, "prediction = undefined_name"),
+    "loops": (ENDLESS_SOFTMAX, "while True:\n    pass"),
+    "crashes": (CORRECT_SOFTMAX, "import os\nos._exit(1)"),
+}
+TIME_LIMIT = 30.0  # the endless learner takes all of it; the others need a few seconds
+
+
+def _submission(softmax_cell: str | None, prediction_cell: str | None):
+    """A learner's notebook in the student format: the ch1 stubs and checks, filled in."""
+    student = make_student_notebook(_chapter_1(), [SOFTMAX, DOUBLING])
+    cells = [nbformat.v4.new_code_cell("import numpy as np\nfrom attncourse import checks as check")]
+    for label, answer in ((SOFTMAX, softmax_cell), (DOUBLING, prediction_cell)):
+        for role in ("stub", "check"):
+            cell = copy.deepcopy(_tagged(student, label, role)[0])
+            if role == "stub" and answer is not None:
+                cell.source = answer
+            cells.append(cell)
+    student.cells = cells
+    return student
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("grading")
+    submissions = folder / "submissions"
+    for learner, (softmax_cell, prediction_cell) in SUBMISSIONS.items():
+        (submissions / learner).mkdir(parents=True)
+        nbformat.write(_submission(softmax_cell, prediction_cell), submissions / learner / "ch1.ipynb")
+    (submissions / "unreadable.ipynb").write_text("")  # a flat file: learner "unreadable"
+    nbformat.write(_chapter_1(), submissions / "copier.ipynb")  # hands in the solved chapter
+    grades, problems = grade_submissions(
+        submissions, CHAPTERS, assign=[DOUBLING, SOFTMAX], time_limit=TIME_LIMIT, check_timeout=3.0, executed_dir=folder / "executed"
+    )
+    table, text = write_report(grades, problems, folder / "report")
+    return {(g.learner, g.exercise): g for g in grades}, table, text, folder
+
+
+def test_grade_reports_a_correct_submission_as_passed(graded):
+    grades, *_ = graded
+    assert grades["correct", SOFTMAX].status == PASSED
+    assert grades["correct", DOUBLING].status == PASSED
+
+
+def test_grade_reports_wrong_answers_with_the_checks_message(graded):
+    grades, *_ = graded
+    assert grades["wrong", SOFTMAX].status == FAILED
+    assert "overflows to inf" in grades["wrong", SOFTMAX].message
+    assert grades["wrong", DOUBLING].status == FAILED
+    assert grades["wrong", DOUBLING].message.startswith("you predicted 'flatter'")
+
+
+def test_grade_reports_untouched_stubs_as_not_attempted(graded):
+    grades, *_ = graded
+    assert grades["empty", SOFTMAX].status == NOT_ATTEMPTED
+    assert "NotImplementedError" in grades["empty", SOFTMAX].message
+    assert grades["empty", DOUBLING].status == NOT_ATTEMPTED
+
+
+def test_grade_reports_code_that_raises(graded):
+    grades, _, _, _ = graded
+    assert grades["raises", SOFTMAX].status == FAILED
+    assert "ZeroDivisionError" in grades["raises", SOFTMAX].message
+    # the learner's own cell raised, so the check cell found no `prediction`
+    assert grades["raises", DOUBLING].status == FAILED
+    assert grades["raises", DOUBLING].message == "the check cell raised NameError: name 'prediction' is not defined"
+
+
+def test_grade_survives_endless_code(graded):
+    grades, *_ = graded
+    # inside a function: the check's time budget stops it, and the notebook goes on
+    assert grades["loops", SOFTMAX].status == FAILED
+    assert "did not return within the time budget of 3 s" in grades["loops", SOFTMAX].message
+    # at the top level of a cell: the notebook's time limit stops it
+    assert grades["loops", DOUBLING].status == CRASHED
+    assert grades["loops", DOUBLING].message.startswith(f"did not finish within the time limit of {TIME_LIMIT:g} s")
+
+
+def test_grade_survives_a_dying_kernel_and_an_unreadable_file(graded):
+    grades, *_ = graded
+    assert grades["crashes", SOFTMAX].status == PASSED  # graded before the kernel died
+    assert grades["crashes", DOUBLING].status == CRASHED
+    assert grades["crashes", DOUBLING].message.startswith("the kernel died")
+    assert grades["unreadable", SOFTMAX].status == CRASHED
+    assert grades["unreadable", SOFTMAX].message.startswith("could not read the notebook")
+
+
+def test_grade_flags_a_submitted_solved_chapter(graded):
+    grades, _, text, _ = graded
+    assert grades["copier", SOFTMAX].status == grades["copier", DOUBLING].status == PASSED
+    assert "copier.ipynb: holds the course's solution cells" in text.read_text(encoding="utf-8")
+
+
+def test_grade_runs_the_hidden_tests(graded):
+    *_, folder = graded
+    executed = nbformat.read(folder / "executed" / "correct" / "ch1.ipynb", as_version=4)
+    hidden = _tagged(executed, SOFTMAX, "hidden-test")
+    assert len(hidden) == 1
+    assert "hidden test: Passed." in hidden[0].outputs[0]["text"]
+
+
+def test_grade_writes_a_csv_and_a_readable_summary(graded):
+    grades, table, text, _ = graded
+    with open(table, newline="", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == len(grades) == 8 * 2
+    assert {row["status"] for row in rows} == {PASSED, FAILED, NOT_ATTEMPTED, CRASHED}
+    assert {(row["learner"], row["exercise"]): row["status"] for row in rows} == {
+        key: grade.status for key, grade in grades.items()
+    }
+    summary = text.read_text(encoding="utf-8")
+    assert f"| learner | {DOUBLING} | {SOFTMAX} |" in summary
+    assert "| correct | passed | passed |" in summary
+    assert "| loops | notebook crashed | failed |" in summary
+    assert "## wrong" in summary and "you predicted 'flatter'" in summary
+
+
+def test_a_hidden_test_catches_what_the_visible_check_misses(tmp_path):
+    """A softmax that passes every visible case but breaks on float32 input."""
+    float64_only = CORRECT_SOFTMAX.replace("scores = np.asarray(scores, dtype=float)", "assert scores.dtype == np.float64")
+    submissions = tmp_path / "submissions"
+    (submissions / "sly").mkdir(parents=True)
+    nbformat.write(_submission(float64_only, None), submissions / "sly" / "ch1.ipynb")
+    grades, _ = grade_submissions(submissions, CHAPTERS, assign=[SOFTMAX])
+    assert [(g.status, g.message.split(":")[0]) for g in grades] == [(FAILED, "hidden test")]
+
+
+def test_the_instructors_walkthrough(tmp_path, capsys):
+    """Two exercises assigned; the learner gets one right and one wrong; grade says so."""
+    handout = tmp_path / "handout"
+    assert instructor.main(["student", "--chapters", str(CHAPTERS), "--out", str(handout), "--assign", f"{SOFTMAX},{DOUBLING}"]) == 0
+    nb = nbformat.read(handout / CHAPTER_1.name, as_version=4)
+    assert exercise_labels(nb) == [DOUBLING, SOFTMAX]
+    _tagged(nb, SOFTMAX, "stub")[0].source = CORRECT_SOFTMAX
+    _tagged(nb, DOUBLING, "stub")[0].source = 'prediction = "same"'
+    (tmp_path / "submissions" / "ada").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "submissions" / "ada" / CHAPTER_1.name)
+    report = tmp_path / "report"
+    assert instructor.main(["grade", str(tmp_path / "submissions"), "--chapters", str(CHAPTERS), "--out", str(report)]) == 0
+    with open(report / "grades.csv", newline="", encoding="utf-8") as file:
+        rows = [(r["learner"], r["exercise"], r["status"]) for r in csv.DictReader(file)]
+    assert rows == [("ada", DOUBLING, FAILED), ("ada", SOFTMAX, PASSED)]
+    assert "| ada | failed | passed |" in capsys.readouterr().out
+
+
+# --- the documentation -----------------------------------------------------------------
+
+
+def test_help_and_instructor_guide_document_the_tags_and_the_commands(capsys):
+    with pytest.raises(SystemExit):
+        instructor.main(["--help"])
+    help_text = capsys.readouterr().out
+    guide = (ROOT / "instructor_guide.md").read_text(encoding="utf-8")
+    documented = (*ROLE_TAGS, "exercise:LABEL", "remove-output", "remove-cell", "--assign", "student --out", "grade submissions")
+    for text in (help_text, guide):
+        assert [word for word in documented if word not in text] == []
+    assert "ATTNCOURSE_CHECK_MODE" in guide and "check.hidden_test" in guide
+    for command in ("student", "grade"):
+        with pytest.raises(SystemExit):
+            instructor.main([command, "--help"])
+        assert "Tag convention" in capsys.readouterr().out
+    assert "instructor_guide" in (ROOT / "_toc.yml").read_text()
+
+
+def test_the_log_format_is_what_grade_reads(tmp_path, monkeypatch):
+    from attncourse import checks
+
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv(checks.LOG_VARIABLE, str(log))
+    checks.predict_doubling("sharper")
+    record = json.loads(log.read_text())
+    assert set(record) == {"exercise", "status", "message", "kind"}
+    run = instructor._Run(_chapter_1(), _chapter_1(), [record], "", [])
+    assert instructor._grade_exercise(run, DOUBLING) == (PASSED, record["message"])

@@ -1,0 +1,87 @@
+"""Tests for ``attncourse.one_space``. The gradient torch computes is checked against a
+finite-difference gradient of the same loss written in numpy, so the test does not trust
+the code under test to define the loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attncourse.attention import softmax
+from attncourse.examples import hot_cold_words
+from attncourse.one_space import fit_similarity_attention
+
+SENTENCES, QUERIES, TARGETS = [[0, 1, 2, 3], [0, 1, 2, 4]], [3, 3], [1, 1]
+
+
+def _numpy_loss(embeddings, sentences, queries, targets):
+    total = 0.0
+    for sentence, query, target in zip(sentences, queries, targets):
+        X = embeddings[sentence]
+        total -= np.log(softmax(X @ X.T)[query, target])
+    return total
+
+
+def _finite_difference_gradient(embeddings, h=1e-6):
+    gradient = np.zeros_like(embeddings)
+    for index in np.ndindex(embeddings.shape):
+        up, down = embeddings.copy(), embeddings.copy()
+        up[index] += h
+        down[index] -= h
+        gradient[index] = (_numpy_loss(up, SENTENCES, QUERIES, TARGETS)
+                           - _numpy_loss(down, SENTENCES, QUERIES, TARGETS)) / (2 * h)
+    return gradient
+
+
+def test_one_step_is_a_plain_gradient_step_on_the_attention_loss():
+    start = hot_cold_words().X
+    history, losses = fit_similarity_attention(start, SENTENCES, QUERIES, TARGETS,
+                                               steps=1, learning_rate=0.05)
+    assert np.isclose(losses[0], _numpy_loss(start, SENTENCES, QUERIES, TARGETS))
+    expected = start - 0.05 * _finite_difference_gradient(start)
+    assert np.allclose(history[1], expected, atol=1e-7)
+
+
+def test_history_starts_at_the_input_and_the_input_is_not_mutated():
+    start = hot_cold_words().X
+    copy = start.copy()
+    history, losses = fit_similarity_attention(start, SENTENCES, QUERIES, TARGETS, steps=5)
+    assert history.shape == (6, 5, 2) and losses.shape == (5,)
+    assert np.array_equal(history[0], copy) and np.array_equal(start, copy)
+
+
+def test_attention_is_learned_and_the_antonyms_merge():
+    words = hot_cold_words()
+    history, losses = fit_similarity_attention(words.X, SENTENCES, QUERIES, TARGETS, steps=100)
+    hot, cold = words.index("hot"), words.index("cold")
+    cosine = lambda X: X[hot] @ X[cold] / np.linalg.norm(X[hot]) / np.linalg.norm(X[cold])
+    assert losses[-1] < losses[0] / 10
+    assert cosine(history[0]) == -1.0 and cosine(history[-1]) > 0.9
+
+
+def test_deterministic():
+    start = hot_cold_words().X
+    first = fit_similarity_attention(start, SENTENCES, QUERIES, TARGETS, steps=10)
+    second = fit_similarity_attention(start, SENTENCES, QUERIES, TARGETS, steps=10)
+    assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
+
+
+@pytest.mark.parametrize(
+    "sentences, queries, targets, message",
+    [
+        ([[0, 9]], [0], [1], "outside the vocabulary of 5 words"),
+        ([[0, 1]], [0, 1], [1], "one query and one target position per sentence"),
+        ([[0, 1]], [2], [1], "query position 2 is outside sentence 0 of length 2"),
+        ([[0, 1]], [0], [-1], "target position -1"),
+    ],
+)
+def test_bad_examples_are_named(sentences, queries, targets, message):
+    with pytest.raises(ValueError, match=message):
+        fit_similarity_attention(hot_cold_words().X, sentences, queries, targets)
+
+
+def test_bad_embeddings_and_settings():
+    with pytest.raises(ValueError, match=r"\(vocab, d_model\)"):
+        fit_similarity_attention(np.zeros(5), SENTENCES, QUERIES, TARGETS)
+    with pytest.raises(ValueError, match="steps >= 1"):
+        fit_similarity_attention(hot_cold_words().X, SENTENCES, QUERIES, TARGETS, steps=0)

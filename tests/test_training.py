@@ -1,0 +1,144 @@
+"""Tests for ``attncourse.training``: the generated task has the structure the chapter
+claims, the training reaches the accuracy target on held-out sentences with a small
+budget, is deterministic, and leaves torch's global state as it found it. The learned
+matrices are checked with the numpy reference attention, not with the training code."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attncourse.attention import scaled_dot_product_attention
+from attncourse.training import (
+    PRONOUN_REFERENTS,
+    VOCABULARY,
+    make_pronoun_task,
+    referent_accuracy,
+    train_pronoun_attention,
+)
+
+SMALL_BUDGET = dict(d_k=8, steps=100, learning_rate=0.1)
+
+
+@pytest.fixture(scope="module")
+def trained_small():
+    task = make_pronoun_task(300, seed=0)
+    return task, train_pronoun_attention(task, seed=0, **SMALL_BUDGET)
+
+
+def _pronoun_weights(task, trained):
+    X = task.embeddings()
+    output, weights = scaled_dot_product_attention(X @ trained.W_q, X @ trained.W_k, X @ trained.W_v)
+    return output[:, -1, :], weights[:, -1, :]
+
+
+def test_every_pronoun_agrees_with_exactly_one_noun_its_referent():
+    task = make_pronoun_task(200, seed=3)
+    for words, referent in zip(task.words, task.referent):
+        pronoun = words[-1]
+        assert pronoun in PRONOUN_REFERENTS
+        agreeing = [j for j, w in enumerate(words[:-1]) if w in PRONOUN_REFERENTS[pronoun]]
+        assert agreeing == [referent]
+
+
+def test_properties_sit_on_the_nouns_only():
+    task = make_pronoun_task(50, seed=4, seq=6, n_nouns=2, d_property=3)
+    nouns = {n for ns in PRONOUN_REFERENTS.values() for n in ns}
+    is_noun = np.array([[w in nouns for w in words] for words in task.words])
+    assert is_noun.sum(axis=1).tolist() == [2] * 50
+    assert np.all(task.properties[~is_noun] == 0) and np.all(task.properties[is_noun] != 0)
+    assert np.array_equal(task.wanted_output(), task.properties[np.arange(50), task.referent])
+
+
+def test_embeddings_are_one_hot_words_then_properties():
+    task = make_pronoun_task(5, seed=0)
+    X = task.embeddings()
+    n_words = len(VOCABULARY)
+    assert X.shape == (5, 8, n_words + 4)
+    assert np.array_equal(X[..., :n_words].argmax(-1), task.tokens)
+    assert np.array_equal(X[..., :n_words].sum(-1), np.ones((5, 8)))
+    assert np.array_equal(X[..., n_words:], task.properties)
+
+
+def test_task_is_deterministic_for_a_seed_and_varies_across_seeds():
+    a, b, c = (make_pronoun_task(20, seed=s) for s in (7, 7, 8))
+    assert np.array_equal(a.tokens, b.tokens) and np.array_equal(a.properties, b.properties)
+    assert not np.array_equal(a.tokens, c.tokens)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(n_nouns=1), "n_nouns must be between 2 and 4"),
+        (dict(n_nouns=5), "n_nouns must be between 2 and 4"),
+        (dict(seq=3, n_nouns=3), "seq=3 has no room for 3 nouns"),
+        (dict(d_property=0), "d_property >= 1"),
+    ],
+)
+def test_bad_task_sizes_are_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_pronoun_task(10, seed=0, **kwargs)
+
+
+def test_small_budget_reaches_the_target_on_held_out_sentences(trained_small):
+    _, trained = trained_small
+    held_out = make_pronoun_task(500, seed=99)
+    _, pronoun_weights = _pronoun_weights(held_out, trained)
+    assert referent_accuracy(pronoun_weights, held_out.referent) > 0.95
+
+
+def test_learned_matrices_are_in_the_row_convention(trained_small):
+    task, trained = trained_small
+    d_model = task.embeddings().shape[-1]
+    assert trained.W_q.shape == trained.W_k.shape == (d_model, 8)
+    assert trained.W_v.shape == (d_model, 4) and trained.losses.shape == (100,)
+    prediction, _ = _pronoun_weights(task, trained)
+    numpy_loss = np.mean((prediction - task.wanted_output()) ** 2)
+    assert trained.losses[-1] < 0.01 * trained.losses[0]
+    assert numpy_loss < 2 * trained.losses[-1]
+
+
+def test_training_is_deterministic_for_a_seed(trained_small):
+    task, first = trained_small
+    second = train_pronoun_attention(task, seed=0, **SMALL_BUDGET)
+    for name in ("W_q", "W_k", "W_v", "losses"):
+        assert np.array_equal(getattr(first, name), getattr(second, name))
+    other = train_pronoun_attention(task, seed=1, d_k=8, steps=2)
+    assert not np.array_equal(first.W_q, other.W_q)
+
+
+def test_training_leaves_torch_global_state_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    threads = torch.get_num_threads()
+    train_pronoun_attention(make_pronoun_task(20, seed=0), steps=2, seed=5)
+    assert torch.equal(torch.rand(3), expected)
+    assert torch.get_num_threads() == threads
+
+
+def test_progress_wraps_the_loop_of_steps():
+    seen = []
+
+    def progress(steps):
+        seen.append(len(steps))
+        return steps
+
+    train_pronoun_attention(make_pronoun_task(10, seed=0), steps=3, progress=progress)
+    assert seen == [3]
+
+
+def test_bad_training_settings_are_named():
+    with pytest.raises(ValueError, match="steps >= 1"):
+        train_pronoun_attention(make_pronoun_task(10, seed=0), steps=0)
+
+
+def test_referent_accuracy_counts_argmax_hits():
+    weights = np.array([[0.1, 0.9, 0.0], [0.5, 0.2, 0.3], [0.0, 0.0, 1.0]])
+    assert referent_accuracy(weights, np.array([1, 1, 2])) == pytest.approx(2 / 3)
+
+
+def test_referent_accuracy_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"\(batch, seq\)"):
+        referent_accuracy(np.zeros((3, 4)), np.zeros(2, dtype=int))
