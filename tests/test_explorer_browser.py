@@ -285,6 +285,13 @@ def pages_with_explorers():
 @pytest.mark.parametrize("entry", pages_with_explorers())
 def test_explorers_on_the_site(entry, visit, watched_page):
     visit(f"{entry}.html")
+    # The page must run this checkout's explorer: the execution cache keys on the notebook
+    # alone, so after a change to explorer.js it can keep serving the old code.
+    current = (tools.ROOT / "attncourse" / "static" / "explorer.js").read_text()
+    saved = [m["state"]["_esm"] for m in watched_page.evaluate(_WIDGET_STATE).values()
+             if m["state"].get("_anywidget_id") == EXPLORER_ID]
+    assert all(esm == current for esm in saved), \
+        f"{entry} carries an older explorer.js: clear _build/.jupyter_cache and rebuild"
     assert check_every_explorer(watched_page), f"{entry} holds explorer models, displays none"
 
 
