@@ -225,6 +225,7 @@ class ExplorerCheck:
                      f"{self.where} after {action}")
 
     def edit_every_grid(self):
+        """One entry of each editable matrix changes, through its input as a reader would."""
         for name, entries in self.read["grids"].items():
             matrix = grid_matrix(entries)
             i, j, value = edit_cell(matrix)
