@@ -80,6 +80,26 @@ def test_chapter_1_has_three_exercises_of_three_kinds():
     assert _tagged(nb, SOFTMAX, "hidden-test")
 
 
+@pytest.mark.parametrize(
+    "chapter, exercises",
+    [
+        ("02_reciprocity_problem", {"ch2-predict-he-and-ball": "prediction = None", "ch2-ball-ignores-it": "X_tuned = X.copy()", "ch2-log-weight-ratio": "def log_weight_ratio"}),
+        ("03_queries_keys_values", {"ch3-predict-rotation": "prediction = None", "ch3-it-attends-to-ball": "W_q = np.eye(5)", "ch3-attention-head": "def attention_head"}),
+    ],
+)
+def test_chapters_2_and_3_have_three_exercises_of_three_kinds(chapter, exercises):
+    """Predict, tune, implement, in that order (as in chapter 1); no plan left over."""
+    nb = nbformat.read(CHAPTERS / f"{chapter}.ipynb", as_version=4)
+    assert exercise_labels(nb) == list(exercises)
+    for label, stub_text in exercises.items():
+        stubs, check_cells = _tagged(nb, label, "stub"), _tagged(nb, label, "check")
+        assert len(stubs) == 1 and stub_text in stubs[0].source
+        assert len(check_cells) == 1 and f"check.{label.split('-', 1)[1].replace('-', '_')}(" in check_cells[0].source
+        assert _tagged(nb, label, "solution")
+    assert _tagged(nb, list(exercises)[-1], "hidden-test")
+    assert not [cell for cell in nb.cells if "planned" in cell.source.lower()]
+
+
 def _break(nb, label, role, change):
     broken = copy.deepcopy(nb)
     change(_tagged(broken, label, role)[0])
