@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import copy
 import csv
 import json
@@ -322,6 +323,13 @@ def _with_hidden_tests(nb, hidden: dict[str, list]):
     return run
 
 
+def _run_to_completion(coroutine):
+    """asyncio.run in a thread of its own: the caller's thread may already run an event
+    loop (grade() called from Jupyter, or beside Playwright), where asyncio.run refuses."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as worker:
+        return worker.submit(asyncio.run, coroutine).result()
+
+
 def _run_notebook(path: Path, hidden, time_limit: float, check_timeout: float | None) -> _Run:
     try:
         submitted = nbformat.read(path, as_version=4)
@@ -343,7 +351,7 @@ def _run_notebook(path: Path, hidden, time_limit: float, check_timeout: float | 
         problem = ""
         started = time.monotonic()
         try:
-            asyncio.run(asyncio.wait_for(client.async_execute(env=env), time_limit))
+            _run_to_completion(asyncio.wait_for(client.async_execute(env=env), time_limit))
         except Exception as error:  # the learner's notebook may break the run in any way
             if time.monotonic() - started >= time_limit:  # the kernel dies as it is stopped
                 problem = f"did not finish within the time limit of {time_limit:g} s (stopped in cell {current['cell']})"

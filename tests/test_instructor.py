@@ -8,6 +8,8 @@ exercises, one filled in correctly and one wrongly.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import copy
 import csv
 import json
@@ -439,3 +441,22 @@ def test_the_log_format_is_what_grade_reads(tmp_path, monkeypatch):
     assert set(record) == {"exercise", "status", "message", "kind"}
     run = instructor._Run(_chapter_1(), _chapter_1(), [record], "", [])
     assert instructor._grade_exercise(run, DOUBLING) == (PASSED, record["message"])
+
+
+def test_grade_works_where_an_event_loop_is_already_running(tmp_path):
+    """As in Jupyter, or in a pytest worker that ran Playwright's sync API before."""
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    solved = CHAPTERS / "01_dot_product_similarity.ipynb"
+    nbformat.write(nbformat.read(solved, as_version=4), submissions / "ada.ipynb")
+
+    async def grade_inside_a_loop():
+        return grade_submissions(submissions, CHAPTERS, assign=[SOFTMAX],
+                                 time_limit=TIME_LIMIT, check_timeout=3.0,
+                                 executed_dir=tmp_path / "executed")
+
+    # A thread of its own, whose running loop is ours: this worker's main thread may be
+    # running Playwright's already.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:
+        grades, _ = thread.submit(asyncio.run, grade_inside_a_loop()).result()
+    assert [g.status for g in grades] == [PASSED]  # the solved chapter passes its check

@@ -86,27 +86,40 @@ function headerRow(table, corner, colLabels) {
   colLabels.forEach((label) => head.appendChild(el("th", "attn-col", label)));
 }
 
-// A labelled table of numbers; `shade(value)` in [0, 1] colours the cell background.
-function numberTable(matrix, rowLabels, colLabels, decimals, shade, role, head) {
+// A labelled table of numbers, built once; update(matrix, shade) rewrites only the cells
+// whose text or colour changed (rebuilding thousands of cells per edit costs frames).
+// `shade(value)` in [0, 1] colours the cell background.
+function numberTable(nRows, nCols, rowLabels, colLabels, decimals, role, head) {
   const table = el("table", "attn-table");
   table.dataset.role = role;
   if (head !== undefined) table.dataset.head = String(head);
   headerRow(table, "", colLabels);
-  matrix.forEach((row, i) => {
+  const cells = [];
+  for (let i = 0; i < nRows; i++) {
     const tr = table.insertRow();
     tr.appendChild(el("th", "attn-row", rowLabels[i]));
-    row.forEach((value) => {
-      const td = el("td", "attn-cell", value.toFixed(decimals));
-      td.dataset.value = String(value);
-      if (shade) {
+    cells.push(Array.from({ length: nCols }, () => tr.appendChild(el("td", "attn-cell"))));
+  }
+  const shown = cells.map((row) => row.map(() => ({ text: null, background: null })));
+  function update(matrix, shade) {
+    matrix.forEach((row, i) => {
+      row.forEach((value, j) => {
+        const td = cells[i][j];
+        const last = shown[i][j];
+        td.dataset.value = String(value);
+        const text = value.toFixed(decimals);
+        if (text !== last.text) td.textContent = last.text = text;
+        if (!shade) return;
         const t = Math.max(0, Math.min(1, shade(value)));
-        td.style.background = `rgba(31, 119, 180, ${t.toFixed(3)})`;
-        td.style.color = t > 0.55 ? "white" : "inherit";
-      }
-      tr.appendChild(td);
+        const background = `rgba(31, 119, 180, ${t.toFixed(3)})`;
+        if (background !== last.background) {
+          td.style.background = last.background = background;
+          td.style.color = t > 0.55 ? "white" : "inherit";
+        }
+      });
     });
-  });
-  return table;
+  }
+  return { node: table, update };
 }
 
 // An editable grid of numbers; edits call onEdit(i, j, value).
@@ -156,8 +169,9 @@ function maskTable(mask, tokens, onToggle) {
 
 // Tokens on a circle; an arrow j -> i whose width and opacity grow with weights[i][j]
 // (information flows from key j into query i); a loop for each token's self-weight.
-// A masked pair (weight exactly 0) has no edge: the mask is the graph's edge set.
-function graphView(weights, tokens, head) {
+// A masked pair (weight exactly 0) shows no edge: the mask is the graph's edge set.
+// Built once; update(weights) restyles the edges.
+function graphView(tokens, head) {
   const n = tokens.length;
   const size = 260;
   const centre = size / 2;
@@ -176,20 +190,15 @@ function graphView(weights, tokens, head) {
   });
   marker.appendChild(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "rgb(31, 119, 180)" }));
   root.appendChild(svg("defs", {})).appendChild(marker);
-  weights.forEach((row, i) => {
-    row.forEach((w, j) => {
-      if (w === 0) return; // masked: no edge
-      const style = {
-        "stroke-width": (0.5 + 6 * w).toFixed(2),
-        "stroke-opacity": (0.15 + 0.85 * w).toFixed(3),
-        stroke: "rgb(31, 119, 180)", fill: "none",
-      };
+  const edges = tokens.map((_, i) =>
+    tokens.map((_, j) => {
+      const style = { stroke: "rgb(31, 119, 180)", fill: "none" };
       let edge;
       if (i === j) {
         const [x, y, angle] = at(i);
-        const cx = x + 22 * Math.cos(angle);
-        const cy = y + 22 * Math.sin(angle);
-        edge = svg("circle", { cx, cy, r: 10, ...style });
+        edge = svg("circle", {
+          cx: x + 22 * Math.cos(angle), cy: y + 22 * Math.sin(angle), r: 10, ...style,
+        });
       } else {
         const [x1, y1] = at(j);
         const [x2, y2] = at(i);
@@ -208,13 +217,10 @@ function graphView(weights, tokens, head) {
       edge.classList.add("attn-edge");
       edge.dataset.from = String(j);
       edge.dataset.to = String(i);
-      edge.dataset.weight = String(w);
-      const title = svg("title", {});
-      title.textContent = `${tokens[j]} → ${tokens[i]}: ${w.toFixed(3)}`;
-      edge.appendChild(title);
-      root.appendChild(edge);
-    });
-  });
+      edge.appendChild(svg("title", {}));
+      return root.appendChild(edge);
+    }),
+  );
   tokens.forEach((token, k) => {
     const [x, y] = at(k);
     root.appendChild(svg("circle", { cx: x, cy: y, r: 13, class: "attn-node" }));
@@ -222,7 +228,19 @@ function graphView(weights, tokens, head) {
     text.textContent = token;
     root.appendChild(text);
   });
-  return root;
+  function update(weights) {
+    weights.forEach((row, i) => {
+      row.forEach((w, j) => {
+        const edge = edges[i][j];
+        edge.dataset.weight = String(w);
+        edge.style.display = w === 0 ? "none" : "";
+        edge.setAttribute("stroke-width", (0.5 + 6 * w).toFixed(2));
+        edge.setAttribute("stroke-opacity", (0.15 + 0.85 * w).toFixed(3));
+        edge.firstChild.textContent = `${tokens[j]} → ${tokens[i]}: ${w.toFixed(3)}`;
+      });
+    });
+  }
+  return { node: root, update };
 }
 
 const TITLES = {
@@ -258,41 +276,67 @@ function render({ model, el: root }) {
     return box;
   }
 
-  function drawViews(result) {
+  // Each view is built once per structure (tokens, heads, views, ...) and then only
+  // updated: views[k].update(result).
+  let views = [];
+  let structure = null;
+
+  function buildViews(result) {
     const tokens = model.get("tokens");
     const decimals = model.get("decimals");
     const heads = result.weights.length;
+    const seq = tokens.length;
     const suffix = (h) => (heads > 1 ? ` — head ${h}` : "");
+    views = [];
     viewsBox.replaceChildren();
-    for (const view of model.get("views")) {
-      if (view === "output") {
+    const add = (title, view) => {
+      viewsBox.appendChild(figure(title, view.node));
+      views.push(view);
+    };
+    for (const name of model.get("views")) {
+      if (name === "output") {
         const dv = result.output[0].length;
-        viewsBox.appendChild(figure(TITLES.output,
-          numberTable(result.output, tokens, labels(dv, "v"), decimals, null, "output")));
-      } else if (view === "mask") {
+        const table = numberTable(seq, dv, tokens, labels(dv, "v"), decimals, "output");
+        add(TITLES.output, { node: table.node, update: (r) => table.update(r.output, null) });
+      } else if (name === "mask") {
         const mask = model.get("mask");
         if (mask && mask.length && !model.get("editable").includes("mask")) {
-          viewsBox.appendChild(figure(TITLES.mask, maskTable(mask, tokens, null)));
+          add(TITLES.mask, { node: maskTable(mask, tokens, null), update: () => {} });
         }
       } else {
         for (let h = 0; h < heads; h++) {
           const head = heads > 1 ? h : undefined;
-          let body;
-          if (view === "scores") {
-            const flat = result.scores[h].flat();
-            const lo = Math.min(...flat);
-            const hi = Math.max(...flat);
-            const shade = (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5) * 0.85;
-            body = numberTable(result.scores[h], tokens, tokens, decimals, shade, view, head);
-          } else if (view === "weights") {
-            body = numberTable(result.weights[h], tokens, tokens, decimals, (v) => v, view, head);
-          } else if (view === "graph") {
-            body = graphView(result.weights[h], tokens, head);
+          if (name === "graph") {
+            const graph = graphView(tokens, head);
+            add(TITLES.graph + suffix(h), { node: graph.node, update: (r) => graph.update(r.weights[h]) });
+            continue;
           }
-          viewsBox.appendChild(figure(TITLES[view] + suffix(h), body));
+          const table = numberTable(seq, seq, tokens, tokens, decimals, name, head);
+          const update = name === "weights"
+            ? (r) => table.update(r.weights[h], (v) => v)
+            : (r) => {
+              const flat = r.scores[h].flat();
+              const lo = Math.min(...flat);
+              const hi = Math.max(...flat);
+              table.update(r.scores[h], (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5) * 0.85);
+            };
+          add(TITLES[name] + suffix(h), { node: table.node, update });
         }
       }
     }
+  }
+
+  function drawViews(result) {
+    const now = JSON.stringify([
+      model.get("tokens"), model.get("views"), model.get("decimals"), model.get("dims"),
+      result.weights.length, result.output[0].length,
+      model.get("editable").includes("mask") ? null : model.get("mask"),
+    ]);
+    if (now !== structure) {
+      buildViews(result);
+      structure = now;
+    }
+    views.forEach((view) => view.update(result));
   }
 
   function drawInputs() {
