@@ -78,3 +78,26 @@ def test_page(entry, visit, watched_page, screenshots):
             assert link in links
 
     page.screenshot(path=screenshots / f"{entry.replace('/', '--')}.png", full_page=True)
+
+
+NOTEBOOK_PAGES = [e for e in tools.toc_pages() if (tools.ROOT / f"{e}.ipynb").exists()]
+
+
+@pytest.mark.parametrize("entry", NOTEBOOK_PAGES)
+def test_exercises_are_numbered_and_solutions_stay_collapsed_until_clicked(entry, visit,
+                                                                          watched_page):
+    page = watched_page
+    visit(f"{entry}.html")
+    exercises = page.locator("div.exercise.admonition")
+    assert exercises.count() >= 3, "each chapter ends with at least three exercises"
+    titles = exercises.locator("> .admonition-title").all_inner_texts()
+    assert all(title.startswith("Exercise ") for title in titles), titles
+    solutions = page.locator("div.solution.dropdown.admonition")
+    assert solutions.count() == exercises.count()
+    for k in range(solutions.count()):
+        solution = solutions.nth(k)
+        code = solution.locator(".cell.tag_solution")
+        expect(code).to_have_count(1)  # the executed solution sits inside its dropdown
+        expect(code).to_be_hidden()
+        solution.locator("> .admonition-title").click()
+        expect(code).to_be_visible()
