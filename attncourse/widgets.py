@@ -90,11 +90,12 @@ def _check_inputs(tokens, X, projections, mask, n_heads):
             raise ValueError(f"mask rows {rows} allow nothing: every token must see one token")
 
 
-def _matrix_trait():
+def _matrix_trait(dtype=float):
+    """A numpy array in Python, nested lists (empty for None) in the browser."""
     return traitlets.Any(None, allow_none=True).tag(
         sync=True,
-        to_json=lambda value, widget: [] if value is None else np.asarray(value, float).tolist(),
-        from_json=lambda value, widget: None if not value else np.asarray(value, dtype=float),
+        to_json=lambda value, widget: [] if value is None else np.asarray(value, dtype).tolist(),
+        from_json=lambda value, widget: None if not value else np.asarray(value, dtype=dtype),
     )
 
 
@@ -122,11 +123,7 @@ class AttentionExplorer(anywidget.AnyWidget):
     W_q = _matrix_trait()
     W_k = _matrix_trait()
     W_v = _matrix_trait()
-    mask = traitlets.Any(None, allow_none=True).tag(
-        sync=True,
-        to_json=lambda value, widget: [] if value is None else np.asarray(value, bool).tolist(),
-        from_json=lambda value, widget: None if not value else np.asarray(value, dtype=bool),
-    )
+    mask = _matrix_trait(bool)
     scale = traitlets.Float(1.0).tag(sync=True)
     n_heads = traitlets.Int(1).tag(sync=True)
     editable = traitlets.List(traitlets.Unicode()).tag(sync=True)

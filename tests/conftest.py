@@ -4,16 +4,13 @@ that fails the test on any request to another host or any unexpected console err
 from __future__ import annotations
 
 import pathlib
-import sys
 import time
 from dataclasses import dataclass, field
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-# tools/ (the repository's, not installed) is shared with the benchmark, python -m tools.bench.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import tools  # noqa: E402
+import tools  # the repository's tools/, on pytest's pythonpath (pyproject.toml)
 
 SCREENSHOTS = tools.ROOT / "build" / "screenshots"
 _SESSION_START = pytest.StashKey[float]()

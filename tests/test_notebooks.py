@@ -1,22 +1,15 @@
 """The chapters as files: listed in the table of contents, committed without outputs."""
 
-import pathlib
-
 import nbformat
 import pytest
-import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tools import ROOT, toc_pages
+
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 
-def toc_files():
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [entry["file"] for entry in toc["chapters"]]
-
-
 def test_every_chapter_is_in_the_table_of_contents_and_every_entry_exists():
-    listed = toc_files()
+    listed = toc_pages()
     assert CHAPTERS, "no chapter notebooks found"
     for notebook in CHAPTERS:
         assert f"chapters/{notebook.stem}" in listed, f"{notebook.name} is not in _toc.yml"

@@ -12,6 +12,8 @@ import tools
 
 pytestmark = pytest.mark.browser
 
+NOTEBOOK_PAGES = tools.notebook_pages()
+
 # TeX that MathJax should have consumed; found outside code, it means maths left raw.
 RAW_TEX = (r"\frac", r"\sqrt", "$$", r"\(")
 
@@ -72,15 +74,13 @@ def test_page(entry, visit, watched_page, screenshots):
     prose = page.evaluate(_PROSE)
     assert not [raw for raw in RAW_TEX if raw in prose], "raw TeX left in the text"
 
-    if (tools.ROOT / f"{entry}.ipynb").exists():
+    if entry in NOTEBOOK_PAGES:
         links = page.eval_on_selector_all("a[href]", "links => links.map((a) => a.href)")
         for link in launch_links(entry):
             assert link in links
 
     page.screenshot(path=screenshots / f"{entry.replace('/', '--')}.png", full_page=True)
 
-
-NOTEBOOK_PAGES = [e for e in tools.toc_pages() if (tools.ROOT / f"{e}.ipynb").exists()]
 
 
 @pytest.mark.parametrize("entry", NOTEBOOK_PAGES)

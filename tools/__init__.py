@@ -88,6 +88,11 @@ def toc_pages() -> list[str]:
     return [toc["root"], *files(toc)]
 
 
+def notebook_pages() -> list[str]:
+    """The pages of toc_pages() that are notebooks (the chapters)."""
+    return [entry for entry in toc_pages() if (ROOT / f"{entry}.ipynb").exists()]
+
+
 def widget_scripts() -> list[str]:
     """The widget scripts a built chapter page loads, in order, relative to the site root
     (the keys of nb_ipywidgets_js in _config.yml, which Sphinx serves from _static)."""

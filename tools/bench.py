@@ -118,7 +118,7 @@ CASES = [
 def chapter_stylesheets():
     """The stylesheet links of the first notebook page, so that the explorer is styled and
     laid out under the theme's rules as on the site (the pages are equally deep)."""
-    first = next(e for e in tools.toc_pages() if (tools.ROOT / f"{e}.ipynb").exists())
+    first = tools.notebook_pages()[0]
     page = (tools.SITE / f"{first}.html").read_text()
     return "\n".join(re.findall(r'<link rel="stylesheet"[^>]*>', page))
 
