@@ -109,6 +109,8 @@ class AttentionExplorer(anywidget.AnyWidget):
     ``editable`` names the inputs the reader may edit (any of X, W_q, W_k, W_v, mask);
     ``views`` what is shown (any of scores, weights, output, graph, mask); ``dims``
     names the d_model columns of X (and so the rows of each W), default x0, x1, ...
+    Scores, weights and output are heatmaps that print their numbers (``decimals``
+    places) for up to 12 tokens; past that they are colour only, each value on hover.
 
     >>> e = AttentionExplorer(["a", "b"], [[1.0, 0.0], [0.0, 1.0]], scale=np.log(3.0))
     >>> e.weights.round(2).tolist()

@@ -4,8 +4,9 @@ Python computes for the edited inputs, and shows token labels as text, never as 
 
 The explorer's DOM contract (attncourse/static/explorer.js): root ``.attn-explorer``;
 editable grids ``table[data-role="edit-<name>"]`` of inputs labelled ``<name>[i][j]``;
-``table[data-role="scores"|"weights"|"output"]`` whose ``td.attn-cell`` carry the full
-number in ``data-value`` (one table per head, ``data-head``, when there are several);
+heatmaps ``canvas[data-role="scores"|"weights"|"output"]`` carrying the full-precision
+matrix they draw in ``data-values`` and their row labels in ``data-rows`` (JSON; one
+heatmap per head, ``data-head``, when there are several);
 ``svg[data-role="graph"]`` whose ``.attn-edge`` carry ``data-from``, ``data-to`` and
 ``data-weight`` (an edge j -> i for weights[i][j]).
 """
@@ -28,18 +29,21 @@ pytestmark = pytest.mark.browser
 EXPLORER_ID = "attncourse.widgets.AttentionExplorer"
 VIEWS = ("scores", "weights", "output")  # what explorer_view returns, in order
 TOLERANCE = 1e-9  # the explorer's JavaScript against the numpy reference
+VISIBLE_CHANGE = 0.011  # a weight moved this much changes its shade step and printed digits
 
 # Everything an explorer shows and offers for editing, read from its DOM.
 _READ = """(root) => {
-  const cellRows = (table) => [...table.querySelectorAll('tr')]
-    .filter((tr) => tr.querySelector('td.attn-cell'));
-  const numbers = (table) => cellRows(table)
-    .map((tr) => [...tr.querySelectorAll('td.attn-cell')].map((td) => td.dataset.value));
   const byHead = (nodes) => [...nodes]
     .sort((a, b) => Number(a.dataset.head || 0) - Number(b.dataset.head || 0));
+  // What the heatmaps draw, as a digest of their pixels: proof that they repaint.
+  const digest = (canvas) => [...canvas.toDataURL()]
+    .reduce((hash, c) => (Math.imul(hash, 31) + c.charCodeAt(0)) | 0, 0);
   const tables = {};
+  const pixels = {};
   for (const role of ['scores', 'weights', 'output']) {
-    tables[role] = byHead(root.querySelectorAll(`table[data-role="${role}"]`)).map(numbers);
+    const heatmaps = byHead(root.querySelectorAll(`canvas[data-role="${role}"]`));
+    tables[role] = heatmaps.map((canvas) => JSON.parse(canvas.dataset.values));
+    pixels[role] = heatmaps.map(digest);
   }
   const graphs = byHead(root.querySelectorAll('svg[data-role="graph"]')).map((svg) =>
     [...svg.querySelectorAll('.attn-edge')]
@@ -50,12 +54,13 @@ _READ = """(root) => {
       .map((input) => [input.getAttribute('aria-label'),
                        input.type === 'checkbox' ? input.checked : input.value]);
   }
-  // Token labels head the rows of the views (or of the X grid when no view is a table).
-  const labelled = root.querySelector('table[data-role="weights"], table[data-role="scores"], '
-                                      + 'table[data-role="output"], table[data-role="edit-X"]');
-  const tokens = labelled ? [...labelled.querySelectorAll('tr')]
-    .filter((tr) => tr.querySelector('td')).map((tr) => tr.querySelector('th').textContent) : [];
-  return { tables, graphs, grids, tokens };
+  // Token labels head the rows of the views (or of the X grid when no view is a heatmap).
+  const heatmap = root.querySelector('canvas[data-role]');
+  const grid = root.querySelector('table[data-role="edit-X"]');
+  const tokens = heatmap ? JSON.parse(heatmap.dataset.rows)
+    : grid ? [...grid.querySelectorAll('tr')].filter((tr) => tr.querySelector('td'))
+      .map((tr) => tr.querySelector('th').textContent) : [];
+  return { tables, pixels, graphs, grids, tokens };
 }"""
 # The model id of the widget view an element belongs to (html-manager puts each view in a
 # div.widget-subarea right before its view tag).
@@ -139,8 +144,16 @@ def assert_shows(shown, expected, where):
 
 
 def differs(before, after, view):
-    """Whether a view's tables (or the graph) changed between two reads."""
-    return before["tables"][view] != after["tables"][view] or before["graphs"] != after["graphs"]
+    """Whether a view's numbers (or the graph) changed between two reads. Weights that
+    moved by more than one shade step (0.01, also the last printed digit) must have been
+    repainted: the heatmap's pixels changed too."""
+    if before["tables"][view] == after["tables"][view]:
+        return before["graphs"] != after["graphs"]
+    old, new = before["tables"]["weights"], after["tables"]["weights"]
+    if old and np.abs(np.subtract(new, old)).max() > VISIBLE_CHANGE:
+        assert before["pixels"]["weights"] != after["pixels"]["weights"], \
+            "the weights changed visibly, the heatmaps' pixels did not"
+    return True
 
 
 def read_until_changed(explorer, before, timeout=5.0):
@@ -311,6 +324,29 @@ def test_every_kind_of_explorer(site, visit, watched_page):
         views=("weights", "graph", "mask")))
     visit(site.write_page("family.html", [every_input, with_slider], "Explorer family"))
     assert check_every_explorer(watched_page) == 2
+
+
+def test_large_heatmaps_are_colour_only_with_values_on_hover(site, visit, watched_page):
+    """Past 12 tokens a heatmap prints no numbers (colour only, as its caption says), and
+    hovering a cell shows that cell's value; the maths is checked as for every explorer."""
+    rng = np.random.default_rng(4)
+    tokens = [f"t{k}" for k in range(16)]
+    explorer = AttentionExplorer(tokens, rng.standard_normal((16, 8)).round(2), scale=0.5)
+    visit(site.write_page("large.html", [explorer], "Large explorer"))
+    assert check_every_explorer(watched_page) == 1
+    weights = watched_page.locator('.attn-explorer canvas[data-role="weights"]')
+    caption = weights.locator("xpath=preceding-sibling::figcaption").text_content()
+    assert "hover a cell for its value" in caption, caption
+    values = np.array(weights.evaluate("(canvas) => JSON.parse(canvas.dataset.values)"))
+    box = weights.bounding_box()
+    for x, y in ((0.3, 0.4), (0.9, 0.95)):  # two cells inside the grid
+        weights.hover(position={"x": x * box["width"], "y": y * box["height"]})
+        match = re.fullmatch(r"t(\d+), t(\d+): (\S+)", weights.get_attribute("title"))
+        assert match, weights.get_attribute("title")
+        row, col, value = int(match[1]), int(match[2]), float(match[3])
+        assert value == float(f"{values[row, col]:.6g}"), (row, col, value)
+    weights.hover(position={"x": 2, "y": 2})  # the corner is a header, not a cell
+    assert weights.get_attribute("title") == ""
 
 
 LABELS = ["<img src=x onerror=alert(1)>", "<script>alert(2)</script>", "<b onclick=alert(3)>b"]

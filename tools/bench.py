@@ -47,8 +47,8 @@ STEP = 0.25  # what each edit adds to one entry of X
 _EDIT_TO_PAINT = """async ({ edits, warmUp, step }) => {
   const root = document.querySelector('.attn-explorer');
   const inputs = [...root.querySelectorAll('table[data-role="edit-X"] input')];
-  const weights = () => [...root.querySelectorAll('table[data-role="weights"] td.attn-cell')]
-    .map((td) => td.dataset.value).join();
+  const weights = () => [...root.querySelectorAll('canvas[data-role="weights"]')]
+    .map((canvas) => canvas.dataset.values).join();
   const times = { handled: [], laidOut: [], painted: [] };
   let unchanged = 0;
   for (let k = 0; k < warmUp + edits; k++) {
@@ -126,7 +126,7 @@ def chapter_stylesheets():
 def explorer_times(page, url):
     """Medians (ms) from the edit to: input handler done, laid out, painted."""
     page.goto(url)
-    page.wait_for_selector(".attn-explorer table[data-role=weights]")
+    page.wait_for_selector(".attn-explorer canvas[data-role=weights]")
     result = page.evaluate(_EDIT_TO_PAINT, {"edits": EDITS, "warmUp": WARM_UP, "step": STEP})
     if result["unchanged"]:
         sys.exit(f"{url}: {result['unchanged']} edits left the weights unchanged")
@@ -174,7 +174,8 @@ def latencies():
                   f"{painted[label]:7.1f} ms{redraw[label]:9.0f} ms"
                   f"{redraw[label] / painted[label]:9.0f}x")
     print("  explorer: X editable, scores, weights and output of every head shown, in a page\n"
-          "  with the site's stylesheets; matplotlib: recompute, then one annotated heatmap\n"
+          "  with the site's stylesheets (heatmaps print their numbers up to 12 tokens: (a)\n"
+          "  does, (b) is colour only); matplotlib: recompute, then one annotated heatmap\n"
           "  of the weights per head rendered to PNG (kernel side only)")
 
     large = CASES[1][0]

@@ -86,40 +86,143 @@ function headerRow(table, corner, colLabels) {
   colLabels.forEach((label) => head.appendChild(el("th", "attn-col", label)));
 }
 
-// A labelled table of numbers, built once; update(matrix, shade) rewrites only the cells
-// whose text or colour changed (rebuilding thousands of cells per edit costs frames).
-// `shade(value)` in [0, 1] colours the cell background.
-function numberTable(nRows, nCols, rowLabels, colLabels, decimals, role, head) {
-  const table = el("table", "attn-table");
-  table.dataset.role = role;
-  if (head !== undefined) table.dataset.head = String(head);
-  headerRow(table, "", colLabels);
-  const cells = [];
-  for (let i = 0; i < nRows; i++) {
-    const tr = table.insertRow();
-    tr.appendChild(el("th", "attn-row", rowLabels[i]));
-    cells.push(Array.from({ length: nCols }, () => tr.appendChild(el("td", "attn-cell"))));
+// A labelled heatmap on one canvas. A table of the same numbers is one element per cell:
+// with 16 tokens and 4 heads (about 2,500 cells) each edit took two frames to lay out and
+// paint; a canvas is one element however many cells it draws. Up to NUMBERS_UP_TO rows
+// every cell prints its number; larger maps are colour only (printing 2,500 numbers
+// costs a frame by itself, and nobody reads them), with each value in a tooltip.
+// The full-precision numbers are on the element (data-values, JSON: the browser tests
+// read them); labels are drawn with fillText, which never parses HTML.
+// update(matrix, shade) redraws; shade(value) in [-1, 1] colours the cell: blue for
+// positive, orange for negative, stronger further from 0.
+const CELL = { height: 22, padding: 6, maxLabel: 96, font: 13 };
+const NUMBERS_UP_TO = 12;
+const SHADES = 100; // colour steps per sign: finer than the eye tells apart
+const palette = (rgb) =>
+  Array.from({ length: SHADES + 1 }, (_, k) => `rgba(${rgb}, ${(k / SHADES).toFixed(2)})`);
+const BLUES = palette("31, 119, 180");
+const ORANGES = palette("230, 120, 30");
+
+function heatmap(rowLabels, colLabels, decimals, role, head, caption) {
+  const numbers = rowLabels.length <= NUMBERS_UP_TO;
+  const canvas = el("canvas", "attn-heatmap");
+  canvas.dataset.role = role;
+  if (head !== undefined) canvas.dataset.head = String(head);
+  canvas.dataset.rows = JSON.stringify(rowLabels);
+  canvas.dataset.cols = JSON.stringify(colLabels);
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", `${caption}: hover a cell for its exact value`);
+  const ctx = canvas.getContext("2d");
+  // The explorer's own font (explorer.css); the canvas may be drawn before it is attached.
+  const theme = getComputedStyle(document.documentElement);
+  const family = theme.getPropertyValue("--pst-font-family-base").trim() || "sans-serif";
+  const font = (weight) => `${weight} ${CELL.font}px ${family}`;
+
+  // Labels wider than maxLabel end in an ellipsis (the tooltip shows them whole).
+  ctx.font = font(500);
+  const fit = (text) => {
+    if (ctx.measureText(text).width <= CELL.maxLabel) return text;
+    let cut = text;
+    while (cut && ctx.measureText(`${cut}…`).width > CELL.maxLabel) cut = cut.slice(0, -1);
+    return `${cut}…`;
+  };
+  const rows = rowLabels.map(fit);
+  const cols = colLabels.map(fit);
+  const widest = (texts) => Math.max(0, ...texts.map((t) => ctx.measureText(t).width));
+  ctx.font = font(400);
+  const widestNumber = `-000.${"0".repeat(decimals)}`; // longer ones are squeezed to fit
+  const numberWidth = numbers ? ctx.measureText(widestNumber).width : 0;
+  const cellWidth = Math.ceil(Math.max(numberWidth, widest(cols)) + 2 * CELL.padding);
+  const labelWidth = Math.ceil(widest(rows) + 2 * CELL.padding);
+  const width = labelWidth + cols.length * cellWidth;
+  const height = (rows.length + 1) * CELL.height;
+  const ratio = window.devicePixelRatio || 1;
+  canvas.width = Math.round(width * ratio);
+  canvas.height = Math.round(height * ratio);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+
+  let shown = [];
+  canvas.addEventListener("mousemove", (event) => {
+    const box = canvas.getBoundingClientRect();
+    const j = Math.floor((event.clientX - box.left - labelWidth) / cellWidth);
+    const i = Math.floor((event.clientY - box.top) / CELL.height) - 1;
+    const inside = i >= 0 && j >= 0 && i < rows.length && j < cols.length;
+    canvas.title = inside
+      ? `${rowLabels[i]}, ${colLabels[j]}: ${Number(shown[i][j].toPrecision(6))}` : "";
+  });
+
+  function drawLabels() {
+    ctx.fillStyle = "#f4f4f4";
+    ctx.fillRect(0, 0, width, CELL.height);
+    ctx.fillRect(0, 0, labelWidth, height);
+    ctx.font = font(500);
+    ctx.fillStyle = "#222";
+    const middle = (k) => (k + 1.5) * CELL.height;
+    cols.forEach((label, j) =>
+      ctx.fillText(label, labelWidth + (j + 1) * cellWidth - CELL.padding, middle(-1)));
+    rows.forEach((label, i) => ctx.fillText(label, labelWidth - CELL.padding, middle(i)));
   }
-  const shown = cells.map((row) => row.map(() => ({ text: null, background: null })));
+
+  function drawGrid() {
+    ctx.beginPath();
+    for (let i = 0; i <= rows.length + 1; i++) {
+      const y = Math.min(i * CELL.height, height - 1) + 0.5;
+      ctx.moveTo(0, y);
+      ctx.lineTo(width, y);
+    }
+    for (let j = 0; j <= cols.length + 1; j++) {
+      const x = Math.min(j === 0 ? 0 : labelWidth + (j - 1) * cellWidth, width - 1) + 0.5;
+      ctx.moveTo(x, 0);
+      ctx.lineTo(x, height);
+    }
+    ctx.strokeStyle = "#ddd";
+    ctx.lineWidth = 1;
+    ctx.stroke();
+  }
+
+  // Backgrounds, then the dark numbers, then the light ones: few changes of fillStyle.
   function update(matrix, shade) {
+    shown = matrix;
+    canvas.dataset.values = JSON.stringify(matrix);
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.fillStyle = "white";
+    ctx.fillRect(0, 0, width, height);
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    drawLabels();
+    const light = [];
+    const dark = [];
     matrix.forEach((row, i) => {
+      const y = (i + 1) * CELL.height;
       row.forEach((value, j) => {
-        const td = cells[i][j];
-        const last = shown[i][j];
-        td.dataset.value = String(value);
-        const text = value.toFixed(decimals);
-        if (text !== last.text) td.textContent = last.text = text;
-        if (!shade) return;
-        const t = Math.max(0, Math.min(1, shade(value)));
-        const background = `rgba(31, 119, 180, ${t.toFixed(3)})`;
-        if (background !== last.background) {
-          td.style.background = last.background = background;
-          td.style.color = t > 0.55 ? "white" : "inherit";
+        const x = labelWidth + j * cellWidth;
+        const t = Math.max(-1, Math.min(1, shade(value)));
+        const step = Math.round(Math.abs(t) * SHADES);
+        if (step) {
+          ctx.fillStyle = (t > 0 ? BLUES : ORANGES)[step];
+          ctx.fillRect(x, y, cellWidth, CELL.height);
         }
+        if (numbers) (step > 0.55 * SHADES ? light : dark).push([value, x, y]);
       });
     });
+    ctx.font = font(400);
+    for (const [colour, cells] of [["#222", dark], ["white", light]]) {
+      ctx.fillStyle = colour;
+      for (const [value, x, y] of cells) {
+        const text = value.toFixed(decimals);
+        const right = x + cellWidth - CELL.padding;
+        const middle = y + CELL.height / 2;
+        if (text.length > widestNumber.length) {
+          ctx.fillText(text, right, middle, cellWidth - CELL.padding);
+        } else {
+          ctx.fillText(text, right, middle); // no width limit: measuring costs a frame's worth
+        }
+      }
+    }
+    drawGrid();
   }
-  return { node: table, update };
+  return { node: canvas, update, numbers };
 }
 
 // An editable grid of numbers; edits call onEdit(i, j, value).
@@ -285,19 +388,23 @@ function render({ model, el: root }) {
     const tokens = model.get("tokens");
     const decimals = model.get("decimals");
     const heads = result.weights.length;
-    const seq = tokens.length;
     const suffix = (h) => (heads > 1 ? ` — head ${h}` : "");
     views = [];
     viewsBox.replaceChildren();
     const add = (title, view) => {
-      viewsBox.appendChild(figure(title, view.node));
+      const note = view.numbers === false ? " (hover a cell for its value)" : "";
+      viewsBox.appendChild(figure(title + note, view.node));
       views.push(view);
     };
     for (const name of model.get("views")) {
       if (name === "output") {
         const dv = result.output[0].length;
-        const table = numberTable(seq, dv, tokens, labels(dv, "v"), decimals, "output");
-        add(TITLES.output, { node: table.node, update: (r) => table.update(r.output, null) });
+        const map = heatmap(tokens, labels(dv, "v"), decimals, "output", undefined, TITLES.output);
+        const update = (r) => {
+          const largest = Math.max(...r.output.flat().map(Math.abs));
+          map.update(r.output, (v) => (largest > 0 ? (0.85 * v) / largest : 0));
+        };
+        add(TITLES.output, { ...map, update });
       } else if (name === "mask") {
         const mask = model.get("mask");
         if (mask && mask.length && !model.get("editable").includes("mask")) {
@@ -311,16 +418,17 @@ function render({ model, el: root }) {
             add(TITLES.graph + suffix(h), { node: graph.node, update: (r) => graph.update(r.weights[h]) });
             continue;
           }
-          const table = numberTable(seq, seq, tokens, tokens, decimals, name, head);
+          const title = TITLES[name] + suffix(h);
+          const map = heatmap(tokens, tokens, decimals, name, head, title);
           const update = name === "weights"
-            ? (r) => table.update(r.weights[h], (v) => v)
+            ? (r) => map.update(r.weights[h], (v) => v)
             : (r) => {
               const flat = r.scores[h].flat();
               const lo = Math.min(...flat);
               const hi = Math.max(...flat);
-              table.update(r.scores[h], (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5) * 0.85);
+              map.update(r.scores[h], (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5) * 0.85);
             };
-          add(TITLES[name] + suffix(h), { node: table.node, update });
+          add(title, { ...map, update });
         }
       }
     }

@@ -1,0 +1,391 @@
+"""The attention explorer in a real JupyterLab with a live kernel, driven from headless
+Chromium: an edit in the browser reaches Python (``explorer.X``, and the weights the
+browser computed as numpy arrays equal to the numpy reference), and an assignment in
+Python (``explorer.X = ...``) redraws the explorer with the reference numbers.
+
+The server runs on 127.0.0.1 from a temporary folder, with its own configuration, data,
+runtime and settings folders, every feature that would reach the internet off, and a
+kernel that is this test's own Python. The page may request nothing from anywhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import nbformat
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+from attncourse.widgets import explorer_view
+
+pytestmark = pytest.mark.browser
+
+KERNEL_NAME = "attncourse-live-test"
+KERNEL_DISPLAY = "attncourse (test)"
+NOTEBOOK = "live.ipynb"
+TOLERANCE = 1e-9  # the explorer's JavaScript against the numpy reference
+SERVER_START = 60  # seconds; a cold JupyterLab on two cores takes a few
+KERNEL_MS = 60_000  # a kernel's start, or a cell's run, on a busy machine
+
+TOKENS = ["a", "b", "c"]
+X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+W_Q = np.array([[1.0, 0.5], [0.0, 1.0]])
+W_K = np.array([[1.0, 0.0], [0.5, 1.0]])
+W_V = np.array([[2.0, 0.0], [0.0, 3.0]])
+# The reader's edits, then what Python assigns: each changes every view (scores, weights,
+# output), so a view that failed to follow would show.
+X_EDIT = (2, 0, 1.5)  # X[2][0] := 1.5
+W_Q_EDIT = (1, 0, -0.75)  # W_q[1][0] := -0.75
+X_FROM_PYTHON = np.array([[0.25, -1.0], [2.0, 0.5], [-0.5, 1.25]])
+W_Q_FROM_PYTHON = np.array([[0.5, -1.5], [1.0, 0.25]])
+
+# The notebook: cell 0 displays the explorer and defines report(), which prints what the
+# kernel holds as one JSON line; the other cells run one at a time, when the test says.
+SETUP = f"""\
+import json
+import sys
+import numpy as np
+from attncourse.widgets import AttentionExplorer
+
+explorer = AttentionExplorer(
+    {TOKENS!r}, np.array({X.tolist()!r}),
+    W_q=np.array({W_Q.tolist()!r}), W_k=np.array({W_K.tolist()!r}),
+    W_v=np.array({W_V.tolist()!r}),
+    editable=("X", "W_q"), views=("scores", "weights", "output"),
+)
+
+def report():
+    names = ("X", "W_q", "scores", "weights", "output")
+    print(json.dumps({{
+        "values": {{name: getattr(explorer, name).tolist() for name in names}},
+        "types": {{name: type(getattr(explorer, name)).__name__ for name in names}},
+        "python": sys.executable,
+    }}))
+
+explorer"""
+CELLS = {
+    "setup": SETUP,
+    "report after X edit": "report()",
+    "report after W_q edit": "report()",
+    "assign X": f"explorer.X = np.array({X_FROM_PYTHON.tolist()!r})",
+    "assign W_q": f"explorer.W_q = np.array({W_Q_FROM_PYTHON.tolist()!r})",
+    "report after assignments": "report()",
+}
+
+
+class Server:
+    """A JupyterLab process being started: its log, and a failure that quotes the log."""
+
+    def __init__(self, process: subprocess.Popen, log: pathlib.Path, deadline: float):
+        self.process, self.log, self.deadline = process, log, deadline
+
+    def fail(self, why: str):
+        tail = "\n".join(self.log.read_text().splitlines()[-20:])
+        pytest.fail(f"JupyterLab {why}; the end of its log ({self.log}):\n{tail}")
+
+    def check(self, waiting_for: str) -> None:
+        """Fail if the server died or the start took too long; else pause a moment."""
+        if self.process.poll() is not None:
+            self.fail(f"exited with code {self.process.returncode} before {waiting_for}")
+        if time.monotonic() > self.deadline:
+            self.fail(f"took over {SERVER_START} s before {waiting_for}")
+        time.sleep(0.2)
+
+    def port(self, runtime_dir: pathlib.Path) -> int:
+        """The port the server chose (it was asked for port 0), from the info file it
+        writes into its runtime folder once it has bound it."""
+        info = runtime_dir / f"jpserver-{self.process.pid}.json"
+        while True:
+            # Until the file is there and whole, there is nothing to read.
+            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
+                return json.loads(info.read_text())["port"]
+            self.check(f"writing {info.name}")
+
+    def wait_until_ready(self, status_url: str) -> None:
+        """Poll the authenticated /api/status until it answers 200."""
+        while True:
+            try:
+                with urllib.request.urlopen(status_url, timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError):
+                pass  # not listening yet
+            self.check("answering /api/status")
+
+
+@dataclass
+class Lab:
+    url: str  # the server's root, ending in /
+    token: str
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}lab/tree/{name}?token={self.token}"
+
+
+def write_kernel_and_notebook(data: pathlib.Path, root: pathlib.Path) -> None:
+    """A kernelspec that runs this test's Python (so the kernel imports the ipykernel and
+    attncourse installed beside the code that checks them), and the notebook using it."""
+    spec = {"name": KERNEL_NAME, "display_name": KERNEL_DISPLAY, "language": "python"}
+    kernel = data / "kernels" / KERNEL_NAME
+    kernel.mkdir(parents=True)
+    (kernel / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": KERNEL_DISPLAY,
+        "language": "python",
+    }))
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(source) for source in CELLS.values()],
+        metadata={"kernelspec": spec},
+    )
+    nbformat.write(notebook, root / NOTEBOOK)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 serving a temporary folder that holds the
+    notebook, with configuration, data, runtime, settings and workspaces of its own."""
+    home = tmp_path_factory.mktemp("jupyter")
+    root, data, runtime, config = (
+        home / name for name in ("notebooks", "data", "runtime", "config"))
+    for folder in (root, data, runtime, config):
+        folder.mkdir()
+    write_kernel_and_notebook(data, root)
+    # The front end's news plugin asks the reader whether to fetch news from the internet
+    # (and checks for updates): disabled as `jupyter labextension disable` would, here.
+    (config / "labconfig").mkdir()
+    (config / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JUPYTER_TOKEN")}
+    env |= {
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_DATA_DIR": str(data),
+        "JUPYTER_RUNTIME_DIR": str(runtime),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "lab-workspaces"),
+        "IPYTHONDIR": str(home / "ipython"),  # no profile or startup script of this machine
+    }
+    token = secrets.token_hex(16)
+    command = [
+        sys.executable, "-m", "jupyterlab",
+        "--no-browser",
+        "--allow-root",  # these machines run everything as root
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port=0",  # the system picks a free port; see Server.port
+        f"--ServerApp.root_dir={root}",
+        f"--IdentityProvider.token={token}",
+        # Nothing that reaches the internet: no news feed, no update check, an extension
+        # manager that lists what is installed instead of querying PyPI.
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ]
+    log_path = home / "server.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, which teardown ends
+        )
+    try:
+        server = Server(process, log_path, deadline=time.monotonic() + SERVER_START)
+        url = f"http://127.0.0.1:{server.port(runtime)}/"
+        server.wait_until_ready(f"{url}api/status?token={token}")
+        yield Lab(url, token)
+    finally:
+        # SIGTERM lets the server shut its kernels down (they run in sessions of their own).
+        with contextlib.suppress(ProcessLookupError):  # it may have died on its own
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@dataclass
+class PageWatch:
+    """What the Lab page did that fails the test: a request or websocket to anywhere but
+    the Lab server, an uncaught error, a console error, a failed response. (JupyterLab
+    4.6.6 with the settings above logs no console error, so there is no allow-list.)"""
+
+    origin: str  # the Lab server, http://127.0.0.1:PORT/
+    offsite: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+
+    def is_local(self, url: str) -> bool:
+        parts = urlsplit(url)
+        # data: and blob: URLs never leave the page (anywidget imports its module from one).
+        return parts.scheme in ("data", "blob") or parts.netloc == urlsplit(self.origin).netloc
+
+    def route(self, route):
+        if self.is_local(route.request.url):
+            route.continue_()
+        else:
+            self.offsite.append(route.request.url)
+            route.abort()
+
+    def refuse_socket(self, socket):
+        self.offsite.append(socket.url)
+        socket.close()
+
+    def console(self, message):
+        if message.type == "error":
+            self.errors.append(f"console: {message.text}")
+
+    def response(self, response):
+        if response.status >= 400:
+            self.errors.append(f"HTTP {response.status} for {response.url}")
+
+
+@pytest.fixture
+def lab_page(page, lab):
+    """Playwright's page, where every request or websocket that does not go to the Lab
+    server is aborted and recorded, and page errors are recorded; any of these fails the
+    test. Tall enough for the screenshot to hold the explorer and the cells below it."""
+    watch = PageWatch(lab.url)
+    page.route("**/*", watch.route)
+    page.route_web_socket(lambda url: not watch.is_local(url), watch.refuse_socket)
+    page.on("console", watch.console)
+    page.on("pageerror", lambda error: watch.errors.append(f"uncaught: {error}"))
+    page.on("response", watch.response)
+    page.set_default_timeout(30_000)
+    page.set_viewport_size({"width": 1280, "height": 1400})
+    yield page
+    assert not watch.offsite, f"requests to other hosts: {watch.offsite}"
+    assert not watch.errors, f"page errors: {watch.errors}"
+
+
+# What the explorer shows: each editable grid's input values, and the full numbers of each
+# view (the heatmap canvas draws them rounded and keeps them whole in data-values).
+_READ_EXPLORER = """(root) => {
+  const shown = {};
+  for (const grid of root.querySelectorAll('table[data-role^="edit-"]')) {
+    shown[grid.dataset.role.slice('edit-'.length)] = [...grid.querySelectorAll('tr')]
+      .filter((tr) => tr.querySelector('input'))
+      .map((tr) => [...tr.querySelectorAll('input')].map((input) => parseFloat(input.value)));
+  }
+  for (const view of root.querySelectorAll('canvas[data-role]')) {
+    shown[view.dataset.role] = JSON.parse(view.dataset.values);
+  }
+  return shown;
+}"""
+
+
+def shown_by(explorer) -> dict[str, np.ndarray]:
+    """{"X", "W_q", "scores", "weights", "output"} -> the matrix the explorer shows."""
+    return {name: np.array(rows, dtype=float)
+            for name, rows in explorer.evaluate(_READ_EXPLORER).items()}
+
+
+def reference(X, W_q) -> dict[str, np.ndarray]:
+    """The inputs and what the explorer must show for them, from the numpy reference."""
+    scores, weights, output = explorer_view(X, W_q=W_q, W_k=W_K, W_v=W_V)
+    return {"X": X, "W_q": W_q, "scores": scores, "weights": weights, "output": output}
+
+
+def mismatches(actual: dict, expected: dict) -> list[str]:
+    """Names whose matrices differ (beyond TOLERANCE) or are missing, with both values."""
+    return [
+        f"{name}: shown {actual.get(name)!r}, expected {value!r}"
+        for name, value in expected.items()
+        if name not in actual or actual[name].shape != value.shape
+        or not np.allclose(actual[name], value, rtol=0, atol=TOLERANCE)
+    ]
+
+
+def wait_until_shown(explorer, expected: dict, after: str, timeout: float = 30.0) -> None:
+    """Wait until the explorer's DOM shows ``expected`` ({name: matrix}); fail naming what
+    still differs after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while wrong := mismatches(shown_by(explorer), expected):
+        if time.monotonic() > deadline:
+            pytest.fail(f"after {after}, the explorer did not show within {timeout} s: {wrong}")
+        explorer.page.wait_for_timeout(50)
+
+
+def run_cell(page, name: str):
+    """Run the notebook cell CELLS[name] as a reader would (click into it, Shift+Enter);
+    returns the cell."""
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(list(CELLS).index(name))
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    return cell
+
+
+_REPORT = re.compile(r'^\{"values": .*"\}\s*$', re.S)  # the whole line report() prints
+
+
+def assert_kernel_holds(page, report_cell: str, expected: dict, after: str) -> None:
+    """Run a report() cell: the kernel (this test's Python) holds the inputs as the browser
+    shows them, and the scores, weights and output the browser computed, as numpy arrays
+    equal to the reference; the rows of the weights sum to 1."""
+    output = run_cell(page, report_cell).locator(".jp-OutputArea-output")
+    expect(output).to_have_text(_REPORT, timeout=KERNEL_MS)
+    printed = json.loads(output.inner_text())
+    assert printed["python"] == sys.executable, f"the kernel runs {printed['python']}"
+    assert printed["types"] == dict.fromkeys(expected, "ndarray"), \
+        f"after {after}: explorer attributes of types {printed['types']}"
+    for name, value in expected.items():
+        np.testing.assert_allclose(printed["values"][name], value, rtol=0, atol=TOLERANCE,
+                                   err_msg=f"explorer.{name} after {after}")
+    np.testing.assert_allclose(np.sum(printed["values"]["weights"], axis=-1), 1.0, rtol=0,
+                               atol=TOLERANCE, err_msg=f"rows of explorer.weights after {after}")
+
+
+def edit(explorer, name: str, i: int, j: int, value: float) -> str:
+    """Type ``value`` into the explorer's input for ``name[i][j]`` as a reader would (fill
+    fires the input event that typing fires); returns what was done, for messages."""
+    explorer.locator(f'table[data-role="edit-{name}"] [aria-label="{name}[{i}][{j}]"]').fill(
+        repr(value))
+    return f"editing {name}[{i}][{j}] in the browser"
+
+
+def test_explorer_syncs_with_a_live_kernel(lab, lab_page, screenshots):
+    page = lab_page
+    page.goto(lab.notebook_url(NOTEBOOK))
+    # The status bar names the kernel once the notebook has one; the toolbar's indicator
+    # says "idle" before that, and a cell run then is dropped.
+    expect(page.locator(".jp-StatusBar-TextItem", has_text=f"{KERNEL_DISPLAY} | Idle")) \
+        .to_be_visible(timeout=KERNEL_MS)
+    explorer = run_cell(page, "setup").locator(".attn-explorer")
+    explorer.wait_for(timeout=KERNEL_MS)
+    wait_until_shown(explorer, reference(X, W_Q), "displaying it")
+
+    # Browser -> Python: the reader edits X, then W_q; after each edit the kernel holds
+    # the edited matrix and the numbers the browser computed from it.
+    X_edited, W_q_edited = X.copy(), W_Q.copy()
+    i, j, value = X_EDIT
+    X_edited[i, j] = value
+    after = edit(explorer, "X", i, j, value)
+    assert_kernel_holds(page, "report after X edit", reference(X_edited, W_Q), after)
+    i, j, value = W_Q_EDIT
+    W_q_edited[i, j] = value
+    after = edit(explorer, "W_q", i, j, value)
+    assert_kernel_holds(page, "report after W_q edit", reference(X_edited, W_q_edited), after)
+
+    # Python -> browser: each assignment redraws the inputs and every view...
+    run_cell(page, "assign X")
+    wait_until_shown(explorer, reference(X_FROM_PYTHON, W_q_edited), "explorer.X = ...")
+    run_cell(page, "assign W_q")
+    expected = reference(X_FROM_PYTHON, W_Q_FROM_PYTHON)
+    wait_until_shown(explorer, expected, "explorer.W_q = ...")
+    # ...and the numbers the browser computed for them come back to Python.
+    assert_kernel_holds(page, "report after assignments", expected, "assignments in Python")
+
+    explorer.scroll_into_view_if_needed()
+    page.screenshot(path=screenshots / "live_kernel_lab.png")
