@@ -64,6 +64,8 @@ def _check_inputs(tokens, X, projections, mask, n_heads):
     if X.ndim != 2:
         raise ValueError(f"X must be a (seq, d_model) matrix, got shape {X.shape}")
     seq, d_model = X.shape
+    if seq == 0 or d_model == 0:
+        raise ValueError(f"X must have at least one token and one dimension, got shape {X.shape}")
     if len(tokens) != seq:
         raise ValueError(f"{len(tokens)} token labels for X with seq={seq} rows {X.shape}")
     if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pathlib
 import time
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -74,20 +75,30 @@ def screenshots():
 
 @dataclass
 class Watch:
-    """What a page did that a test must know about."""
+    """What a page did that fails a test: a request or websocket to anywhere but
+    ``origin``, a console error (outside KNOWN_HARMLESS), an uncaught exception, a failed
+    response, a dialog (alert) opened."""
 
-    origin: str
+    origin: str  # http://127.0.0.1:PORT/
     offsite: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     dialogs: list = field(default_factory=list)
 
+    def is_local(self, url):
+        # data: and blob: URLs never leave the page (anywidget imports its module from one).
+        parts = urlsplit(url)
+        return parts.scheme in ("data", "blob") or parts.netloc == urlsplit(self.origin).netloc
+
     def route(self, route):
-        url = route.request.url
-        if url.startswith(self.origin) or url.startswith(("data:", "blob:")):
+        if self.is_local(route.request.url):
             route.continue_()
         else:
-            self.offsite.append(url)
+            self.offsite.append(route.request.url)
             route.abort()
+
+    def refuse_socket(self, socket):
+        self.offsite.append(socket.url)
+        socket.close()
 
     def console(self, message):
         if message.type == "error":
@@ -105,24 +116,41 @@ class Watch:
         self.dialogs.append(f"{dialog.type}: {dialog.message}")
         dialog.dismiss()
 
+    def assert_clean(self):
+        assert not self.offsite, f"requests to other hosts or websockets: {self.offsite}"
+        assert not self.errors, f"console errors: {self.errors}"
+        assert not self.dialogs, f"dialogs opened: {self.dialogs}"
+
 
 @pytest.fixture
-def watched_page(page, site):
-    """Playwright's page with every request leaving 127.0.0.1 aborted and recorded, and
-    console errors, uncaught exceptions, failed responses and dialogs recorded; any of these
-    fails the test."""
-    watch = Watch(origin=site.url)
-    page.route("**/*", watch.route)
-    page.on("websocket", lambda socket: watch.offsite.append(socket.url))  # the site opens none
-    page.on("console", watch.console)
-    page.on("pageerror", lambda error: watch.error(str(error)))
-    page.on("response", watch.response)
-    page.on("dialog", watch.dialog)
+def watch_page(page):
+    """``watch_page(origin)`` makes Playwright's page abort and record every request or
+    websocket that does not go to ``origin``, and record console errors, uncaught
+    exceptions, failed responses and dialogs; any of these fails the test at its end."""
+    watches = []
+
+    def start(origin):
+        watched = Watch(origin)
+        page.route("**/*", watched.route)
+        page.route_web_socket(lambda url: not watched.is_local(url), watched.refuse_socket)
+        page.on("console", watched.console)
+        page.on("pageerror", lambda error: watched.error(str(error)))
+        page.on("response", watched.response)
+        page.on("dialog", watched.dialog)
+        watches.append(watched)
+        return page
+
+    yield start
+    for watched in watches:
+        watched.assert_clean()
+
+
+@pytest.fixture
+def watched_page(watch_page, site):
+    """Playwright's page, watched (see ``watch_page``) against the built site's origin."""
+    page = watch_page(site.url)
     page.set_default_timeout(15_000)
-    yield page
-    assert not watch.offsite, f"requests to other hosts or websockets: {watch.offsite}"
-    assert not watch.errors, f"console errors: {watch.errors}"
-    assert not watch.dialogs, f"dialogs opened: {watch.dialogs}"
+    return page
 
 
 # Every widget view tag has been replaced by its rendered view (html-manager inserts a

@@ -14,6 +14,7 @@ heatmap per head, ``data-head``, when there are several);
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import time
 
@@ -29,21 +30,45 @@ pytestmark = pytest.mark.browser
 EXPLORER_ID = "attncourse.widgets.AttentionExplorer"
 VIEWS = ("scores", "weights", "output")  # what explorer_view returns, in order
 TOLERANCE = 1e-9  # the explorer's JavaScript against the numpy reference
-VISIBLE_CHANGE = 0.011  # a weight moved this much changes its shade step and printed digits
 
 # Everything an explorer shows and offers for editing, read from its DOM.
+# Drawn on a heatmap canvas: the colour of each cell, read just inside its top-left corner
+# (clear of the printed number) where data-grid says the cell is.
+_CELL_BACKGROUNDS = """(canvas) => {
+  const grid = JSON.parse(canvas.dataset.grid);
+  const ratio = canvas.width / parseFloat(canvas.style.width);
+  const pixels = canvas.getContext('2d');
+  return JSON.parse(canvas.dataset.values).map((row, i) => row.map((_, j) => [...pixels
+    .getImageData(Math.round((grid.left + j * grid.cellWidth + 3) * ratio),
+                  Math.round((grid.top + i * grid.cellHeight + 3) * ratio), 1, 1)
+    .data.slice(0, 3)]));
+}"""
+# Whether each cell of a heatmap holds a printed number: more than one colour inside it.
+_CELLS_INKED = """(canvas) => {
+  const grid = JSON.parse(canvas.dataset.grid);
+  const ratio = canvas.width / parseFloat(canvas.style.width);
+  const pixels = canvas.getContext('2d');
+  return JSON.parse(canvas.dataset.values).map((row, i) => row.map((_, j) => {
+    const x = Math.round((grid.left + j * grid.cellWidth + 2) * ratio);
+    const y = Math.round((grid.top + i * grid.cellHeight + 2) * ratio);
+    const w = Math.round((grid.cellWidth - 4) * ratio);
+    const h = Math.round((grid.cellHeight - 4) * ratio);
+    const data = pixels.getImageData(x, y, w, h).data;
+    const colours = new Set();
+    for (let k = 0; k < data.length; k += 4) colours.add(data.slice(k, k + 3).join());
+    return colours.size > 1;
+  }));
+}"""
 _READ = """(root) => {
+  const cellBackgrounds = """ + _CELL_BACKGROUNDS + """;
   const byHead = (nodes) => [...nodes]
     .sort((a, b) => Number(a.dataset.head || 0) - Number(b.dataset.head || 0));
-  // What the heatmaps draw, as a digest of their pixels: proof that they repaint.
-  const digest = (canvas) => [...canvas.toDataURL()]
-    .reduce((hash, c) => (Math.imul(hash, 31) + c.charCodeAt(0)) | 0, 0);
   const tables = {};
-  const pixels = {};
+  const backgrounds = {};
   for (const role of ['scores', 'weights', 'output']) {
     const heatmaps = byHead(root.querySelectorAll(`canvas[data-role="${role}"]`));
     tables[role] = heatmaps.map((canvas) => JSON.parse(canvas.dataset.values));
-    pixels[role] = heatmaps.map(digest);
+    backgrounds[role] = heatmaps.map((canvas) => cellBackgrounds(canvas));
   }
   const graphs = byHead(root.querySelectorAll('svg[data-role="graph"]')).map((svg) =>
     [...svg.querySelectorAll('.attn-edge')]
@@ -60,7 +85,7 @@ _READ = """(root) => {
   const tokens = heatmap ? JSON.parse(heatmap.dataset.rows)
     : grid ? [...grid.querySelectorAll('tr')].filter((tr) => tr.querySelector('td'))
       .map((tr) => tr.querySelector('th').textContent) : [];
-  return { tables, pixels, graphs, grids, tokens };
+  return { tables, backgrounds, graphs, grids, tokens };
 }"""
 # The model id of the widget view an element belongs to (html-manager puts each view in a
 # div.widget-subarea right before its view tag).
@@ -144,16 +169,25 @@ def assert_shows(shown, expected, where):
 
 
 def differs(before, after, view):
-    """Whether a view's numbers (or the graph) changed between two reads. Weights that
-    moved by more than one shade step (0.01, also the last printed digit) must have been
-    repainted: the heatmap's pixels changed too."""
-    if before["tables"][view] == after["tables"][view]:
-        return before["graphs"] != after["graphs"]
-    old, new = before["tables"]["weights"], after["tables"]["weights"]
-    if old and np.abs(np.subtract(new, old)).max() > VISIBLE_CHANGE:
-        assert before["pixels"]["weights"] != after["pixels"]["weights"], \
-            "the weights changed visibly, the heatmaps' pixels did not"
-    return True
+    """Whether a view's numbers (or the graph) changed between two reads."""
+    return before["tables"][view] != after["tables"][view] or before["graphs"] != after["graphs"]
+
+
+BLUE = np.array([31, 119, 180])  # explorer.js: the weights' colour, opacity = weight
+SHADES = 100  # explorer.js: opacity steps
+NUMBERS_UP_TO = 12  # explorer.js: larger heatmaps are colour only
+
+
+def assert_weights_drawn(read, where):
+    """Each weights heatmap paints every cell where its grid says, in the shade of that
+    cell's weight (blue at opacity = weight, in steps of 1/100, over white): a heatmap
+    drawn transposed, shifted, stale or not at all fails."""
+    for head, (weights, drawn) in enumerate(zip(read["tables"]["weights"],
+                                                read["backgrounds"]["weights"])):
+        opacity = np.round(np.clip(weights, 0, 1) * SHADES)[..., None] / SHADES
+        expected = 255 + opacity * (BLUE - 255)
+        np.testing.assert_allclose(drawn, expected, rtol=0, atol=2,
+                                   err_msg=f"{where}: colours of the weights, head {head}")
 
 
 def read_until_changed(explorer, before, timeout=5.0):
@@ -229,6 +263,13 @@ class ExplorerCheck:
                                        rtol=0, atol=1e-12, err_msg=f"{self.where}: saved {view}")
         # ...and so is what the browser shows before anyone touches it.
         assert_shows(shown_views(self.read, self.seq), expected, self.where)
+        assert_weights_drawn(self.read, self.where)
+        printed = self.seq <= NUMBERS_UP_TO
+        for canvas in self.explorer.locator("canvas[data-role]").all():
+            inked = np.array(canvas.evaluate(_CELLS_INKED))
+            assert inked.all() if printed else not inked.any(), \
+                f"{self.where}: {canvas.get_attribute('data-role')} should " \
+                + ("print every number" if printed else "be colour only")
 
     def changed(self, action, view):
         """After ``action`` changed the inputs: the view changed, and shows the reference."""
@@ -236,6 +277,7 @@ class ExplorerCheck:
         assert differs(before, self.read, view), f"{self.where}: {action} changed no {view}"
         assert_shows(shown_views(self.read, self.seq), expected_views(self.inputs),
                      f"{self.where} after {action}")
+        assert_weights_drawn(self.read, f"{self.where} after {action}")
 
     def edit_every_grid(self):
         """One entry of each editable matrix changes, through its input as a reader would."""
@@ -326,27 +368,36 @@ def test_every_kind_of_explorer(site, visit, watched_page):
     assert check_every_explorer(watched_page) == 2
 
 
-def test_large_heatmaps_are_colour_only_with_values_on_hover(site, visit, watched_page):
-    """Past 12 tokens a heatmap prints no numbers (colour only, as its caption says), and
-    hovering a cell shows that cell's value; the maths is checked as for every explorer."""
+def test_large_heatmaps_read_out_values_to_pointer_and_keyboard(site, visit, watched_page):
+    """Past 12 tokens a heatmap is colour only (check_every_explorer checks no number is
+    printed), as its caption says; its readout line gives the exact value of the cell
+    under the pointer, or of the cell the arrow keys select."""
     rng = np.random.default_rng(4)
     tokens = [f"t{k}" for k in range(16)]
     explorer = AttentionExplorer(tokens, rng.standard_normal((16, 8)).round(2), scale=0.5)
     visit(site.write_page("large.html", [explorer], "Large explorer"))
     assert check_every_explorer(watched_page) == 1
     weights = watched_page.locator('.attn-explorer canvas[data-role="weights"]')
-    caption = weights.locator("xpath=preceding-sibling::figcaption").text_content()
-    assert "hover a cell for its value" in caption, caption
+    readout = weights.locator("xpath=following-sibling::output")
+    caption = weights.locator("xpath=ancestor::figure/figcaption").text_content()
+    assert "colour only: point at a cell for its value" in caption, caption
     values = np.array(weights.evaluate("(canvas) => JSON.parse(canvas.dataset.values)"))
-    box = weights.bounding_box()
-    for x, y in ((0.3, 0.4), (0.9, 0.95)):  # two cells inside the grid
-        weights.hover(position={"x": x * box["width"], "y": y * box["height"]})
-        match = re.fullmatch(r"t(\d+), t(\d+): (\S+)", weights.get_attribute("title"))
-        assert match, weights.get_attribute("title")
-        row, col, value = int(match[1]), int(match[2]), float(match[3])
-        assert value == float(f"{values[row, col]:.6g}"), (row, col, value)
+    grid = json.loads(weights.get_attribute("data-grid"))
+
+    def says(row, col):
+        return f"t{row}, t{col}: {float(f'{values[row, col]:.6g}')}"
+
+    for row, col in ((5, 4), (15, 14), (0, 0)):
+        weights.hover(position={"x": grid["left"] + (col + 0.5) * grid["cellWidth"],
+                                "y": grid["top"] + (row + 0.5) * grid["cellHeight"]})
+        assert (readout.text_content(), weights.get_attribute("title")) == (says(row, col),) * 2
     weights.hover(position={"x": 2, "y": 2})  # the corner is a header, not a cell
-    assert weights.get_attribute("title") == ""
+    assert weights.get_attribute("title") == "" and "Point at a cell" in readout.text_content()
+
+    weights.focus()
+    for key in ("ArrowDown", "ArrowRight", "ArrowRight", "ArrowDown", "ArrowUp", "ArrowUp"):
+        weights.press(key)  # the first press selects (0, 0), then each moves one cell
+    assert readout.text_content() == says(0, 2)
 
 
 LABELS = ["<img src=x onerror=alert(1)>", "<script>alert(2)</script>", "<b onclick=alert(3)>b"]

@@ -100,6 +100,8 @@ def test_inputs_are_not_mutated():
         (dict(editable=("W_v", "mask")), "cannot make 'mask' editable"),
         (dict(editable=("bias",)), "cannot edit 'bias'"),
         (dict(X=np.ones(4)), "X must be a (seq, d_model) matrix"),
+        (dict(X=np.ones((0, 6)), tokens=[]), "at least one token and one dimension, got shape (0, 6)"),
+        (dict(X=np.ones((4, 0))), "at least one token and one dimension, got shape (4, 0)"),
     ],
 )
 def test_bad_input_names_what_is_wrong(change, message):

@@ -90,52 +90,180 @@ function headerRow(table, corner, colLabels) {
 // with 16 tokens and 4 heads (about 2,500 cells) each edit took two frames to lay out and
 // paint; a canvas is one element however many cells it draws. Up to NUMBERS_UP_TO rows
 // every cell prints its number; larger maps are colour only (printing 2,500 numbers
-// costs a frame by itself, and nobody reads them), with each value in a tooltip.
-// The full-precision numbers are on the element (data-values, JSON: the browser tests
-// read them); labels are drawn with fillText, which never parses HTML.
-// update(matrix, shade) redraws; shade(value) in [-1, 1] colours the cell: blue for
-// positive, orange for negative, stronger further from 0.
+// costs a frame by itself, and nobody reads them). Every map has a readout line that
+// gives the exact value of the cell under the pointer (mouse, pen or touch) or, with the
+// keyboard, of the cell the arrow keys select: the values reach every reader.
+// On the element, for the browser tests: data-values (the full-precision matrix drawn),
+// data-rows and data-cols (the labels) and data-grid (where the cells are, CSS pixels).
+// Labels are drawn with fillText, which never parses HTML.
 const CELL = { height: 22, padding: 6, maxLabel: 96, font: 13 };
 const NUMBERS_UP_TO = 12;
 const SHADES = 100; // colour steps per sign: finer than the eye tells apart
-const palette = (rgb) =>
-  Array.from({ length: SHADES + 1 }, (_, k) => `rgba(${rgb}, ${(k / SHADES).toFixed(2)})`);
-const BLUES = palette("31, 119, 180");
-const ORANGES = palette("230, 120, 30");
+const DARK_TEXT = "#222";
 
-function heatmap(rowLabels, colLabels, decimals, role, head, caption) {
+// A colour at each opacity step over white, and the text colour that contrasts most
+// with it (WCAG relative luminance): white only on the darkest blues.
+function palette([r, g, b]) {
+  const linear = (c) => ((c /= 255) <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+  const luminance = (rgb) =>
+    0.2126 * linear(rgb[0]) + 0.7152 * linear(rgb[1]) + 0.0722 * linear(rgb[2]);
+  const dark = luminance([0x22, 0x22, 0x22]);
+  return Array.from({ length: SHADES + 1 }, (_, k) => {
+    const a = k / SHADES;
+    const over = (c) => 255 + a * (c - 255);
+    const shown = luminance([over(r), over(g), over(b)]);
+    const light = 1.05 / (shown + 0.05) > (shown + 0.05) / (dark + 0.05);
+    return { fill: `rgba(${r}, ${g}, ${b}, ${a.toFixed(2)})`, text: light ? "white" : DARK_TEXT };
+  });
+}
+const BLUES = palette([31, 119, 180]);
+const ORANGES = palette([230, 120, 30]);
+
+// The smallest and largest finite entries (NaN or ±Infinity must not wash out the rest).
+function finiteRange(matrix) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const row of matrix) {
+    for (const v of row) {
+      if (Number.isFinite(v)) {
+        lo = Math.min(lo, v);
+        hi = Math.max(hi, v);
+      }
+    }
+  }
+  return [lo, hi];
+}
+
+// Labels wider than maxLabel end in an ellipsis (the readout shows them whole); cut
+// between characters, never inside one (emoji are two UTF-16 units).
+function fitLabel(ctx, text) {
+  if (ctx.measureText(text).width <= CELL.maxLabel) return text;
+  const characters = Array.from(text);
+  while (characters.length && ctx.measureText(`${characters.join("")}…`).width > CELL.maxLabel) {
+    characters.pop();
+  }
+  return `${characters.join("")}…`;
+}
+
+// Where everything goes, in CSS pixels: a label column, a header row, equal cells wide
+// enough for their column labels and, when printed, for numbers up to widestNumber.
+function heatmapLayout(ctx, font, rowLabels, colLabels, decimals, numbers) {
+  ctx.font = font(500);
+  const rows = rowLabels.map((label) => fitLabel(ctx, label));
+  const cols = colLabels.map((label) => fitLabel(ctx, label));
+  const widest = (texts) => Math.max(0, ...texts.map((t) => ctx.measureText(t).width));
+  const colLabelWidth = widest(cols);
+  const left = Math.ceil(widest(rows) + 2 * CELL.padding);
+  ctx.font = font(400);
+  const widestNumber = `-000.${"0".repeat(decimals)}`; // longer ones are squeezed to fit
+  const numberWidth = numbers ? ctx.measureText(widestNumber).width : 0;
+  const cellWidth = Math.ceil(Math.max(numberWidth, colLabelWidth) + 2 * CELL.padding);
+  return {
+    rows, cols, widestNumber, left, top: CELL.height, cellWidth, cellHeight: CELL.height,
+    width: left + cols.length * cellWidth, height: (rows.length + 1) * CELL.height,
+  };
+}
+
+// Draw a heatmap: labels, cell colours, numbers (when printed), grid lines, and an
+// outline around the `outline` cell ([i, j] or null). shade(value) in [-1, 1] colours a
+// cell: blue for positive, orange for negative, stronger further from 0.
+function paintHeatmap(ctx, layout, { font, ratio, decimals, numbers, matrix, shade, outline }) {
+  const { rows, cols, left, top, cellWidth, cellHeight, width, height } = layout;
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.fillStyle = "white";
+  ctx.fillRect(0, 0, width, height);
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+
+  ctx.fillStyle = "#f4f4f4";
+  ctx.fillRect(0, 0, width, top);
+  ctx.fillRect(0, 0, left, height);
+  ctx.font = font(500);
+  ctx.fillStyle = DARK_TEXT;
+  const middle = (k) => top + (k + 0.5) * cellHeight;
+  cols.forEach((label, j) =>
+    ctx.fillText(label, left + (j + 1) * cellWidth - CELL.padding, middle(-1)));
+  rows.forEach((label, i) => ctx.fillText(label, left - CELL.padding, middle(i)));
+
+  // Backgrounds first, then numbers grouped by colour: few changes of fillStyle.
+  const printed = { [DARK_TEXT]: [], white: [] };
+  matrix.forEach((row, i) => {
+    const y = top + i * cellHeight;
+    row.forEach((value, j) => {
+      const x = left + j * cellWidth;
+      const t = Math.max(-1, Math.min(1, shade(value)));
+      const step = (t > 0 ? BLUES : ORANGES)[Math.round(Math.abs(t) * SHADES) || 0];
+      if (step !== BLUES[0] && step !== ORANGES[0]) {
+        ctx.fillStyle = step.fill;
+        ctx.fillRect(x, y, cellWidth, cellHeight);
+      }
+      if (numbers) printed[step.text].push([value, x + cellWidth - CELL.padding, middle(i)]);
+    });
+  });
+  ctx.font = font(400);
+  for (const [colour, cells] of Object.entries(printed)) {
+    ctx.fillStyle = colour;
+    for (const [value, right, y] of cells) {
+      const text = value.toFixed(decimals);
+      if (text.length > layout.widestNumber.length) {
+        ctx.fillText(text, right, y, cellWidth - CELL.padding);
+      } else {
+        ctx.fillText(text, right, y); // no width limit: measuring costs a frame's worth
+      }
+    }
+  }
+
+  // Lines at half pixels: crisp at whole-number pixel ratios.
+  ctx.beginPath();
+  for (let i = 0; i <= rows.length + 1; i++) {
+    const y = Math.min(i * cellHeight, height - 1) + 0.5;
+    ctx.moveTo(0, y);
+    ctx.lineTo(width, y);
+  }
+  for (let j = 0; j <= cols.length + 1; j++) {
+    const x = Math.min(j === 0 ? 0 : left + (j - 1) * cellWidth, width - 1) + 0.5;
+    ctx.moveTo(x, 0);
+    ctx.lineTo(x, height);
+  }
+  ctx.strokeStyle = "#ddd";
+  ctx.lineWidth = 1;
+  ctx.stroke();
+
+  if (outline) {
+    ctx.strokeStyle = DARK_TEXT;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(left + outline[1] * cellWidth + 1, top + outline[0] * cellHeight + 1,
+      cellWidth - 2, cellHeight - 2);
+  }
+}
+
+function heatmap({ rowLabels, colLabels, decimals, role, head, caption }) {
   const numbers = rowLabels.length <= NUMBERS_UP_TO;
   const canvas = el("canvas", "attn-heatmap");
+  const readout = el("output", "attn-readout");
+  readout.setAttribute("aria-live", "polite");
+  const box = el("div", "attn-heatmap-box");
+  box.append(canvas, readout);
   canvas.dataset.role = role;
   if (head !== undefined) canvas.dataset.head = String(head);
   canvas.dataset.rows = JSON.stringify(rowLabels);
   canvas.dataset.cols = JSON.stringify(colLabels);
+  canvas.tabIndex = 0;
   canvas.setAttribute("role", "img");
-  canvas.setAttribute("aria-label", `${caption}: hover a cell for its exact value`);
+  canvas.setAttribute("aria-label",
+    `${caption}: arrow keys select a cell, the line below reads it`);
+  const hint = "Point at a cell, or focus the map and use the arrow keys, for its exact value.";
+  readout.textContent = hint;
+
   const ctx = canvas.getContext("2d");
   // The explorer's own font (explorer.css); the canvas may be drawn before it is attached.
   const theme = getComputedStyle(document.documentElement);
   const family = theme.getPropertyValue("--pst-font-family-base").trim() || "sans-serif";
   const font = (weight) => `${weight} ${CELL.font}px ${family}`;
-
-  // Labels wider than maxLabel end in an ellipsis (the tooltip shows them whole).
-  ctx.font = font(500);
-  const fit = (text) => {
-    if (ctx.measureText(text).width <= CELL.maxLabel) return text;
-    let cut = text;
-    while (cut && ctx.measureText(`${cut}…`).width > CELL.maxLabel) cut = cut.slice(0, -1);
-    return `${cut}…`;
-  };
-  const rows = rowLabels.map(fit);
-  const cols = colLabels.map(fit);
-  const widest = (texts) => Math.max(0, ...texts.map((t) => ctx.measureText(t).width));
-  ctx.font = font(400);
-  const widestNumber = `-000.${"0".repeat(decimals)}`; // longer ones are squeezed to fit
-  const numberWidth = numbers ? ctx.measureText(widestNumber).width : 0;
-  const cellWidth = Math.ceil(Math.max(numberWidth, widest(cols)) + 2 * CELL.padding);
-  const labelWidth = Math.ceil(widest(rows) + 2 * CELL.padding);
-  const width = labelWidth + cols.length * cellWidth;
-  const height = (rows.length + 1) * CELL.height;
+  const layout = heatmapLayout(ctx, font, rowLabels, colLabels, decimals, numbers);
+  const { rows, cols, left, top, cellWidth, cellHeight, width, height } = layout;
+  canvas.dataset.grid = JSON.stringify({ left, top, cellWidth, cellHeight });
+  // Drawn for the pixel ratio at build time: a later zoom blurs until the view is rebuilt.
   const ratio = window.devicePixelRatio || 1;
   canvas.width = Math.round(width * ratio);
   canvas.height = Math.round(height * ratio);
@@ -143,86 +271,56 @@ function heatmap(rowLabels, colLabels, decimals, role, head, caption) {
   canvas.style.height = `${height}px`;
 
   let shown = [];
-  canvas.addEventListener("mousemove", (event) => {
-    const box = canvas.getBoundingClientRect();
-    const j = Math.floor((event.clientX - box.left - labelWidth) / cellWidth);
-    const i = Math.floor((event.clientY - box.top) / CELL.height) - 1;
-    const inside = i >= 0 && j >= 0 && i < rows.length && j < cols.length;
-    canvas.title = inside
-      ? `${rowLabels[i]}, ${colLabels[j]}: ${Number(shown[i][j].toPrecision(6))}` : "";
+  let shade = () => 0;
+  let selected = null; // [i, j] chosen with the keyboard, outlined while the map has focus
+
+  function read(cell) {
+    const [i, j] = cell || [];
+    const inside = cell && shown[i] && j >= 0 && j < cols.length;
+    const text = inside ? `${rowLabels[i]}, ${colLabels[j]}: ${Number(shown[i][j].toPrecision(6))}`
+      : "";
+    canvas.title = text;
+    readout.textContent = text || hint;
+  }
+
+  function pointAt(event) {
+    const bounds = canvas.getBoundingClientRect();
+    const x = ((event.clientX - bounds.left) * width) / bounds.width; // CSS may scale it
+    const y = ((event.clientY - bounds.top) * height) / bounds.height;
+    const i = Math.floor((y - top) / cellHeight);
+    const j = Math.floor((x - left) / cellWidth);
+    read(i >= 0 && j >= 0 ? [i, j] : null);
+  }
+  canvas.addEventListener("pointermove", pointAt);
+  canvas.addEventListener("pointerdown", pointAt); // a tap: touch screens have no hover
+
+  const MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+  const clamp = (k, n) => Math.max(0, Math.min(n - 1, k));
+  canvas.addEventListener("keydown", (event) => {
+    const move = MOVES[event.key];
+    if (!move) return;
+    event.preventDefault(); // the arrows move the selection, not the page
+    selected = selected
+      ? [clamp(selected[0] + move[0], rows.length), clamp(selected[1] + move[1], cols.length)]
+      : [0, 0];
+    read(selected);
+    paint();
   });
+  canvas.addEventListener("blur", () => paint());
 
-  function drawLabels() {
-    ctx.fillStyle = "#f4f4f4";
-    ctx.fillRect(0, 0, width, CELL.height);
-    ctx.fillRect(0, 0, labelWidth, height);
-    ctx.font = font(500);
-    ctx.fillStyle = "#222";
-    const middle = (k) => (k + 1.5) * CELL.height;
-    cols.forEach((label, j) =>
-      ctx.fillText(label, labelWidth + (j + 1) * cellWidth - CELL.padding, middle(-1)));
-    rows.forEach((label, i) => ctx.fillText(label, labelWidth - CELL.padding, middle(i)));
+  function paint() {
+    const outline = document.activeElement === canvas ? selected : null;
+    paintHeatmap(ctx, layout, { font, ratio, decimals, numbers, matrix: shown, shade, outline });
   }
 
-  function drawGrid() {
-    ctx.beginPath();
-    for (let i = 0; i <= rows.length + 1; i++) {
-      const y = Math.min(i * CELL.height, height - 1) + 0.5;
-      ctx.moveTo(0, y);
-      ctx.lineTo(width, y);
-    }
-    for (let j = 0; j <= cols.length + 1; j++) {
-      const x = Math.min(j === 0 ? 0 : labelWidth + (j - 1) * cellWidth, width - 1) + 0.5;
-      ctx.moveTo(x, 0);
-      ctx.lineTo(x, height);
-    }
-    ctx.strokeStyle = "#ddd";
-    ctx.lineWidth = 1;
-    ctx.stroke();
-  }
-
-  // Backgrounds, then the dark numbers, then the light ones: few changes of fillStyle.
-  function update(matrix, shade) {
+  // shading(value) in [-1, 1] colours a cell (see paintHeatmap).
+  function update(matrix, shading) {
     shown = matrix;
-    canvas.dataset.values = JSON.stringify(matrix);
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.fillStyle = "white";
-    ctx.fillRect(0, 0, width, height);
-    ctx.textAlign = "right";
-    ctx.textBaseline = "middle";
-    drawLabels();
-    const light = [];
-    const dark = [];
-    matrix.forEach((row, i) => {
-      const y = (i + 1) * CELL.height;
-      row.forEach((value, j) => {
-        const x = labelWidth + j * cellWidth;
-        const t = Math.max(-1, Math.min(1, shade(value)));
-        const step = Math.round(Math.abs(t) * SHADES);
-        if (step) {
-          ctx.fillStyle = (t > 0 ? BLUES : ORANGES)[step];
-          ctx.fillRect(x, y, cellWidth, CELL.height);
-        }
-        if (numbers) (step > 0.55 * SHADES ? light : dark).push([value, x, y]);
-      });
-    });
-    ctx.font = font(400);
-    for (const [colour, cells] of [["#222", dark], ["white", light]]) {
-      ctx.fillStyle = colour;
-      for (const [value, x, y] of cells) {
-        const text = value.toFixed(decimals);
-        const right = x + cellWidth - CELL.padding;
-        const middle = y + CELL.height / 2;
-        if (text.length > widestNumber.length) {
-          ctx.fillText(text, right, middle, cellWidth - CELL.padding);
-        } else {
-          ctx.fillText(text, right, middle); // no width limit: measuring costs a frame's worth
-        }
-      }
-    }
-    drawGrid();
+    shade = shading;
+    paint();
+    canvas.dataset.values = JSON.stringify(matrix); // after the paint it describes
   }
-  return { node: canvas, update, numbers };
+  return { node: box, update, numbers };
 }
 
 // An editable grid of numbers; edits call onEdit(i, j, value).
@@ -249,7 +347,8 @@ function editableTable(name, matrix, rowLabels, colLabels, onEdit) {
   return table;
 }
 
-// The mask as a grid of checkboxes (checked = may attend); editable or read-only.
+// The mask as a grid of checkboxes (checked = may attend); read-only without onToggle.
+// onToggle(i, j, allowed) returns false to refuse a change, and the box springs back.
 function maskTable(mask, tokens, onToggle) {
   const table = el("table", "attn-table attn-mask");
   table.dataset.role = onToggle ? "edit-mask" : "mask";
@@ -263,7 +362,11 @@ function maskTable(mask, tokens, onToggle) {
       box.checked = allowed;
       box.disabled = !onToggle;
       box.setAttribute("aria-label", `mask[${i}][${j}]`);
-      if (onToggle) box.addEventListener("change", () => onToggle(i, j, box.checked));
+      if (onToggle) {
+        box.addEventListener("change", () => {
+          if (!onToggle(i, j, box.checked)) box.checked = true;
+        });
+      }
       tr.insertCell().appendChild(box);
     });
   });
@@ -392,16 +495,19 @@ function render({ model, el: root }) {
     views = [];
     viewsBox.replaceChildren();
     const add = (title, view) => {
-      const note = view.numbers === false ? " (hover a cell for its value)" : "";
+      const note = view.numbers === false ? " (colour only: point at a cell for its value)" : "";
       viewsBox.appendChild(figure(title + note, view.node));
       views.push(view);
     };
     for (const name of model.get("views")) {
       if (name === "output") {
         const dv = result.output[0].length;
-        const map = heatmap(tokens, labels(dv, "v"), decimals, "output", undefined, TITLES.output);
+        const map = heatmap({
+          rowLabels: tokens, colLabels: labels(dv, "v"), decimals, role: "output",
+          caption: TITLES.output,
+        });
         const update = (r) => {
-          const largest = Math.max(...r.output.flat().map(Math.abs));
+          const largest = Math.max(...finiteRange(r.output).map(Math.abs));
           map.update(r.output, (v) => (largest > 0 ? (0.85 * v) / largest : 0));
         };
         add(TITLES.output, { ...map, update });
@@ -419,13 +525,15 @@ function render({ model, el: root }) {
             continue;
           }
           const title = TITLES[name] + suffix(h);
-          const map = heatmap(tokens, tokens, decimals, name, head, title);
+          const map = heatmap({
+            rowLabels: tokens, colLabels: tokens, decimals, role: name, head, caption: title,
+          });
+          // Weights shade by value; scores from the smallest (white) to the largest, as
+          // only their order along a row matters to the softmax.
           const update = name === "weights"
             ? (r) => map.update(r.weights[h], (v) => v)
             : (r) => {
-              const flat = r.scores[h].flat();
-              const lo = Math.min(...flat);
-              const hi = Math.max(...flat);
+              const [lo, hi] = finiteRange(r.scores[h]);
               map.update(r.scores[h], (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5) * 0.85);
             };
           add(title, { ...map, update });
@@ -452,10 +560,14 @@ function render({ model, el: root }) {
     inputsBox.replaceChildren();
     for (const name of model.get("editable")) {
       if (name === "mask") {
+        // Refuses (returns false) to take a row's last allowed key: a token attending to
+        // nothing has no weights (0/0), and Python refuses such a mask too.
         const onToggle = (i, j, allowed) => {
           const edited = model.get("mask").map((row) => row.slice());
           edited[i][j] = allowed;
+          if (!edited[i].some(Boolean)) return false;
           setLocally("mask", edited);
+          return true;
         };
         inputsBox.appendChild(maskTable(model.get("mask"), tokens, onToggle));
         continue;
