@@ -2,26 +2,20 @@
 numbers Python computed at build time, follows edits and linked sliders with the numbers
 Python computes for the edited inputs, and shows token labels as text, never as HTML.
 
-The explorer's DOM contract (attncourse/static/explorer.js): root ``.attn-explorer``;
-editable grids ``table[data-role="edit-<name>"]`` of inputs labelled ``<name>[i][j]``;
-heatmaps ``canvas[data-role="scores"|"weights"|"output"]`` carrying the full-precision
-matrix they draw in ``data-values`` and their row labels in ``data-rows`` (JSON; one
-heatmap per head, ``data-head``, when there are several);
-``svg[data-role="graph"]`` whose ``.attn-edge`` carry ``data-from``, ``data-to`` and
-``data-weight`` (an edge j -> i for weights[i][j]).
+The explorer's DOM contract, and its reader, are in ``tools.explorer_dom``.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import re
 import time
 
 import numpy as np
 import pytest
 
 import tools
+from tools.explorer_dom import READ_EXPLORER, grid_matrix
 from attncourse.attention import causal_mask
 from attncourse.widgets import AttentionExplorer, explorer_view, with_scale_slider
 
@@ -31,62 +25,6 @@ EXPLORER_ID = "attncourse.widgets.AttentionExplorer"
 VIEWS = ("scores", "weights", "output")  # what explorer_view returns, in order
 TOLERANCE = 1e-9  # the explorer's JavaScript against the numpy reference
 
-# Everything an explorer shows and offers for editing, read from its DOM.
-# Drawn on a heatmap canvas: the colour of each cell, read just inside its top-left corner
-# (clear of the printed number) where data-grid says the cell is.
-_CELL_BACKGROUNDS = """(canvas) => {
-  const grid = JSON.parse(canvas.dataset.grid);
-  const ratio = canvas.width / parseFloat(canvas.style.width);
-  const pixels = canvas.getContext('2d');
-  return JSON.parse(canvas.dataset.values).map((row, i) => row.map((_, j) => [...pixels
-    .getImageData(Math.round((grid.left + j * grid.cellWidth + 3) * ratio),
-                  Math.round((grid.top + i * grid.cellHeight + 3) * ratio), 1, 1)
-    .data.slice(0, 3)]));
-}"""
-# Whether each cell of a heatmap holds a printed number: more than one colour inside it.
-_CELLS_INKED = """(canvas) => {
-  const grid = JSON.parse(canvas.dataset.grid);
-  const ratio = canvas.width / parseFloat(canvas.style.width);
-  const pixels = canvas.getContext('2d');
-  return JSON.parse(canvas.dataset.values).map((row, i) => row.map((_, j) => {
-    const x = Math.round((grid.left + j * grid.cellWidth + 2) * ratio);
-    const y = Math.round((grid.top + i * grid.cellHeight + 2) * ratio);
-    const w = Math.round((grid.cellWidth - 4) * ratio);
-    const h = Math.round((grid.cellHeight - 4) * ratio);
-    const data = pixels.getImageData(x, y, w, h).data;
-    const colours = new Set();
-    for (let k = 0; k < data.length; k += 4) colours.add(data.slice(k, k + 3).join());
-    return colours.size > 1;
-  }));
-}"""
-_READ = """(root) => {
-  const cellBackgrounds = """ + _CELL_BACKGROUNDS + """;
-  const byHead = (nodes) => [...nodes]
-    .sort((a, b) => Number(a.dataset.head || 0) - Number(b.dataset.head || 0));
-  const tables = {};
-  const backgrounds = {};
-  for (const role of ['scores', 'weights', 'output']) {
-    const heatmaps = byHead(root.querySelectorAll(`canvas[data-role="${role}"]`));
-    tables[role] = heatmaps.map((canvas) => JSON.parse(canvas.dataset.values));
-    backgrounds[role] = heatmaps.map((canvas) => cellBackgrounds(canvas));
-  }
-  const graphs = byHead(root.querySelectorAll('svg[data-role="graph"]')).map((svg) =>
-    [...svg.querySelectorAll('.attn-edge')]
-      .map((edge) => [edge.dataset.from, edge.dataset.to, edge.dataset.weight]));
-  const grids = {};
-  for (const table of root.querySelectorAll('table[data-role^="edit-"]')) {
-    grids[table.dataset.role.slice('edit-'.length)] = [...table.querySelectorAll('input')]
-      .map((input) => [input.getAttribute('aria-label'),
-                       input.type === 'checkbox' ? input.checked : input.value]);
-  }
-  // Token labels head the rows of the views (or of the X grid when no view is a heatmap).
-  const heatmap = root.querySelector('canvas[data-role]');
-  const grid = root.querySelector('table[data-role="edit-X"]');
-  const tokens = heatmap ? JSON.parse(heatmap.dataset.rows)
-    : grid ? [...grid.querySelectorAll('tr')].filter((tr) => tr.querySelector('td'))
-      .map((tr) => tr.querySelector('th').textContent) : [];
-  return { tables, backgrounds, graphs, grids, tokens };
-}"""
 # The model id of the widget view an element belongs to (html-manager puts each view in a
 # div.widget-subarea right before its view tag).
 _VIEW_MODEL = """(root) => JSON.parse(
@@ -132,14 +70,6 @@ def expected_views(inputs):
 
 # --- what the DOM shows -----------------------------------------------------------------
 
-def grid_matrix(entries):
-    """[(aria-label "X[i][j]", value), ...] -> the matrix, bools for checkboxes."""
-    cells = {tuple(map(int, re.findall(r"\[(\d+)\]", label))): value for label, value in entries}
-    rows, cols = (max(index) + 1 for index in zip(*cells))
-    kind = bool if all(isinstance(v, bool) for v in cells.values()) else float
-    return np.array([[kind(cells[i, j]) for j in range(cols)] for i in range(rows)])
-
-
 def shown_views(read, seq):
     """The numbers an explorer shows: {view: (n_tables, rows, cols)}, and the weights drawn
     as a graph (n_graphs, seq, seq), an absent edge meaning weight 0."""
@@ -182,8 +112,9 @@ def assert_weights_drawn(read, where):
     """Each weights heatmap paints every cell where its grid says, in the shade of that
     cell's weight (blue at opacity = weight, in steps of 1/100, over white): a heatmap
     drawn transposed, shifted, stale or not at all fails."""
-    for head, (weights, drawn) in enumerate(zip(read["tables"]["weights"],
-                                                read["backgrounds"]["weights"])):
+    for head, (weights, cells) in enumerate(zip(read["tables"]["weights"],
+                                                read["cells"]["weights"])):
+        drawn = [[cell["background"] for cell in row] for row in cells]
         opacity = np.round(np.clip(weights, 0, 1) * SHADES)[..., None] / SHADES
         expected = 255 + opacity * (BLUE - 255)
         np.testing.assert_allclose(drawn, expected, rtol=0, atol=2,
@@ -194,7 +125,7 @@ def read_until_changed(explorer, before, timeout=5.0):
     """The explorer's DOM once it differs from ``before`` (or as it is after ``timeout``)."""
     deadline = time.monotonic() + timeout
     while True:
-        read = explorer.evaluate(_READ)
+        read = explorer.evaluate(READ_EXPLORER)
         if read["tables"] != before["tables"] or read["graphs"] != before["graphs"] \
                 or time.monotonic() > deadline:
             return read
@@ -248,7 +179,7 @@ class ExplorerCheck:
     def __init__(self, page, models, index):
         self.models = models
         self.explorer = page.locator(".attn-explorer").nth(index)
-        self.read = self.explorer.evaluate(_READ)
+        self.read = self.explorer.evaluate(READ_EXPLORER)
         self.model_id = match_model(models, self.explorer.evaluate(_VIEW_MODEL), self.read)
         state = models[self.model_id]["state"]
         self.inputs = view_inputs(state)
@@ -265,10 +196,11 @@ class ExplorerCheck:
         assert_shows(shown_views(self.read, self.seq), expected, self.where)
         assert_weights_drawn(self.read, self.where)
         printed = self.seq <= NUMBERS_UP_TO
-        for canvas in self.explorer.locator("canvas[data-role]").all():
-            inked = np.array(canvas.evaluate(_CELLS_INKED))
+        for view, heatmaps in self.read["cells"].items():
+            inked = np.array([[[cell["inked"] for cell in row] for row in heatmap]
+                              for heatmap in heatmaps], dtype=bool)
             assert inked.all() if printed else not inked.any(), \
-                f"{self.where}: {canvas.get_attribute('data-role')} should " \
+                f"{self.where}: {view} should " \
                 + ("print every number" if printed else "be colour only")
 
     def changed(self, action, view):
@@ -420,7 +352,7 @@ def test_token_labels_are_text_never_html(site, visit, watched_page):
     for when in ("rendered", "redrawn after an edit"):
         if when != "rendered":
             shown.locator('[aria-label="X[1][0]"]').fill("0.5")
-        assert shown.evaluate(_READ)["tokens"] == LABELS, when
+        assert shown.evaluate(READ_EXPLORER)["tokens"] == LABELS, when
         text = shown.evaluate("(root) => root.textContent")
         assert all(label in text for label in LABELS), f"labels not shown literally ({when})"
         assert shown.evaluate(_INJECTED) == [], f"labels became HTML ({when})"

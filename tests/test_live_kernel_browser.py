@@ -30,6 +30,7 @@ import pytest
 from playwright.sync_api import expect
 
 from attncourse.widgets import explorer_view
+from tools.explorer_dom import READ_EXPLORER, grid_matrix
 
 pytestmark = pytest.mark.browser
 
@@ -232,26 +233,12 @@ def lab_page(watch_page, lab):
     return page
 
 
-# What the explorer shows: each editable grid's input values, and the full numbers of each
-# view (the heatmap canvas draws them rounded and keeps them whole in data-values).
-_READ_EXPLORER = """(root) => {
-  const shown = {};
-  for (const grid of root.querySelectorAll('table[data-role^="edit-"]')) {
-    shown[grid.dataset.role.slice('edit-'.length)] = [...grid.querySelectorAll('tr')]
-      .filter((tr) => tr.querySelector('input'))
-      .map((tr) => [...tr.querySelectorAll('input')].map((input) => parseFloat(input.value)));
-  }
-  for (const view of root.querySelectorAll('canvas[data-role]')) {
-    shown[view.dataset.role] = JSON.parse(view.dataset.values);
-  }
-  return shown;
-}"""
-
-
 def shown_by(explorer) -> dict[str, np.ndarray]:
-    """{"X", "W_q", "scores", "weights", "output"} -> the matrix the explorer shows."""
-    return {name: np.array(rows, dtype=float)
-            for name, rows in explorer.evaluate(_READ_EXPLORER).items()}
+    """{"X", "W_q", "scores", "weights", "output"} -> the matrix the explorer shows: the
+    inputs' values, and the full numbers its heatmaps draw rounded (one head here)."""
+    read = explorer.evaluate(READ_EXPLORER)
+    return {name: grid_matrix(entries) for name, entries in read["grids"].items()} | {
+        view: np.array(heads[0], dtype=float) for view, heads in read["tables"].items() if heads}
 
 
 def reference(X, W_q) -> dict[str, np.ndarray]:

@@ -192,8 +192,9 @@ function paintHeatmap(ctx, layout, { font, ratio, decimals, numbers, matrix, sha
     row.forEach((value, j) => {
       const x = left + j * cellWidth;
       const t = Math.max(-1, Math.min(1, shade(value)));
-      const step = (t > 0 ? BLUES : ORANGES)[Math.round(Math.abs(t) * SHADES) || 0];
-      if (step !== BLUES[0] && step !== ORANGES[0]) {
+      const k = Math.round(Math.abs(t) * SHADES) || 0; // 0 for NaN: no colour
+      const step = (t > 0 ? BLUES : ORANGES)[k];
+      if (k) {
         ctx.fillStyle = step.fill;
         ctx.fillRect(x, y, cellWidth, cellHeight);
       }
@@ -242,7 +243,7 @@ function heatmap({ rowLabels, colLabels, decimals, role, head, caption }) {
   const canvas = el("canvas", "attn-heatmap");
   const readout = el("output", "attn-readout");
   readout.setAttribute("aria-live", "polite");
-  const box = el("div", "attn-heatmap-box");
+  const box = el("div");
   box.append(canvas, readout);
   canvas.dataset.role = role;
   if (head !== undefined) canvas.dataset.head = String(head);
