@@ -334,7 +334,7 @@ def _run_notebook(path: Path, hidden, time_limit: float, check_timeout: float | 
     try:
         submitted = nbformat.read(path, as_version=4)
     except Exception as error:
-        return _Run(None, None, [], f"could not read the notebook ({checks._describe(error)})", [])
+        return _Run(None, None, [], f"could not read the notebook ({checks.core._describe(error)})", [])
     executed = _with_hidden_tests(submitted, hidden)
     current = {"cell": 0}
     client = NotebookClient(
@@ -358,7 +358,7 @@ def _run_notebook(path: Path, hidden, time_limit: float, check_timeout: float | 
             elif isinstance(error, DeadKernelError):
                 problem = f"the kernel died in cell {current['cell']}"
             else:
-                problem = f"could not run in cell {current['cell']}: {checks._describe(error)}"
+                problem = f"could not run in cell {current['cell']}: {checks.core._describe(error)}"
         results = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     errors = [
         f"cell {index + 1} raised {output.get('ename')}: {output.get('evalue', '')}"[:300]

@@ -410,7 +410,7 @@ def test_log_weight_ratio_names_the_mistake(capsys, answer, expected):
 
 
 def test_the_log_ratio_cases_include_what_the_exercise_is_about():
-    cases = dict(checks._log_ratio_cases())
+    cases = dict(checks.ch2._log_ratio_cases())
     loud = cases["20 X, whose scores reach 1300"]
     assert (loud @ loud.T).max() == 1300
     with np.errstate(all="ignore"):
@@ -602,7 +602,7 @@ def test_attention_head_names_the_mistake(capsys, answer, expected):
 
 
 def test_the_head_cases_include_what_the_exercise_is_about():
-    cases = checks._head_cases()
+    cases = checks.ch3._head_cases()
     assert any(len({a[0].shape[1], a[1].shape[1], a[3].shape[1]}) == 3 for _, a, _ in cases)  # d_model, d_k, d_v differ
     masks = [mask for _, _, mask in cases if mask is not None]
     assert any(not np.array_equal(mask, np.tril(np.ones_like(mask))) for mask in masks)
@@ -678,7 +678,7 @@ def test_every_result_is_appended_to_the_log(capsys, monkeypatch, tmp_path):
 
 
 def test_exercise_registers_a_check_named_after_its_label(capsys, monkeypatch):
-    monkeypatch.setattr(checks, "CHECKS", {})
+    monkeypatch.setattr(checks.core, "CHECKS", {})
 
     @checks.exercise("ch9-half")
     def half(run, fn):
@@ -687,7 +687,7 @@ def test_exercise_registers_a_check_named_after_its_label(capsys, monkeypatch):
             raise checks.Failed("half(4) should be 2")
         return "half(4) is 2"
 
-    assert checks.CHECKS == {"ch9-half": half}
+    assert checks.core.CHECKS == {"ch9-half": half}
     assert str(inspect.signature(half)) == "(fn, *, timeout: 'float | None' = None) -> None"
     assert feedback(capsys, half, lambda x: x / 2) == "[ch9-half] Passed. half(4) is 2"
     assert feedback(capsys, half, lambda x: x) == "[ch9-half] Not right yet. half(4) should be 2"
@@ -698,7 +698,7 @@ def test_exercise_registers_a_check_named_after_its_label(capsys, monkeypatch):
 
 
 def test_a_bug_in_a_check_is_reported_not_raised(capsys, monkeypatch):
-    monkeypatch.setattr(checks, "CHECKS", {})
+    monkeypatch.setattr(checks.core, "CHECKS", {})
 
     @checks.exercise("ch9-buggy")
     def buggy(run, answer):

@@ -1,0 +1,155 @@
+"""Checks of chapter 1's exercises: dot-product similarity."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attncourse.attention import softmax
+from attncourse.checks.core import (
+    Failed,
+    NotImplementedYet,
+    _expect_choice,
+    _show,
+    exercise,
+    expect_array,
+    expect_function,
+)
+
+# The embeddings of "pool beats badminton" (seed 003), the starting point of chapter 1.
+_POOL, _BEATS, _BADMINTON = 0, 1, 2
+_CH1_EMBEDDINGS = np.array([
+    [0.5, 0.1, 0.1, 0.2],  # pool
+    [0.1, 0.5, 0.2, 0.1],  # beats
+    [0.5, 0.1, 0.2, 0.1],  # badminton
+])
+_CH1_TOKENS = ("pool", "beats", "badminton")
+
+
+def _softmax_cases() -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(2024)
+    return [
+        ("the scores [1, 2, 3]", np.array([1.0, 2.0, 3.0])),
+        ("chapter 1's scores S = A Aᵀ", _CH1_EMBEDDINGS @ _CH1_EMBEDDINGS.T),
+        ("a random batch of shape (2, 3, 5)", rng.standard_normal((2, 3, 5))),
+        ("a single score [[4]]", np.array([[4.0]])),
+        ("the large scores [1000, 999, 0]", np.array([1000.0, 999.0, 0.0])),
+        ("the very negative scores [-1000, -1001]", np.array([-1000.0, -1001.0])),
+        ("the rows [[1000, 0, -1000], [0.5, 0.5, 0.5]]", np.array([[1000.0, 0.0, -1000.0], [0.5, 0.5, 0.5]])),
+    ]
+
+
+@exercise("ch1-stable-softmax")
+def stable_softmax(run, candidate) -> str:
+    """Exercise ch1-stable-softmax: a softmax over the last axis that never overflows.
+
+    Tries vectors, matrices and a batch, and scores of +-1000, where exp overflows to
+    inf (inf / inf = nan) or underflows to 0 (0 / 0 = nan) unless the row maximum is
+    subtracted first. Also checks that the input is left unchanged.
+    """
+    fn = expect_function(candidate, "stable_softmax")
+    cases = _softmax_cases()
+    for description, scores in cases:
+        given = scores.copy()
+        what = f"stable_softmax of {description}"
+        weights = expect_array(run(fn, given), scores.shape, what)
+        if not np.array_equal(given, scores):
+            raise Failed(
+                f"{what} changed its input. Work on a new array "
+                "(scores = scores - ...) rather than in place (scores -= ...)."
+            )
+        if not np.isfinite(weights).all():
+            raise Failed(f"{what} gave {_show(weights)}. {_overflow_hint(scores)}")
+        if (weights < 0).any():
+            raise Failed(f"{what} gave negative weights {_show(weights)}; exp is never negative.")
+        sums = weights.sum(axis=-1)
+        if not np.allclose(sums, 1.0, atol=1e-6):
+            raise Failed(f"{what}: the rows sum to {_show(sums)}, not 1. {_axis_hint(weights)}")
+        expected = softmax(scores)
+        if not np.allclose(weights, expected, rtol=1e-6, atol=1e-9):
+            raise Failed(f"{what} gave {_show(weights)}; expected {_show(expected)}.")
+    return (
+        f"Your softmax matches the reference on {len(cases)} inputs, including scores of "
+        "±1000, where the textbook formula gives nan."
+    )
+
+
+def _overflow_hint(scores: np.ndarray) -> str:
+    if scores.max() > 700:  # exp(710) is already inf in float64
+        cause = "np.exp(1000) overflows to inf, and inf / inf is nan."
+    elif scores.max() < -700:
+        cause = "every np.exp(-1000) underflows to 0, and 0 / 0 is nan."
+    else:
+        return "Every weight should be a finite number."
+    return (
+        f"{cause} Hint: softmax(s) = softmax(s - c) for any constant c; "
+        "subtract each row's maximum before taking exp."
+    )
+
+
+def _axis_hint(weights: np.ndarray) -> str:
+    if np.isclose(weights.sum(), 1.0):
+        return "You normalised the whole array at once: divide each row by its own sum (axis=-1, keepdims=True)."
+    if weights.ndim > 1 and np.allclose(weights.sum(axis=0), 1.0):
+        return "You normalised the columns: sum over the last axis (axis=-1, keepdims=True)."
+    return "Divide each exponential by the sum of its row (axis=-1, keepdims=True)."
+
+
+@exercise("ch1-pool-prefers-badminton")
+def pool_prefers_badminton(run, A_tuned) -> str:
+    """Exercise ch1-pool-prefers-badminton: edit badminton's embedding only, so that
+
+    1. pool attends to badminton more than to itself, and
+    2. beats still attends to itself most,
+
+    with every entry between -1 and 1. The weights are softmax(A Aᵀ) by rows.
+    """
+    tuned = expect_array(A_tuned, _CH1_EMBEDDINGS.shape, "A_tuned")
+    if not np.isfinite(tuned).all():
+        raise Failed(f"A_tuned contains nan or inf: {_show(tuned)}")
+    if np.array_equal(tuned, _CH1_EMBEDDINGS):
+        raise NotImplementedYet("A_tuned is still the starting matrix A: edit badminton's row.")
+    for row in (_POOL, _BEATS):
+        if not np.allclose(tuned[row], _CH1_EMBEDDINGS[row]):
+            raise Failed(
+                f"you changed the row of {_CH1_TOKENS[row]} to {_show(tuned[row])}; "
+                "only badminton's row (index 2) may change."
+            )
+    if np.abs(tuned).max() > 1:
+        raise Failed(f"badminton's row {_show(tuned[_BADMINTON])} has an entry outside [-1, 1].")
+    weights = softmax(tuned @ tuned.T)  # (seq, seq)
+    pool = weights[_POOL]
+    if not pool[_BADMINTON] > pool[_POOL]:
+        raise Failed(
+            f"pool gives itself {pool[_POOL]:.3f} and badminton {pool[_BADMINTON]:.3f}; "
+            "badminton must score higher with pool than pool does with itself. "
+            "Hint: a dot product grows with the length of the vectors, not only their direction."
+        )
+    if weights[_BEATS].argmax() != _BEATS:
+        raise Failed(f"beats no longer attends to itself most (weights {_show(weights[_BEATS])}).")
+    return (
+        f"pool now gives badminton {pool[_BADMINTON]:.3f}, more than the {pool[_POOL]:.3f} it "
+        "keeps for itself: a dot product rewards length as well as direction."
+    )
+
+
+_DOUBLING_ANSWERS = ("sharper", "flatter", "same")
+
+
+@exercise("ch1-predict-doubling")
+def predict_doubling(run, prediction) -> str:
+    """Exercise ch1-predict-doubling: doubling every embedding makes pool's weights ...?
+
+    The answer is "sharper": every score a_i . a_j is multiplied by 4, the same as a
+    temperature of 1/4.
+    """
+    choice = _expect_choice(prediction, _DOUBLING_ANSWERS)
+    before = softmax(_CH1_EMBEDDINGS @ _CH1_EMBEDDINGS.T)[_POOL]
+    doubled = 2 * _CH1_EMBEDDINGS
+    after = softmax(doubled @ doubled.T)[_POOL]
+    why = (
+        f"Doubling A multiplies every score by 4 (2a · 2b = 4 a · b), like a temperature of 1/4: "
+        f"pool's weights go from {_show(before)} to {_show(after)}."
+    )
+    if choice != "sharper":
+        raise Failed(f"you predicted {prediction.strip()!r}. {why}")
+    return why

@@ -1,0 +1,296 @@
+"""The machinery of the checks: registry, time budget, result, report, and the helpers
+every chapter's checks use (see ``attncourse.checks`` for how to write a check)."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import inspect
+import json
+import os
+import threading
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+PASSED, FAILED, NOT_IMPLEMENTED = "passed", "failed", "not implemented"
+MODE_VARIABLE = "ATTNCOURSE_CHECK_MODE"
+LOG_VARIABLE = "ATTNCOURSE_CHECK_LOG"
+TIMEOUT_VARIABLE = "ATTNCOURSE_CHECK_TIMEOUT"
+DEFAULT_TIMEOUT = 10.0
+_HEADLINES = {PASSED: "Passed.", FAILED: "Not right yet.", NOT_IMPLEMENTED: "Not implemented yet."}
+_EXPECTED_IN_MODE = {"solved": PASSED, "student": NOT_IMPLEMENTED}
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of one check: ``status`` is passed, failed or not implemented."""
+
+    exercise: str
+    status: str
+    message: str
+    kind: str = "check"  # "check" (visible to learners) or "hidden" (instructor's test)
+
+
+class Failed(Exception):
+    """Ends a check: the answer is wrong. The message says how, with a hint."""
+
+
+class NotImplementedYet(Exception):
+    """Ends a check: the learner has not started (a stub, an unchanged starting value)."""
+
+
+class CheckError(AssertionError):
+    """Raised in the CI modes only, when a check's status is not the one the mode expects."""
+
+
+class _Stop(BaseException):
+    """Raised inside the learner's worker thread to stop it once the budget is spent."""
+
+
+# Every exercise label -> its check. Filled once, at import, by @exercise.
+CHECKS: dict[str, Callable[..., None]] = {}
+
+
+def exercise(label: str):
+    """Register ``evaluate(run, *answers) -> str`` as the check of exercise ``label``.
+
+    The public check takes the answers (and an optional ``timeout=`` in seconds), prints
+    its message, records it, applies the CI mode and returns None.
+    """
+
+    def register(evaluate):
+        name = label.split("-", 1)[-1].replace("-", "_")
+        if evaluate.__name__ != name:
+            raise ValueError(f"the check of exercise {label!r} must be named {name!r}")
+        if label in CHECKS:
+            raise ValueError(f"exercise {label!r} already has a check")
+
+        @functools.wraps(evaluate)
+        def check(*answers, timeout: float | None = None) -> None:
+            _report(_evaluate(label, "check", evaluate, answers, timeout))
+
+        parameters = list(inspect.signature(evaluate).parameters.values())[1:]
+        timeout_parameter = inspect.Parameter(
+            "timeout", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="float | None"
+        )
+        check.__signature__ = inspect.Signature(
+            [*parameters, timeout_parameter], return_annotation=None
+        )
+        CHECKS[label] = check
+        return check
+
+    return register
+
+
+def hidden_test(label: str, *, timeout: float | None = None):
+    """Run an instructor's hidden test of exercise ``label`` now, safely, and record it.
+
+    Used as a decorator in a cell tagged ``hidden-test``; the test is plain code with
+    asserts that calls the learner's names. It runs under the same time budget and
+    never raises (except in the CI modes, like a check)::
+
+        @check.hidden_test("ch1-stable-softmax")
+        def _():
+            assert stable_softmax([[1e308, 0.0]]).argmax() == 0, "huge finite scores"
+    """
+
+    def run_now(test: Callable[[], Any]) -> None:
+        def evaluate(run):
+            run(test, name="a hidden test")
+            return "a hidden test passed"
+
+        _report(_evaluate(label, "hidden", evaluate, (), timeout))
+
+    return run_now
+
+
+# ---------------------------------------------------------------------------------------
+# Running the learner's code
+
+
+def _evaluate(label, kind, evaluate, answers, timeout) -> Result:
+    budget = _time_budget(timeout)
+    deadline = time.monotonic() + budget
+
+    def run(fn, *args, name=None):
+        return _call_with_deadline(fn, args, deadline, budget, name or _name_of(fn))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the message explains; numpy's warnings only clutter
+        try:
+            message = evaluate(run, *answers)
+            return Result(label, PASSED, message, kind)
+        except NotImplementedYet as reason:
+            return Result(label, NOT_IMPLEMENTED, str(reason), kind)
+        except Failed as reason:
+            return Result(label, FAILED, str(reason), kind)
+        except Exception as bug:  # a bug in the check itself must not crash the notebook
+            message = f"the check itself hit an error (please report it): {_describe(bug)}"
+            return Result(label, FAILED, message, kind)
+
+
+def _time_budget(timeout: float | None) -> float:
+    if timeout is None:
+        setting = os.environ.get(TIMEOUT_VARIABLE, "")
+        try:
+            timeout = float(setting) if setting else DEFAULT_TIMEOUT
+        except ValueError:
+            raise ValueError(f"{TIMEOUT_VARIABLE}={setting!r} is not a number of seconds") from None
+    if not timeout > 0:
+        raise ValueError(f"a check's time budget must be positive, got {timeout!r}")
+    return float(timeout)
+
+
+def _call_with_deadline(fn, args, deadline, budget, name):
+    """Call ``fn(*args)`` in a daemon thread; give up (and stop it) at ``deadline``."""
+    outcome = {}
+
+    def target():
+        try:
+            with np.errstate(all="ignore"):  # numpy's error state is per thread
+                outcome["value"] = fn(*args)
+        except _Stop:
+            pass
+        except BaseException as error:  # learners' code may raise anything, SystemExit too
+            outcome["error"] = error
+
+    worker = threading.Thread(target=target, name=f"attncourse check: {name}", daemon=True)
+    worker.start()
+    try:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        if worker.is_alive():  # out of time, or the learner interrupted the kernel
+            _stop(worker)
+    if not outcome:
+        still = (
+            " It is still running in the background: restart the kernel to free the processor."
+            if worker.is_alive()
+            else ""
+        )
+        raise Failed(
+            f"{name} did not return within the time budget of {budget:g} s "
+            f"(an endless loop?).{still}"
+        )
+    if "error" in outcome:
+        error = outcome["error"]
+        if isinstance(error, NotImplementedError):
+            raise NotImplementedYet(
+                f"{name} raised NotImplementedError: replace the stub's `raise` with your code."
+            )
+        raise Failed(f"{name} raised {_describe(error)}")
+    return outcome["value"]
+
+
+def _stop(worker: threading.Thread) -> None:
+    """Raise _Stop inside ``worker`` at its next bytecode, and give it a second to end.
+
+    This ends a Python loop, though not a call stuck in C code: such a worker runs on as a
+    daemon thread until the kernel stops.
+    """
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(_Stop))
+    worker.join(1.0)
+
+
+def _name_of(fn) -> str:
+    return f"{getattr(fn, '__name__', type(fn).__name__)}()"
+
+
+def _describe(error: BaseException, limit: int = 200) -> str:
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    text = " ".join(text.split())  # a message is one line
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _show(values, decimals: int = 3) -> str:
+    """``values`` rounded, on one line (a check's message is a single line)."""
+    text = np.array2string(
+        np.asarray(values), precision=decimals, suppress_small=True, threshold=20,
+        edgeitems=2, separator=", ", max_line_width=10**6,
+    )
+    return " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------------------
+# Reporting
+
+
+def _report(result: Result) -> None:
+    """Print the message, append it to the log, and apply the CI mode."""
+    mode = os.environ.get(MODE_VARIABLE, "")
+    if mode not in ("", "learner", *_EXPECTED_IN_MODE):
+        raise ValueError(
+            f"{MODE_VARIABLE}={mode!r}: expected unset, 'learner', 'solved' or 'student'"
+        )
+    prefix = f"[{result.exercise}]" + (" hidden test:" if result.kind == "hidden" else "")
+    print(" ".join(f"{prefix} {_HEADLINES[result.status]} {result.message}".split()))
+    log = os.environ.get(LOG_VARIABLE)
+    if log:
+        with open(log, "a", encoding="utf-8") as file:
+            file.write(json.dumps(asdict(result)) + "\n")
+    expected = _EXPECTED_IN_MODE.get(mode)
+    if expected and result.status != expected:
+        hint = " A solution may have leaked into the student version." if mode == "student" else ""
+        raise CheckError(
+            f"{MODE_VARIABLE}={mode}: {result.exercise} should be '{expected}', "
+            f"got '{result.status}': {result.message}{hint}"
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers for writing checks
+
+
+def expect_function(answer, name: str):
+    """Return ``answer`` if it is callable, else fail with a hint about how to pass it."""
+    if callable(answer):
+        return answer
+    hint = (
+        f" Pass the function itself: check.{name}({name}), with no parentheses after {name}."
+        if isinstance(answer, (np.ndarray, list, tuple, float, int))
+        else ""
+    )
+    raise Failed(f"expected the function {name}, got {_type_name(answer)}.{hint}")
+
+
+def expect_array(value, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """``value`` as a float array of ``shape``, or fail saying what ``what`` gave instead."""
+    if value is None:
+        raise Failed(f"{what} returned None: did you forget `return`?")
+    try:
+        array = np.asarray(value)
+        if np.iscomplexobj(array):
+            raise TypeError("complex numbers")
+        array = array.astype(np.float64)
+    except Exception:
+        raise Failed(f"{what} returned {_type_name(value)}, expected an array of numbers") from None
+    if array.shape != tuple(shape):
+        raise Failed(f"{what} returned an array of shape {array.shape}, expected shape {tuple(shape)}")
+    return array
+
+
+def _short_repr(value, limit: int = 60) -> str:
+    try:
+        text = " ".join(repr(value).split())
+    except Exception:  # a learner's object may break even repr
+        return _type_name(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _type_name(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    return f"a {type(value).__name__}"
+
+
+def _expect_choice(prediction, choices: tuple[str, ...]) -> str:
+    """A predict-then-verify answer: one of ``choices``, stripped and lower-cased."""
+    listed = ", ".join(map(repr, choices))
+    if prediction is None or prediction is Ellipsis:
+        raise NotImplementedYet(f"set prediction to one of {listed}.")
+    if not isinstance(prediction, str) or prediction.strip().lower() not in choices:
+        raise Failed(f"prediction should be one of {listed}, got {_short_repr(prediction)}.")
+    return prediction.strip().lower()
