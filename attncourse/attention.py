@@ -44,7 +44,7 @@ def _as_float_array(x, name: str, min_ndim: int) -> np.ndarray:
     return array
 
 
-def softmax(x: Float[np.ndarray, "..."], axis: int = -1) -> Float[np.ndarray, "..."]:
+def softmax(x: Float[np.ndarray, ...], axis: int = -1) -> Float[np.ndarray, ...]:
     """Softmax along ``axis``, safe for huge scores and for ``-inf`` (masked) entries.
 
     softmax(x)_j = exp(x_j - max(x)) / sum_k exp(x_k - max(x))
