@@ -470,10 +470,17 @@ function render({ model, el: root }) {
     scale: model.get("scale"), mask: model.get("mask"), n_heads: model.get("n_heads"),
   });
 
+  // A reader's edit: into the model, and on to Python when there is a kernel. On a static
+  // page there is no comm and save_changes throws: the page still updates.
   function setLocally(name, value) {
     localEdit = true;
     model.set(name, value);
     localEdit = false;
+    try {
+      model.save_changes();
+    } catch (err) {
+      // no kernel: static page
+    }
   }
 
   function figure(title, ...children) {
@@ -588,20 +595,9 @@ function render({ model, el: root }) {
     }
   }
 
-  // Redraw and hand the results back to Python. On a static page there is no kernel
-  // (no comm) and save_changes throws: the page still updates, nothing is synced.
+  // Python recomputes scores, weights and output itself: nothing to send back.
   function recompute() {
-    const result = attend(state());
-    drawViews(result);
-    const single = result.weights.length === 1;
-    model.set("scores", single ? result.scores[0] : result.scores);
-    model.set("weights", single ? result.weights[0] : result.weights);
-    model.set("output", result.output);
-    try {
-      model.save_changes();
-    } catch (err) {
-      // no kernel: static page
-    }
+    drawViews(attend(state()));
   }
 
   // An input changed: from an edit here (inputs already show it) or from Python.

@@ -1,6 +1,6 @@
 """The attention explorer in a real JupyterLab with a live kernel, driven from headless
-Chromium: an edit in the browser reaches Python (``explorer.X``, and the weights the
-browser computed as numpy arrays equal to the numpy reference), and an assignment in
+Chromium: an edit in the browser reaches Python (``explorer.X``, and the weights Python
+recomputes from it, numpy arrays equal to the numpy reference), and an assignment in
 Python (``explorer.X = ...``) redraws the explorer with the reference numbers.
 
 The server runs on 127.0.0.1 from a temporary folder, with its own user configuration, data,
@@ -282,7 +282,7 @@ _REPORT = re.compile(r'^\{"values": .*"\}\s*$', re.S)  # the whole line report()
 
 def assert_kernel_holds(page, report_cell: str, expected: dict, after: str) -> None:
     """Run a report() cell: the kernel (this test's Python) holds the inputs as the browser
-    shows them, and the scores, weights and output the browser computed, as numpy arrays
+    shows them, and the scores, weights and output Python recomputed, as numpy arrays
     equal to the reference; the rows of the weights sum to 1."""
     output = run_cell(page, report_cell).locator(".jp-OutputArea-output")
     expect(output).to_have_text(_REPORT, timeout=KERNEL_MS)
@@ -317,7 +317,7 @@ def test_explorer_syncs_with_a_live_kernel(lab, lab_page, screenshots):
     wait_until_shown(explorer, reference(X, W_Q), "displaying it")
 
     # Browser -> Python: the reader edits X, then W_q; after each edit the kernel holds
-    # the edited matrix and the numbers the browser computed from it.
+    # the edited matrix and the numbers recomputed from it.
     X_edited, W_q_edited = X.copy(), W_Q.copy()
     i, j, value = X_EDIT
     X_edited[i, j] = value
@@ -334,7 +334,7 @@ def test_explorer_syncs_with_a_live_kernel(lab, lab_page, screenshots):
     run_cell(page, "assign W_q")
     expected = reference(X_FROM_PYTHON, W_Q_FROM_PYTHON)
     wait_until_shown(explorer, expected, "explorer.W_q = ...")
-    # ...and the numbers the browser computed for them come back to Python.
+    # ...and Python holds the numbers for them.
     assert_kernel_holds(page, "report after assignments", expected, "assignments in Python")
 
     explorer.scroll_into_view_if_needed()
