@@ -263,12 +263,13 @@ class AttentionExplorer(anywidget.AnyWidget):
     def __init__(self, tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
                  n_heads=1, editable=("X",), views=("scores", "weights", "output"),
                  dims=None, decimals=2):
-        X = _as_matrix("X", X)
+        X, W = _as_matrix("X", X), _as_matrix("W_q", W_q)
         if dims is None and X is not None:
             dims = [f"x{k}" for k in range(X.shape[1])]
         if scale is None and X is not None:
-            d_k = X.shape[1] if W_q is None else np.shape(W_q)[-1]
-            scale = 1.0 / np.sqrt(d_k // n_heads) if n_heads and d_k >= n_heads else 1.0
+            d_k = (X if W is None else W).shape[1]
+            heads = n_heads if isinstance(n_heads, (int, np.integer)) and n_heads > 0 else 1
+            scale = 1.0 / np.sqrt(max(d_k // heads, 1))  # n_heads is checked below
         super().__init__(
             tokens=list(tokens), X=X, W_q=W_q, W_k=W_k, W_v=W_v, scale=scale, mask=mask,
             n_heads=n_heads, editable=list(editable), views=list(views), dims=list(dims or []),

@@ -122,6 +122,20 @@ def test_bad_input_names_what_is_wrong(change, message):
         AttentionExplorer(**p)
 
 
+@pytest.mark.parametrize(("W_q", "message"), [
+    ("junk", "W_q must be a matrix of numbers, got 'junk'"),
+    (np.ones(6), r"W_q must be a \(d_model, d\) matrix, got shape \(6,\)"),
+])
+def test_the_default_scale_waits_for_a_valid_W_q(W_q, message):
+    with pytest.raises(InvalidExplorerInput, match=message):
+        AttentionExplorer(TOKENS, np.ones((4, 6)), W_q=W_q)
+
+
+def test_a_value_of_the_wrong_type_is_named_by_its_trait():
+    with pytest.raises(traitlets.TraitError, match="'n_heads' trait .* expected an int"):
+        AttentionExplorer(TOKENS, **(random_problem(6) | {"n_heads": "2"}))
+
+
 def test_scale_slider_is_linked_in_the_browser():
     explorer = AttentionExplorer(TOKENS, **random_problem(7))
     box = with_scale_slider(explorer, maximum=5.0)
