@@ -26,16 +26,16 @@ from jaxtyping import Float
 from attncourse.attention import softmax
 
 __all__ = [
-    "shifts",
-    "shift_weights",
     "conv1d_as_attention",
     "conv2d_as_attention",
+    "shift_weights",
+    "shifts",
 ]
 
 
 def _kernel_size(kernel_size) -> int:
     if isinstance(kernel_size, bool) or not isinstance(kernel_size, (int, np.integer)):
-        raise ValueError(f"the kernel size must be an integer, got {kernel_size!r}")
+        raise TypeError(f"the kernel size must be an integer, got {kernel_size!r}")
     if kernel_size < 1 or kernel_size % 2 == 0:
         raise ValueError(
             f"the kernel size must be odd and positive (one centre tap, K//2 on each side), "
@@ -135,7 +135,7 @@ def conv1d_as_attention(
     """
     tokens = _numeric(x, "x", 2, "(seq, c_in)")
     taps = _numeric(kernel, "kernel", 3, "(c_out, c_in, K)")
-    c_out, c_in, kernel_size = taps.shape
+    _, c_in, kernel_size = taps.shape
     if c_in != tokens.shape[1]:
         raise ValueError(
             f"the kernel {taps.shape} expects c_in={c_in} channels but x {tokens.shape} "

@@ -5,7 +5,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attncourse.convolution import conv1d_as_attention, conv2d_as_attention, shift_weights, shifts
+from attncourse.convolution import (
+    conv1d_as_attention,
+    conv2d_as_attention,
+    shift_weights,
+    shifts,
+)
 
 
 def torch_conv1d(x, kernel):
@@ -144,9 +149,10 @@ def test_conv2d_bad_input_names_the_fault(image, kernel, message):
         conv2d_as_attention(image, kernel, 1.0)
 
 
-@pytest.mark.parametrize("bad", [4, 0, -3, 2.0, True])
-def test_shifts_refuse_even_or_non_integer_sizes(bad):
-    with pytest.raises(ValueError, match="kernel size"):
+@pytest.mark.parametrize(("bad", "error"), [(4, ValueError), (0, ValueError), (-3, ValueError),
+                                            (2.0, TypeError), (True, TypeError)])
+def test_shifts_refuse_even_or_non_integer_sizes(bad, error):
+    with pytest.raises(error, match="kernel size"):
         shifts(bad)
 
 
