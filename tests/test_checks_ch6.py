@@ -150,7 +150,7 @@ def test_the_smallest_alpha_meets_the_target_and_the_gradient_falls_with_the_err
 
 @pytest.mark.parametrize(
     ("alpha", "expected"),
-    [(None, "Not implemented yet."), (10.0, "Passed."), (5, "not below 1e-3"),
+    [(None, "Not implemented yet."), (1.0, "Not implemented yet."), (10.0, "Passed."), (5, "not below 1e-3"),
      (25.0, "saturated"), ("ten", "one number"), (-1.0, ">= 0"), (np.nan, ">= 0")],
 )
 def test_tune_alpha(capsys, alpha, expected):
@@ -164,6 +164,7 @@ def test_tune_alpha_passes_exactly_in_its_window(capsys, alpha):
     best = ch6.smallest_alpha()
     passes = ch6.construction_error(alpha) < 1e-3 and alpha <= best + 1
     assert ("Passed." in line) == passes
+    assert ("Not implemented yet." in line) == (alpha == ch6.STARTING_ALPHA)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

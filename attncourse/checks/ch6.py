@@ -146,7 +146,7 @@ def _output_hint(output, expected, x, kernel, alpha) -> str:
     )
 
 
-def _tuning_problem() -> tuple[np.ndarray, np.ndarray]:
+def tuning_problem() -> tuple[np.ndarray, np.ndarray]:
     """The problem of exercise ch6-tune-alpha: x (16, 2), kernel (3, 2, 5)."""
     rng = np.random.default_rng(6)
     return rng.standard_normal((16, 2)), rng.standard_normal((3, 2, 5))
@@ -159,19 +159,20 @@ def _convolution(x, kernel) -> np.ndarray:
 
 def construction_error(alpha: float) -> float:
     """The largest error of the construction against the convolution on the tuning problem."""
-    x, kernel = _tuning_problem()
+    x, kernel = tuning_problem()
     return float(np.abs(_reference(x, kernel, alpha) - _convolution(x, kernel)).max())
 
 
 def score_gradient(alpha: float) -> float:
     """The largest derivative of a weight with respect to its own score, w (1 - w), over
     the heads and tokens of the tuning problem: what reaches the scores in training."""
-    x, _ = _tuning_problem()
+    x, _ = tuning_problem()
     weights = shift_weights(len(x), 5, alpha)  # (K, seq, seq_padded)
     return float((weights * (1 - weights)).max())
 
 
 ERROR_TARGET = 1e-3
+STARTING_ALPHA = 1.0  # the stub's value: an untouched stub is "not implemented"
 
 
 def smallest_alpha() -> float:
@@ -193,6 +194,8 @@ def tune_alpha(run, alpha) -> str:
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.number)):
         raise Failed(f"alpha should be one number, got {_type_name(alpha)}.")
     alpha = float(alpha)
+    if alpha == STARTING_ALPHA:
+        raise NotImplementedYet(f"alpha is still the stub's {STARTING_ALPHA:g}: change it.")
     if not (np.isfinite(alpha) and alpha >= 0):
         raise Failed(f"alpha should be a finite number >= 0, got {alpha}.")
     error, gradient = construction_error(alpha), score_gradient(alpha)
