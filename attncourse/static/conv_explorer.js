@@ -64,9 +64,16 @@ function drawHeads(node, rows, reach) {
   const width = parseFloat(node.style.width);
   const height = parseFloat(node.style.height);
   context.clearRect(0, 0, width, height);
-  const band = height / rows.length;
+  const axis = 16; // room for the offsets under the last head
+  const band = (height - axis) / rows.length;
   const slot = (width - 70) / (2 * reach + 1);
   context.font = "11px sans-serif";
+  context.fillStyle = "#333";
+  context.textAlign = "center";
+  for (let k = 0; k <= 2 * reach; k++) {
+    context.fillText(String(k - reach), 62 + (k + 0.5) * slot, height - 3);
+  }
+  context.textAlign = "left";
   rows.forEach((row, h) => {
     const top = h * band;
     context.fillStyle = "#333";
@@ -125,7 +132,7 @@ function render({ model, el }) {
     "data-role": "query", "aria-label": "query token" });
   const queryText = element("span", { "data-role": "query-value" });
   const taps = element("div", { "data-role": "kernel", style: "display:flex;gap:0.3em;flex-wrap:wrap" });
-  const heads = canvas("heads", 620, 40 * kernel().length);
+  const heads = canvas("heads", 620, 40 * kernel().length + 16);
   const outputs = canvas("outputs", 620, 120);
   const readout = element("p", { "data-role": "max-error", style: "font-weight:bold" });
 
@@ -162,7 +169,9 @@ function render({ model, el }) {
         edited[h] = number;
         save({ kernel: edited });
       });
-      taps.append(labelled(`Δ = ${h - half()}`, input));
+      const tap = element("label", { style: "display:inline-flex;gap:0.2em;align-items:center" });
+      tap.append(element("span", {}, `Δ = ${h - half()}`), input);
+      taps.append(tap);
     });
   }
 
