@@ -3,6 +3,7 @@ each typical mistake gets the message that names it."""
 
 from __future__ import annotations
 
+import nbformat
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +13,7 @@ from attncourse import checks
 from attncourse.checks import ch6
 from attncourse.checks.predict import _misses
 from attncourse.convolution import conv1d_as_attention, shift_weights
+from tools import ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -139,6 +141,13 @@ def test_the_conv_cases_include_what_the_exercise_is_about():
 
 
 # --- tune: alpha -----------------------------------------------------------------------------
+
+
+def test_the_notebook_stub_starts_at_the_value_the_check_calls_untouched():
+    notebook = nbformat.read(ROOT / "chapters" / "06_attention_versus_convolution.ipynb", 4)
+    (stub,) = [cell.source for cell in notebook.cells
+               if {"stub", "exercise:ch6-tune-alpha"} <= set(cell.metadata.get("tags", []))]
+    assert f"alpha = {ch6.STARTING_ALPHA!r}  # change this" in stub
 
 
 def test_the_smallest_alpha_meets_the_target_and_the_gradient_falls_with_the_error():
