@@ -187,7 +187,8 @@ def test_no_answer_crashes_the_chapter_6_checks(capsys, answer):
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.none(), st.floats(), st.tuples(st.floats(), st.floats()),
-                 st.tuples(st.just(np.zeros((8, 1))), st.just(np.full((3, 8, 10), np.nan)))))
+                 st.tuples(st.just(np.zeros((8, 1))), st.just(np.full((3, 8, 10), np.nan))),
+                 st.tuples(st.just(np.zeros((8, 1))), st.just([[1.0, 2.0], [3.0]]))))
 def test_arbitrary_results_never_crash_the_conv_check(capsys, result):
     line = feedback(capsys, checks.conv1d_as_attention, lambda x, kernel, alpha: result)
     assert "Not right yet." in line and "the check itself" not in line, line

@@ -90,7 +90,7 @@ def _conv_result(result, x, kernel, what: str) -> tuple[np.ndarray, np.ndarray]:
         raise Failed(f"{what} returned None: did you forget `return`? Return (output, weights).")
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         raise Failed(f"{what} returned {_type_name(result)}; return the pair (output, weights).")
-    if np.shape(result[1]) == (K, seq, seq) and K > 1:
+    if _shape(result[1]) == (K, seq, seq) and K > 1:
         raise Failed(
             f"{what}: the weights have shape {(K, seq, seq)}, so the keys are the {seq} tokens "
             f"alone. Pad x with K//2 = {K // 2} zero tokens on each side (np.pad) so that "
@@ -99,6 +99,13 @@ def _conv_result(result, x, kernel, what: str) -> tuple[np.ndarray, np.ndarray]:
     weights = expect_array(result[1], (K, seq, padded), f"{what} (the weights, its second item)")
     output = expect_array(result[0], (seq, c_out), f"{what} (the output, its first item)")
     return output, weights
+
+
+def _shape(value) -> tuple[int, ...] | None:
+    try:
+        return np.shape(value)
+    except Exception:  # a ragged list: expect_array names the problem
+        return None
 
 
 def _check_weights(weights, x, kernel, alpha, what: str) -> None:
