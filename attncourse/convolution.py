@@ -66,7 +66,7 @@ def _numeric(array, name: str, ndim: int, layout: str) -> np.ndarray:
 
 
 def shifts(kernel_size: int) -> np.ndarray:
-    """The shifts Delta = -K//2 .. K//2 of a kernel of K taps: tap k has Delta = k - K//2.
+    """The shifts Delta = -(K//2) .. K//2 of a kernel of K taps: tap k has Delta = k - K//2.
 
     >>> shifts(5).tolist()
     [-2, -1, 0, 1, 2]
