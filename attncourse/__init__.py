@@ -12,6 +12,9 @@ Modules, one idea each:
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.
+* ``attncourse.convolution``: a kernel-K convolution built as K attention heads with
+  positional scores (Cordonnier et al.); ``convolution_figures`` draws it and
+  ``conv_explorer`` lets a reader move alpha in the browser.
 * ``attncourse.checks``: feedback on the exercises, one check per exercise.
 * ``attncourse.instructor``: the student version of the chapters, and grading
   (``python -m attncourse.instructor --help``).

@@ -47,6 +47,12 @@ from attncourse.checks.ch1 import (
 )
 from attncourse.checks.ch2 import ball_ignores_it, log_weight_ratio, predict_he_and_ball
 from attncourse.checks.ch3 import attention_head, it_attends_to_ball, predict_rotation
+from attncourse.checks.ch6 import (
+    conv1d_as_attention,
+    predict_heads_for_5x5,
+    predict_heads_for_kernel_7,
+    tune_alpha,
+)
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -67,10 +73,33 @@ from attncourse.checks.core import (
 )
 
 __all__ = [
-    "CHECKS", "DEFAULT_TIMEOUT", "FAILED", "LOG_VARIABLE", "MODE_VARIABLE", "NOT_IMPLEMENTED",
-    "PASSED", "TIMEOUT_VARIABLE", "CheckError", "Failed", "NotImplementedYet", "Result",
-    "exercise", "expect_array", "expect_function", "hidden_test",
-    "pool_prefers_badminton", "predict_doubling", "stable_softmax",
-    "ball_ignores_it", "log_weight_ratio", "predict_he_and_ball",
-    "attention_head", "it_attends_to_ball", "predict_rotation",
+    "CHECKS",
+    "DEFAULT_TIMEOUT",
+    "FAILED",
+    "LOG_VARIABLE",
+    "MODE_VARIABLE",
+    "NOT_IMPLEMENTED",
+    "PASSED",
+    "TIMEOUT_VARIABLE",
+    "CheckError",
+    "Failed",
+    "NotImplementedYet",
+    "Result",
+    "attention_head",
+    "ball_ignores_it",
+    "conv1d_as_attention",
+    "exercise",
+    "expect_array",
+    "expect_function",
+    "hidden_test",
+    "it_attends_to_ball",
+    "log_weight_ratio",
+    "pool_prefers_badminton",
+    "predict_doubling",
+    "predict_he_and_ball",
+    "predict_heads_for_5x5",
+    "predict_heads_for_kernel_7",
+    "predict_rotation",
+    "stable_softmax",
+    "tune_alpha",
 ]
