@@ -161,7 +161,8 @@ class AttentionExplorer(anywidget.AnyWidget):
         if unknown:
             raise ValueError(f"unknown views {unknown}: choose from {VIEWS}")
         if scale is None:
-            d_k = X.shape[1] if W_q is None else projections["W_q"].shape[1]
+            W = projections["W_q"]
+            d_k = X.shape[1] if W is None else W.shape[1]
             scale = 1.0 / np.sqrt(d_k // n_heads)
         scores, weights, output = explorer_view(
             X, **projections, scale=scale, mask=mask, n_heads=n_heads

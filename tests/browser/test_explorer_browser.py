@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import tools
-from tools.explorer_dom import READ_EXPLORER, grid_matrix
 from attncourse.attention import causal_mask
 from attncourse.widgets import AttentionExplorer, explorer_view, with_scale_slider
+from tools.explorer_dom import READ_EXPLORER, grid_matrix
 
 pytestmark = pytest.mark.browser
 
