@@ -29,6 +29,7 @@ __all__ = [
     "attention_rollout",
     "cycle_ratio",
     "edge_list",
+    "largest_cycle_ratio",
     "message_passing",
     "stacked_attention",
     "stationary_distribution",
@@ -240,6 +241,37 @@ def cycle_ratio(weights: Float[np.ndarray, "seq seq"], cycle) -> float:
     return float(np.exp(log_forward - log_backward))
 
 
+def largest_cycle_ratio(
+    weights: Float[np.ndarray, "seq seq"],
+) -> tuple[float, tuple[int, int, int]] | None:
+    """The most lopsided cycle through three tokens: ``(ratio, (a, b, c))`` with the
+    largest :func:`cycle_ratio` among the cycles whose six weights are all positive
+    (each cycle once, smallest index first; its reverse has ratio 1 / ratio, so the
+    largest ratio is >= 1). None when there is no such cycle (fewer than three tokens,
+    or a causal mask: a DAG has no cycle).
+
+    >>> W = [[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.4, 0.1, 0.5]]
+    >>> ratio, cycle = largest_cycle_ratio(W)
+    >>> round(ratio, 6), cycle
+    (64.0, (0, 1, 2))
+    """
+    array = _square_weights(weights)
+    _check_non_negative(array)
+    n = array.shape[0]
+    with np.errstate(divide="ignore"):
+        log_w = np.log(array)  # -inf for a missing edge
+    a, b, c = np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij")
+    forward = log_w[a, b] + log_w[b, c] + log_w[c, a]  # (n, n, n): a reads b, b c, c a
+    backward = log_w[b, a] + log_w[c, b] + log_w[a, c]
+    counted = (a < b) & (a < c) & (b != c) & np.isfinite(forward) & np.isfinite(backward)
+    if not counted.any():
+        return None
+    with np.errstate(invalid="ignore"):  # -inf - -inf where an edge is missing
+        log_ratio = np.where(counted, forward - backward, -np.inf)
+    a_best, b_best, c_best = (int(k) for k in np.unravel_index(np.argmax(log_ratio), (n, n, n)))
+    return float(np.exp(log_ratio[a_best, b_best, c_best])), (a_best, b_best, c_best)
+
+
 def attention_rollout(
     layer_weights: Float[np.ndarray, "n_layers *n_heads seq seq"], residual: float = 0.5
 ) -> Float[np.ndarray, "seq seq"]:
@@ -348,10 +380,11 @@ def stacked_attention(
     W_v: Float[np.ndarray, "n_layers d_model d_model"],
     skip: bool = False,
     mask: Bool[np.ndarray, "seq seq"] | None = None,
+    scale: float | None = None,
 ) -> tuple[Float[np.ndarray, "n_layers_plus_1 seq d_model"], Float[np.ndarray, "n_layers seq seq"]]:
     """Single-head attention layers applied one after another, nothing else (no MLP, no
     normalisation): X_{l+1} = A_l X_l W_v[l], plus X_l itself when ``skip`` is True, with
-    A_l = softmax(X_l W_q[l] (X_l W_k[l])^T / sqrt(d_k), masked).
+    A_l = softmax(scale X_l W_q[l] (X_l W_k[l])^T, masked), scale 1/sqrt(d_k) by default.
 
     Returns ``(states, weights)``: states[l] is X_l (states[0] is X), weights[l] is A_l.
 
@@ -377,7 +410,7 @@ def stacked_attention(
     states, weights = [state], []
     for W_q_layer, W_k_layer, W_v_layer in zip(W_q, W_k, W_v):
         mixed, layer_weights = scaled_dot_product_attention(
-            state @ W_q_layer, state @ W_k_layer, state @ W_v_layer, mask=mask
+            state @ W_q_layer, state @ W_k_layer, state @ W_v_layer, mask=mask, scale=scale
         )  # (seq, d_model), (seq, seq)
         state = state + mixed if skip else mixed
         states.append(state)

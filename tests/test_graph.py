@@ -19,6 +19,7 @@ from attncourse.graph import (
     attention_rollout,
     cycle_ratio,
     edge_list,
+    largest_cycle_ratio,
     message_passing,
     stacked_attention,
     stationary_distribution,
@@ -280,6 +281,36 @@ def test_cycle_ratio_survives_weights_whose_products_underflow():
     assert cycle_ratio(weights, [0, 1, 2]) == pytest.approx(2.0, rel=1e-9)
 
 
+@FAST
+@given(SEEDS, st.booleans())
+def test_largest_cycle_ratio_is_the_maximum_over_every_cycle(seed, masked):
+    rng = np.random.default_rng(seed)
+    seq = int(rng.integers(3, 7))
+    mask = None
+    if masked:
+        mask = rng.random((seq, seq)) < 0.7
+        np.fill_diagonal(mask, True)
+    weights = random_weights(seed, seq=seq, mask=mask, scale=2.0)
+    ratios = {}
+    for cycle in itertools.permutations(range(seq), 3):
+        if all(weights[a, b] > 0 and weights[b, a] > 0 for a, b in zip(cycle, cycle[1:] + cycle[:1])):
+            ratios[cycle] = cycle_ratio(weights, cycle)
+    found = largest_cycle_ratio(weights)
+    if not ratios:
+        assert found is None
+        return
+    ratio, cycle = found
+    assert ratio == pytest.approx(max(ratios.values()), rel=1e-9) and ratio >= 1.0
+    assert ratios[cycle] == pytest.approx(ratio, rel=1e-9) and cycle[0] == min(cycle)
+
+
+def test_largest_cycle_ratio_without_cycles():
+    assert largest_cycle_ratio(random_weights(1, seq=5, mask=causal_mask(5))) is None
+    assert largest_cycle_ratio(np.eye(2)) is None
+    _, symmetric = symmetric_weights(3)
+    assert largest_cycle_ratio(symmetric)[0] == pytest.approx(1.0, rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("cycle", "message"),
     [
@@ -428,6 +459,14 @@ def test_stacked_attention_matches_torch_layer_by_layer():
             state = state + mixed if skip else mixed
             np.testing.assert_allclose(states[layer + 1], state.numpy(), rtol=0, atol=1e-10)
         assert weights.shape == (3, 6, 6) and np.allclose(weights.sum(-1), 1.0)
+
+
+def test_stacked_attention_takes_a_scale():
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((4, 3))
+    W_q, W_k, W_v = (rng.standard_normal((2, 3, 3)) for _ in range(3))
+    _, weights = stacked_attention(X, W_q, W_k, W_v, scale=1.0)
+    assert np.allclose(weights[0], softmax((X @ W_q[0]) @ (X @ W_k[0]).T))
 
 
 def test_pure_attention_is_the_product_of_its_attention_matrices():

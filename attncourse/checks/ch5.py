@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from attncourse.attention import dot_product_scores, softmax
@@ -136,7 +138,7 @@ def _rollout_variant(layers, *, heads="mean", normalise="rows", transpose=False,
     return result
 
 
-_ROLLOUT_MISTAKES = [
+_ROLLOUT_MISTAKES: list[tuple[dict[str, Any], str]] = [
     (dict(normalise=None), "You did not renormalise: after r I + (1 - r) A, divide each row "
      "by its sum, so that it is a distribution again."),
     (dict(normalise="columns"), "You renormalised the columns: each ROW of a layer is one "
