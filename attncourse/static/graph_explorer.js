@@ -172,7 +172,7 @@ function graphPanel(tokens, role) {
     const read = weights[0].map((_, j) => weights.reduce((sum, row) => sum + row[j], 0));
     sources.forEach((node, k) => {
       const radius = SOURCE_MAX * Math.sqrt(read[k] / n); // area proportional to read
-      node.setAttribute("r", radius.toFixed(2));
+      node.setAttribute("r", radius.toFixed(3));
       node.dataset.read = String(read[k]);
       node.firstChild.textContent = `${tokens[k]} is read ${read[k].toFixed(3)} in total`;
     });
