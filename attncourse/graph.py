@@ -29,6 +29,7 @@ __all__ = [
     "attention_rollout",
     "cycle_ratio",
     "edge_list",
+    "edge_softmax",
     "largest_cycle_ratio",
     "message_passing",
     "stacked_attention",
@@ -127,6 +128,36 @@ def message_passing(
         messages = edge_weights[:, None] * values[sources]  # (n_edges, d_v)
         np.add.at(received, targets, messages)  # node i sums the messages on its in-edges
     return received
+
+
+def edge_softmax(
+    targets, edge_scores: Float[np.ndarray, " n_edges"], n_nodes: int
+) -> Float[np.ndarray, " n_edges"]:
+    """Softmax of edge scores over the in-edges of each node, as graph attention networks
+    compute it: the weights of the edges into node i sum to 1.
+
+    ``targets`` (n_edges,) holds the node each edge points to; subtracting each node's
+    largest score first keeps exp from overflowing.
+
+    >>> edge_softmax([0, 0, 1], [0.0, np.log(3.0), 5.0], 2).round(2).tolist()
+    [0.25, 0.75, 1.0]
+    """
+    target = np.asarray(targets)
+    scores = np.asarray(edge_scores, dtype=float)
+    if target.ndim != 1 or target.shape != scores.shape:
+        raise ValueError(
+            f"need one target per edge score, got targets {target.shape} and scores {scores.shape}"
+        )
+    if not np.issubdtype(target.dtype, np.integer) or (target < 0).any() or (target >= n_nodes).any():
+        raise ValueError(f"targets must be node indices in 0..{n_nodes - 1}, got {target.tolist()}")
+    if not np.isfinite(scores).all():
+        raise ValueError("edge scores must be finite")
+    largest = np.full(n_nodes, -np.inf)
+    np.maximum.at(largest, target, scores)  # each node's largest in-edge score
+    exponentials = np.exp(scores - largest[target])  # (n_edges,)
+    totals = np.zeros(n_nodes)
+    np.add.at(totals, target, exponentials)
+    return exponentials / totals[target]
 
 
 def _closed_classes(array: np.ndarray) -> list[np.ndarray]:

@@ -19,6 +19,7 @@ from attncourse.graph import (
     attention_rollout,
     cycle_ratio,
     edge_list,
+    edge_softmax,
     largest_cycle_ratio,
     message_passing,
     stacked_attention,
@@ -153,6 +154,30 @@ def test_message_passing_direction_matters():
 def test_message_passing_rejects_bad_input(weights, V, message):
     with pytest.raises(ValueError, match=message):
         message_passing(weights, V)
+
+
+@FAST
+@given(SEEDS)
+def test_edge_softmax_over_a_masked_graph_is_the_masked_row_softmax(seed):
+    rng = np.random.default_rng(seed)
+    seq = int(rng.integers(1, 7))
+    mask = rng.random((seq, seq)) < 0.6
+    mask[np.arange(seq), rng.integers(0, seq, size=seq)] = True
+    scores = 30 * rng.standard_normal((seq, seq))  # large: exp would overflow unshifted
+    targets, sources = np.nonzero(mask)
+    alpha = edge_softmax(targets, scores[targets, sources], seq)
+    dense = np.zeros((seq, seq))
+    dense[targets, sources] = alpha
+    np.testing.assert_allclose(dense, softmax(np.where(mask, scores, -np.inf)), atol=1e-12)
+
+
+def test_edge_softmax_rejects_bad_input():
+    with pytest.raises(ValueError, match="one target per edge score"):
+        edge_softmax([0, 1], [1.0], 2)
+    with pytest.raises(ValueError, match=r"node indices in 0..1"):
+        edge_softmax([0, 2], [1.0, 2.0], 2)
+    with pytest.raises(ValueError, match="finite"):
+        edge_softmax([0], [np.inf], 1)
 
 
 # ------------------------------------------------------------------ stationary distribution
