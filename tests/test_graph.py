@@ -43,6 +43,13 @@ def random_weights(seed, seq=None, mask=None, scale=1.0):
     return softmax(scores)
 
 
+def reading_mask(rng, seq, density=0.6):
+    """A random (seq, seq) edge set in which every token reads at least one token."""
+    mask = rng.random((seq, seq)) < density
+    mask[np.arange(seq), rng.integers(0, seq, size=seq)] = True
+    return mask
+
+
 def symmetric_weights(seed):
     """softmax(X X^T) for a random X: symmetric scores, as in chapter 2."""
     rng = np.random.default_rng(seed)
@@ -66,9 +73,7 @@ def test_edge_list_by_hand():
 @FAST
 @given(SEEDS, st.floats(min_value=0.0, max_value=1.0))
 def test_edge_list_holds_every_weight_above_the_threshold_and_nothing_else(seed, threshold):
-    mask = np.random.default_rng(seed).random((5, 5)) < 0.7
-    np.fill_diagonal(mask, True)  # every token reads at least itself
-    weights = random_weights(seed, seq=5, mask=mask)
+    weights = random_weights(seed, seq=5, mask=reading_mask(np.random.default_rng(seed), 5, 0.7))
     edges = edge_list(weights, threshold)
     assert len(edges) == int((weights > threshold).sum())
     for source, target, weight in edges:
@@ -116,9 +121,7 @@ def test_message_passing_by_hand():
 def test_message_passing_equals_weights_times_values(seed):
     rng = np.random.default_rng(seed)
     seq = int(rng.integers(1, 8))
-    mask = rng.random((seq, seq)) < 0.6
-    mask[np.arange(seq), rng.integers(0, seq, size=seq)] = True  # every token reads one
-    weights = random_weights(seed, seq=seq, mask=mask)
+    weights = random_weights(seed, seq=seq, mask=reading_mask(rng, seq))
     V = rng.standard_normal((seq, int(rng.integers(1, 5))))
     copies = weights.copy(), V.copy()
     passed = message_passing(weights, V)
@@ -161,8 +164,7 @@ def test_message_passing_rejects_bad_input(weights, V, message):
 def test_edge_softmax_over_a_masked_graph_is_the_masked_row_softmax(seed):
     rng = np.random.default_rng(seed)
     seq = int(rng.integers(1, 7))
-    mask = rng.random((seq, seq)) < 0.6
-    mask[np.arange(seq), rng.integers(0, seq, size=seq)] = True
+    mask = reading_mask(rng, seq)
     scores = 30 * rng.standard_normal((seq, seq))  # large: exp would overflow unshifted
     targets, sources = np.nonzero(mask)
     alpha = edge_softmax(targets, scores[targets, sources], seq)
@@ -311,10 +313,7 @@ def test_cycle_ratio_survives_weights_whose_products_underflow():
 def test_largest_cycle_ratio_is_the_maximum_over_every_cycle(seed, masked):
     rng = np.random.default_rng(seed)
     seq = int(rng.integers(3, 7))
-    mask = None
-    if masked:
-        mask = rng.random((seq, seq)) < 0.7
-        np.fill_diagonal(mask, True)
+    mask = reading_mask(rng, seq, density=0.7) if masked else None
     weights = random_weights(seed, seq=seq, mask=mask, scale=2.0)
     ratios = {}
     for cycle in itertools.permutations(range(seq), 3):

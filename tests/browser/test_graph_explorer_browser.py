@@ -11,6 +11,7 @@ import pytest
 import tools
 from attncourse.examples import tennis_sentence
 from attncourse.graph_explorer import GraphExplorer, graph_explorer_view
+from tests.browser.test_explorer_browser import _INJECTED, LABELS  # the same hostile labels
 
 pytestmark = pytest.mark.browser
 
@@ -196,13 +197,6 @@ def test_eleven_labels_never_overlap_an_arrowhead(explorer_page, screenshots):
             if abs(first[0] - second[0]) < 1:
                 assert first[3] <= second[1] + 0.5, (first, second)
     shown.root.screenshot(path=str(screenshots / "graph_explorer.png"))
-
-
-LABELS = ["<img src=x onerror=alert(1)>", "<script>alert(2)</script>", "<b onclick=alert(3)>b"]
-_INJECTED = """(root) => [...root.querySelectorAll('*')]
-  .filter((e) => ['IMG', 'SCRIPT', 'B'].includes(e.tagName.toUpperCase())
-                 || [...e.attributes].some((a) => a.name.startsWith('on')))
-  .map((e) => e.outerHTML)"""
 
 
 def test_token_labels_are_text_never_html(site, visit, watched_page):
