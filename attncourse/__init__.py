@@ -9,6 +9,8 @@ Modules, one idea each:
   repeated attention, spread).
 * ``attncourse.one_space``: gradient steps on embeddings for similarity attention (torch).
 * ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch.
+* ``attncourse.graph``: attention as a graph (edges, message passing, stationary
+  distribution, cycle ratios, rollout, stacked layers); figures in ``graph_figures``.
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.

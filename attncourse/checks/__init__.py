@@ -45,8 +45,21 @@ from attncourse.checks.ch1 import (
     predict_doubling,
     stable_softmax,
 )
-from attncourse.checks.ch2 import ball_ignores_it, log_weight_ratio, predict_he_and_ball
-from attncourse.checks.ch3 import attention_head, it_attends_to_ball, predict_rotation
+from attncourse.checks.ch2 import (
+    ball_ignores_it,
+    log_weight_ratio,
+    predict_he_and_ball,
+)
+from attncourse.checks.ch3 import (
+    attention_head,
+    it_attends_to_ball,
+    predict_rotation,
+)
+from attncourse.checks.ch5 import (
+    attention_rollout,
+    cycle_above_two,
+    predict_cycle_ratio,
+)
 from attncourse.checks.ch6 import (
     conv1d_as_attention,
     predict_heads_for_5x5,
@@ -74,20 +87,22 @@ from attncourse.checks.core import (
 
 __all__ = [
     "CHECKS",
+    "CheckError",
     "DEFAULT_TIMEOUT",
     "FAILED",
+    "Failed",
     "LOG_VARIABLE",
     "MODE_VARIABLE",
     "NOT_IMPLEMENTED",
-    "PASSED",
-    "TIMEOUT_VARIABLE",
-    "CheckError",
-    "Failed",
     "NotImplementedYet",
+    "PASSED",
     "Result",
+    "TIMEOUT_VARIABLE",
     "attention_head",
+    "attention_rollout",
     "ball_ignores_it",
     "conv1d_as_attention",
+    "cycle_above_two",
     "exercise",
     "expect_array",
     "expect_function",
@@ -95,6 +110,7 @@ __all__ = [
     "it_attends_to_ball",
     "log_weight_ratio",
     "pool_prefers_badminton",
+    "predict_cycle_ratio",
     "predict_doubling",
     "predict_he_and_ball",
     "predict_heads_for_5x5",
