@@ -10,7 +10,8 @@ Modules, one idea each:
 * ``attncourse.one_space``: gradient steps on embeddings for similarity attention (torch).
 * ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch.
 * ``attncourse.graph``: attention as a graph (edges, message passing, stationary
-  distribution, cycle ratios, rollout, stacked layers); figures in ``graph_figures``.
+  distribution, cycle ratios, rollout, stacked layers); figures in ``graph_figures``,
+  the graph explorer (anywidget) in ``graph_explorer``.
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.
