@@ -45,7 +45,7 @@ from attncourse.checks.ch1 import (
     predict_doubling,
     stable_softmax,
 )
-from attncourse.checks.ch2 import ball_ignores_it, log_weight_ratio, predict_he_and_ball
+from attncourse.checks.ch2 import ball_ignores_it, predict_weight_back, stationary_distribution
 from attncourse.checks.ch3 import attention_head, it_attends_to_ball, predict_rotation
 from attncourse.checks.core import (
     CHECKS,
@@ -71,6 +71,6 @@ __all__ = [
     "PASSED", "TIMEOUT_VARIABLE", "CheckError", "Failed", "NotImplementedYet", "Result",
     "exercise", "expect_array", "expect_function", "hidden_test",
     "pool_prefers_badminton", "predict_doubling", "stable_softmax",
-    "ball_ignores_it", "log_weight_ratio", "predict_he_and_ball",
+    "ball_ignores_it", "predict_weight_back", "stationary_distribution",
     "attention_head", "it_attends_to_ball", "predict_rotation",
 ]
