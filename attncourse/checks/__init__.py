@@ -22,7 +22,9 @@ Three environment variables, read at every call:
 * ``ATTNCOURSE_CHECK_TIMEOUT``: the time budget of one check in seconds (default 10).
 
 The machinery lives in :mod:`attncourse.checks.core`; each chapter's checks in their own
-module (``ch1``, ``ch2``, ...), re-exported here. Adding the check of a new exercise (label
+module (``ch1``, ``ch2``, ...), re-exported here. Shapes of check that several chapters
+share are one helper each: ``predict.predict_exercise`` (predict a number) and
+``pure.run_on_copies`` (the learner's function must leave its inputs unchanged). Adding the check of a new exercise (label
 ``chN-some-name`` in the notebook) is one function in ``chN.py``, named like the label
 without its chapter prefix::
 

@@ -137,13 +137,11 @@ def ball_ignores_it(run, X_tuned) -> str:
     )
 
 
-def _weights() -> np.ndarray:
-    return softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))  # (seq, seq)
-
+_WEIGHTS = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))  # (seq, seq): W = softmax(X Xᵀ)
 
 predict_weight_back = predict_exercise(
     "ch2-predict-weight-back",
-    answer=float(_weights()[_TENNIS, _IT]),
+    answer=float(_WEIGHTS[_TENNIS, _IT]),
     tolerance=0.005,
     hint=(
         "The shared score cancels in the ratio of a pair's two weights: "
@@ -151,8 +149,8 @@ predict_weight_back = predict_exercise(
     ),
     explanation=(
         "W[tennis, it] = W[it, tennis] / (Z_tennis / Z_it) = "
-        f"{_weights()[_IT, _TENNIS]:.3f} / {_weights()[_IT, _TENNIS] / _weights()[_TENNIS, _IT]:.3f}"
-        f" = {_weights()[_TENNIS, _IT]:.3f}: one number per word, its row normaliser, "
+        f"{_WEIGHTS[_IT, _TENNIS]:.3f} / {_WEIGHTS[_IT, _TENNIS] / _WEIGHTS[_TENNIS, _IT]:.3f}"
+        f" = {_WEIGHTS[_TENNIS, _IT]:.3f}: one number per word, its row normaliser, "
         "decides how lopsided every pair is."
     ),
 )
