@@ -6,9 +6,10 @@ Modules, one idea each:
   attention, masks).
 * ``attncourse.examples``: the seeds' toy sentences with hand-made, named embeddings.
 * ``attncourse.reciprocity``: what symmetric similarity forces (row normalisers,
-  repeated attention, spread).
+  repeated attention).
 * ``attncourse.one_space``: gradient steps on embeddings for similarity attention (torch).
-* ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch.
+* ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch
+  (separate, or tied W_Q = W_K as a baseline).
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.
