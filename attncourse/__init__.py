@@ -6,9 +6,10 @@ Modules, one idea each:
   attention, masks).
 * ``attncourse.examples``: the seeds' toy sentences with hand-made, named embeddings.
 * ``attncourse.reciprocity``: what symmetric similarity forces (row normalisers,
-  repeated attention, spread).
+  repeated attention).
 * ``attncourse.one_space``: gradient steps on embeddings for similarity attention (torch).
-* ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch.
+* ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch
+  (separate, or tied W_Q = W_K as a baseline).
 * ``attncourse.graph``: attention as a graph (edges, message passing, stationary
   distribution, cycle ratios, rollout, stacked layers); figures in ``graph_figures``,
   the graph explorer (anywidget) in ``graph_explorer``.

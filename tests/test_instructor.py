@@ -85,7 +85,7 @@ def test_chapter_1_has_three_exercises_of_three_kinds():
 @pytest.mark.parametrize(
     "chapter, exercises",
     [
-        ("02_reciprocity_problem", {"ch2-predict-he-and-ball": "prediction = None", "ch2-ball-ignores-it": "X_tuned = X.copy()", "ch2-log-weight-ratio": "def log_weight_ratio"}),
+        ("02_reciprocity_problem", {"ch2-predict-weight-back": "prediction = None", "ch2-ball-ignores-it": "X_tuned = X.copy()", "ch2-stationary-distribution": "def stationary_distribution"}),
         ("03_queries_keys_values", {"ch3-predict-rotation": "prediction = None", "ch3-it-attends-to-ball": "W_q = np.eye(5)", "ch3-attention-head": "def attention_head"}),
     ],
 )
@@ -265,8 +265,8 @@ ENDLESS_SOFTMAX = "def stable_softmax(scores):\n    while True:\n        pass"
 
 # learner -> (their stable_softmax cell, their prediction cell)
 SUBMISSIONS = {
-    "correct": (CORRECT_SOFTMAX, 'prediction = "sharper"'),
-    "wrong": (NAIVE_SOFTMAX, 'prediction = "flatter"'),
+    "correct": (CORRECT_SOFTMAX, "prediction = 0.405"),
+    "wrong": (NAIVE_SOFTMAX, "prediction = 0.3"),
     "empty": (None, None),
     "raises": (RAISING_SOFTMAX, "prediction = undefined_name"),
     "loops": (ENDLESS_SOFTMAX, "while True:\n    pass"),
@@ -316,7 +316,7 @@ def test_grade_reports_wrong_answers_with_the_checks_message(graded):
     assert grades["wrong", SOFTMAX].status == FAILED
     assert "overflows to inf" in grades["wrong", SOFTMAX].message
     assert grades["wrong", DOUBLING].status == FAILED
-    assert grades["wrong", DOUBLING].message.startswith("you predicted 'flatter'")
+    assert grades["wrong", DOUBLING].message.startswith("you predicted 0.3")
 
 
 def test_grade_reports_untouched_stubs_as_not_attempted(graded):
@@ -381,7 +381,7 @@ def test_grade_writes_a_csv_and_a_readable_summary(graded):
     assert f"| learner | {DOUBLING} | {SOFTMAX} |" in summary
     assert "| correct | passed | passed |" in summary
     assert "| loops | notebook crashed | failed |" in summary
-    assert "## wrong" in summary and "you predicted 'flatter'" in summary
+    assert "## wrong" in summary and "you predicted 0.3" in summary
 
 
 def test_a_hidden_test_catches_what_the_visible_check_misses(tmp_path):
@@ -401,7 +401,7 @@ def test_the_instructors_walkthrough(tmp_path, capsys):
     nb = nbformat.read(handout / CHAPTER_1.name, as_version=4)
     assert exercise_labels(nb) == [DOUBLING, SOFTMAX]
     _tagged(nb, SOFTMAX, "stub")[0].source = CORRECT_SOFTMAX
-    _tagged(nb, DOUBLING, "stub")[0].source = 'prediction = "same"'
+    _tagged(nb, DOUBLING, "stub")[0].source = "prediction = 0.353"
     (tmp_path / "submissions" / "ada").mkdir(parents=True)
     nbformat.write(nb, tmp_path / "submissions" / "ada" / CHAPTER_1.name)
     report = tmp_path / "report"
@@ -436,7 +436,7 @@ def test_the_log_format_is_what_grade_reads(tmp_path, monkeypatch):
 
     log = tmp_path / "log.jsonl"
     monkeypatch.setenv(checks.LOG_VARIABLE, str(log))
-    checks.predict_doubling("sharper")
+    checks.predict_doubling(0.405)
     record = json.loads(log.read_text())
     assert set(record) == {"exercise", "status", "message", "kind"}
     run = instructor._Run(_chapter_1(), _chapter_1(), [record], "", [])

@@ -47,8 +47,8 @@ from attncourse.checks.ch1 import (
 )
 from attncourse.checks.ch2 import (
     ball_ignores_it,
-    log_weight_ratio,
-    predict_he_and_ball,
+    predict_weight_back,
+    stationary_distribution,
 )
 from attncourse.checks.ch3 import (
     attention_head,
@@ -108,14 +108,14 @@ __all__ = [
     "expect_function",
     "hidden_test",
     "it_attends_to_ball",
-    "log_weight_ratio",
     "pool_prefers_badminton",
     "predict_cycle_ratio",
     "predict_doubling",
-    "predict_he_and_ball",
     "predict_heads_for_5x5",
     "predict_heads_for_kernel_7",
     "predict_rotation",
+    "predict_weight_back",
     "stable_softmax",
+    "stationary_distribution",
     "tune_alpha",
 ]
