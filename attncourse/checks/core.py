@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+import types
 import warnings
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
@@ -263,7 +264,7 @@ def _report(result: Result) -> None:
     if log:
         with open(log, "a", encoding="utf-8") as file:
             file.write(json.dumps(asdict(result)) + "\n")
-    if _grading["nonce"] is not None:
+    if _grading.nonce is not None:
         _send_to_grader(asdict(result))
     expected = _EXPECTED_IN_MODE.get(mode)
     if expected and result.status != expected:
@@ -289,12 +290,12 @@ def _report(result: Result) -> None:
 # cannot protect one part of itself from another.
 
 RESULT_MIMETYPE = "application/vnd.attncourse.check-result+json"
-_grading: dict[str, str | None] = {"nonce": None}
+_grading = types.SimpleNamespace(nonce=None)  # not a dict: _fingerprint looks into dicts
 
 
 def _grading_cell(nonce: str, opening: bool = False) -> None:
     """Called first in each cell the grader wrote; the opening cell sends the fingerprint."""
-    _grading["nonce"] = nonce
+    _grading.nonce = nonce
     if opening:
         _send_to_grader({"exercise": "", "status": "", "message": "", "kind": "opening"})
 
@@ -302,7 +303,7 @@ def _grading_cell(nonce: str, opening: bool = False) -> None:
 def _send_to_grader(record: dict) -> None:
     from IPython.display import display
 
-    record = {**record, "nonce": _grading["nonce"], "fingerprint": _fingerprint()}
+    record = {**record, "nonce": _grading.nonce, "fingerprint": _fingerprint()}
     display({RESULT_MIMETYPE: record}, raw=True)
 
 
@@ -314,11 +315,16 @@ def _fingerprint() -> str:
     parts = []
     for name in sorted(n for n in sys.modules if n == "numpy" or n.startswith("attncourse.checks")):
         module = sys.modules[name]
-        parts.append((name, id(module), [(key, *_identity(value)) for key, value in sorted(vars(module).items())
-                                         if not (name == "numpy" and inspect.ismodule(value))]))
+        parts.append((name, id(module), [
+            (key, *_identity(value)) for key, value in sorted(vars(module).items())
+            if key != "__builtins__" and not (name == "numpy" and inspect.ismodule(value))
+        ]))
     parts.append(("builtins", [(key, id(value)) for key, value in sorted(vars(builtins).items())
-                               if callable(value) and not key.startswith("_")]))
+                               if callable(value) and not key.startswith("_") and key not in _SWAPPED_BY_JUPYTER]))
     return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+_SWAPPED_BY_JUPYTER = {"input", "get_ipython", "exit", "quit"}  # replaced at every cell
 
 
 def _identity(value) -> tuple:

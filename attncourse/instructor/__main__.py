@@ -1,0 +1,5 @@
+import sys
+
+from attncourse.instructor.cli import main
+
+sys.exit(main())
