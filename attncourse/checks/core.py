@@ -12,11 +12,11 @@ import json
 import os
 import sys
 import threading
-import time
 import types
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -311,7 +311,15 @@ def _fingerprint() -> str:
     """A digest of what every check depends on in this process: the identity of each
     attribute of the checks' modules (functions down to their code, defaults and closure
     cells; classes' methods; the registry's entries), of numpy's and of the builtins'.
-    Identities are enough: the grader compares it with the same process's earlier value."""
+    Identities are enough: the grader compares it with the same process's earlier value.
+    Never raises: if the learner broke what it uses, that is a fingerprint of its own."""
+    try:
+        return hashlib.sha256(repr(_identities()).encode()).hexdigest()
+    except BaseException as error:  # noqa: BLE001  (e.g. builtins.isinstance replaced)
+        return f"unreadable ({type(error).__name__})"
+
+
+def _identities() -> list:
     parts = []
     for name in sorted(n for n in sys.modules if n == "numpy" or n.startswith("attncourse.checks")):
         module = sys.modules[name]
@@ -321,7 +329,7 @@ def _fingerprint() -> str:
         ]))
     parts.append(("builtins", [(key, id(value)) for key, value in sorted(vars(builtins).items())
                                if callable(value) and not key.startswith("_") and key not in _SWAPPED_BY_JUPYTER]))
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
+    return parts
 
 
 _SWAPPED_BY_JUPYTER = {"input", "get_ipython", "exit", "quit"}  # replaced at every cell
