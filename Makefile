@@ -70,10 +70,11 @@ site-assets: node_modules/.package-lock.json $(INSTALLED)
 	cp "$$($(BIN)/python -c 'import anywidget, pathlib; print(pathlib.Path(anywidget.__file__).parent / "nbextension" / "index.js")')" $(ASSETS)/anywidget/
 
 # Browser tests drive Debian's Chromium; playwright cannot download browsers here.
+# `grade` runs submissions in a bubblewrap sandbox (instructor_guide.md), installed with it.
 chromium:
-	@command -v chromium >/dev/null || { \
+	@command -v chromium >/dev/null && command -v bwrap >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium bubblewrap >/dev/null; }
 
 # Rewrite constraints.txt from a fresh environment built from requirements.txt.
 lock:

@@ -253,3 +253,17 @@ def test_help_and_instructor_guide_document_the_tags_and_the_commands(capsys):
             instructor.main([command, "--help"])
         assert "Tag convention" in capsys.readouterr().out
     assert "instructor_guide" in (ROOT / "_toc.yml").read_text()
+
+
+def test_the_guide_documents_the_sandbox_the_trust_model_and_the_flags(capsys):
+    with pytest.raises(SystemExit):
+        instructor.main(["grade", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    guide = (ROOT / "instructor_guide.md").read_text(encoding="utf-8")
+    flags = ("--time-limit", "--check-timeout", "--jobs", "--unsafe-no-sandbox", "--out", "--assign", "--chapters")
+    assert [flag for flag in flags if flag not in guide or flag not in help_text] == []
+    for topic in ("### The sandbox", "### The trust model", "bubblewrap", "nonce", "fingerprint",
+                  "Flagged for review", "review", "formula", "not merged", "detected, not prevented"):
+        assert topic in guide, topic
+    for status in ("passed", "failed", "not attempted", "notebook crashed", "error"):
+        assert f"| {status} |" in guide
