@@ -513,3 +513,23 @@ def test_grade_works_where_an_event_loop_is_already_running(tmp_path):
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:
         grades, _ = thread.submit(asyncio.run, grade_inside_a_loop()).result()
     assert [g.status for g in grades] == [PASSED]
+
+
+def test_a_failure_of_the_grader_on_one_notebook_is_that_learners_error(tmp_path, monkeypatch):
+    submissions = tmp_path / "subs"
+    submissions.mkdir()
+    for learner in ("ada", "bob"):
+        nbformat.write(submission(CORRECT_SOFTMAX), submissions / f"{learner}.ipynb")
+    run_notebook = grading._run_notebook
+
+    def fails_on_bob(submissions, relative, *args):
+        if relative.name == "bob.ipynb":
+            raise RuntimeError("a bug in grade")
+        return run_notebook(submissions, relative, *args)
+
+    monkeypatch.setattr(grading, "_run_notebook", fails_on_bob)
+    grades, _ = grade_submissions(submissions, ROOT / "chapters", assign=[SOFTMAX], time_limit=60.0)
+    assert [(g.learner, g.status, g.message) for g in grades] == [
+        ("ada", PASSED, grades[0].message),
+        ("bob", ERROR, "the grader failed on this notebook: RuntimeError: a bug in grade"),
+    ]

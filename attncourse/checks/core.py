@@ -81,7 +81,7 @@ def exercise(label: str):
         timeout_parameter = inspect.Parameter(
             "timeout", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="float | None"
         )
-        check.__signature__ = inspect.Signature(
+        vars(check)["__signature__"] = inspect.Signature(  # read by inspect.signature
             [*parameters, timeout_parameter], return_annotation=None
         )
         CHECKS[label] = check
@@ -170,7 +170,8 @@ def _evaluate(label, kind, evaluate, answers, timeout) -> Result:
             else ""
         )
         outcome = FAILED, f"{doing} within the time budget of {budget:g} s (an endless loop?).{still}"
-    return Result(label, *outcome, kind)
+    status, message = outcome
+    return Result(label, status, message, kind)
 
 
 def _time_budget(timeout: float | None) -> float:
@@ -213,7 +214,7 @@ def _stop(worker: threading.Thread) -> None:
     This ends a Python loop, though not a call stuck in C code: such a worker runs on as a
     daemon thread until the kernel stops.
     """
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(_Stop))
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident or 0), ctypes.py_object(_Stop))
     worker.join(1.0)
 
 
@@ -319,8 +320,8 @@ def _fingerprint() -> str:
         return f"unreadable ({type(error).__name__})"
 
 
-def _identities() -> list:
-    parts = []
+def _identities() -> list[tuple]:
+    parts: list[tuple] = []
     for name in sorted(n for n in sys.modules if n == "numpy" or n.startswith("attncourse.checks")):
         module = sys.modules[name]
         parts.append((name, id(module), [

@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
@@ -96,13 +97,14 @@ class _Written:
 @dataclass
 class _Run:
     notebook: str  # the submitted file, relative to the submissions folder
-    submitted: object | None = None  # the notebook as submitted (None: unreadable)
-    executed: object | None = None
+    submitted: Any = None  # the notebook as submitted (None: unreadable)
+    executed: Any = None
     written: list[_Written] = field(default_factory=list)
     problem: str = ""  # why the run stopped early ("" if it ran to the end)
     stopped_in: int | None = None  # the cell running when it stopped
     errors: list[str] = field(default_factory=list)  # cells that raised
     review: list[str] = field(default_factory=list)  # what in the source touches the checks
+    grader_failed: bool = False  # a bug of grade's own, not the learner's doing
 
 
 # ---------------------------------------------------------------------------------------
@@ -124,7 +126,7 @@ def _expected_results(cell, label: str) -> int:
     return max(1, len(re.findall(pattern, cell.source)))
 
 
-def _notebook_to_run(submitted, course: dict[str, list]) -> tuple[object, list[_Written]]:
+def _notebook_to_run(submitted, course: dict[str, list]) -> tuple[Any, list[_Written]]:
     """The learner's cells, minus their check and hidden-test cells, with the course's
     check and hidden-test cells after each exercise, and an opening cell first."""
     run = nbformat.v4.new_notebook(metadata=copy.deepcopy(submitted.metadata))
@@ -178,6 +180,8 @@ def _run_notebook(submissions: Path, relative: Path, course, sandbox: Sandbox, n
     try:
         if path.is_symlink():
             raise ValueError("it is a symbolic link, which grade does not follow")
+        if not path.is_file():
+            raise ValueError("it is not a regular file")
         run.submitted = nbformat.read(path, as_version=4)
         nbformat.validate(run.submitted)
         run.executed, run.written = _notebook_to_run(run.submitted, course)
@@ -221,6 +225,15 @@ def _run_notebook(submissions: Path, relative: Path, course, sandbox: Sandbox, n
         if output.get("output_type") == "error"
     ]
     return run
+
+
+def _run_safely(submissions: Path, relative: Path, *args) -> _Run:
+    """_run_notebook, and if the grader itself fails on this notebook, that learner's error."""
+    try:
+        return _run_notebook(submissions, relative, *args)
+    except Exception as error:
+        return _Run(relative.as_posix(), problem=f"the grader failed on this notebook: {_describe(error)}",
+                    grader_failed=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -268,6 +281,8 @@ def _opening(run: _Run) -> tuple[str | None, str]:
 def _grade_exercise(run: _Run, label: str, opening: str) -> tuple[str, str, str]:
     """(status, message, review) of ``label`` in one executed notebook."""
     results = []
+    if not any(w.label == label for w in run.written):
+        return ERROR, "the course's chapters have no check cell for this exercise", ""
     for written in (w for w in run.written if w.label == label):
         cell = run.executed.cells[written.index]
         if run.stopped_in is not None and run.stopped_in <= written.index:
@@ -322,7 +337,8 @@ def _grade_learner(learner: str, runs: list[_Run], expected: list[str]) -> list[
             grades.append(Grade(learner, label, status, message, notebook,
                                 "; ".join(filter(None, (flagged, review)))))
         elif unreadable:
-            grades.append(Grade(learner, label, CRASHED, unreadable[0].problem, unreadable[0].notebook, review))
+            first = unreadable[0]
+            grades.append(Grade(learner, label, ERROR if first.grader_failed else CRASHED, first.problem, first.notebook, review))
         else:
             grades.append(Grade(learner, label, NOT_ATTEMPTED, "no submitted notebook contains this exercise", "", review))
     return grades
@@ -379,8 +395,9 @@ def grade_submissions(
     course: dict[str, list] = {}
     for nb in sources.values():
         for cell in nb.cells:
-            if role_of(cell) in (CHECK, HIDDEN_TEST):
-                course.setdefault(exercise_of(cell), []).append(cell)
+            label = exercise_of(cell)
+            if label and role_of(cell) in (CHECK, HIDDEN_TEST):
+                course.setdefault(label, []).append(cell)
     unknown = sorted(set(assign or ()) - set(order))
     if unknown:
         raise ValueError(f"unknown exercise(s) {', '.join(unknown)}; the chapters have: {', '.join(order)}")
@@ -392,7 +409,7 @@ def grade_submissions(
     tasks = [(learner, path) for learner, paths in learners.items() for path in paths]
     with prepared_sandbox(unsafe_no_sandbox) as sandbox, \
             concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        futures = [pool.submit(_run_notebook, submissions, path, course, sandbox, number, time_limit, check_timeout)
+        futures = [pool.submit(_run_safely, submissions, path, course, sandbox, number, time_limit, check_timeout)
                    for number, (_, path) in enumerate(tasks)]
         runs: dict[str, list[_Run]] = {learner: [] for learner in learners}
         for (learner, _), future in zip(tasks, futures):
@@ -417,7 +434,10 @@ def grade_submissions(
                 if run.executed is not None:
                     target = Path(executed_dir) / run.notebook
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    nbformat.write(run.executed, target)
+                    try:
+                        nbformat.write(run.executed, target)
+                    except Exception as error:  # what the learner's code printed may be anything
+                        problems[learner].append(f"{run.notebook}: its executed copy could not be written ({_describe(error)})")
     return grades, problems
 
 

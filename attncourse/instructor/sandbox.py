@@ -85,7 +85,7 @@ class Sandbox:
         """What goes before the kernel's own command line (nothing without a sandbox)."""
         if not self.isolated:
             return []
-        bwrap = shutil.which("bwrap")
+        bwrap = shutil.which("bwrap") or "bwrap"
         args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
                 "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
         for folder in _SYSTEM_DIRS:
@@ -122,7 +122,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
         await super()._async_launch_kernel(kernel_cmd, **kw)
-        self.process = self.provisioner.process
+        self.process = getattr(self.provisioner, "process", None)
 
     def kill_sandbox(self) -> None:
         """Kill the kernel's process if it still runs: bubblewrap takes the whole sandbox

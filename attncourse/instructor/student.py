@@ -37,9 +37,7 @@ def make_student_notebook(nb, assign: Iterable[str] | None = None):
         if for_instructors(cell) or (label and keep is not None and label not in keep):
             continue
         if cell.cell_type == "markdown" and label:
-            cell.source = EXERCISE_START.sub(
-                lambda m, label=label: f"### Exercise `{label}` — {m['title'].strip()}", cell.source
-            )
+            cell.source = _plain_heading(label, cell.source)
             cell.source = EXERCISE_END.sub("", cell.source).strip()
             if not cell.source:
                 continue
@@ -50,6 +48,11 @@ def make_student_notebook(nb, assign: Iterable[str] | None = None):
     student.cells = cells
     student.metadata.pop("widgets", None)
     return student
+
+
+def _plain_heading(label: str, source: str) -> str:
+    """The exercise-start directive in ``source`` as a markdown heading Jupyter shows."""
+    return EXERCISE_START.sub(lambda m: f"### Exercise `{label}` — {m['title'].strip()}", source)
 
 
 def solution_leaks(nb, student) -> list[str]:
