@@ -30,7 +30,7 @@ serve: book
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory $(SITE) $(PORT)
 
 test: book chromium
-	$(BIN)/pytest -n 2 tests attncourse
+	$(BIN)/pytest -n 2 --dist loadgroup tests attncourse
 	ATTNCOURSE_CHECK_MODE=solved $(BIN)/pytest -n 2 --nbmake chapters
 	$(MAKE) --no-print-directory test-student
 

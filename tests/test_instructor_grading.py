@@ -46,6 +46,9 @@ from attncourse.instructor import (
 )
 from attncourse.instructor.tags import exercise_of, role_of
 
+# One worker grades the class once (make test runs pytest-xdist with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("grade-a-class")
+
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_1 = ROOT / "chapters" / "01_dot_product_similarity.ipynb"
 SOFTMAX, DOUBLING = "ch1-stable-softmax", "ch1-predict-doubling"
