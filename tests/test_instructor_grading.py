@@ -242,16 +242,16 @@ def graded(tmp_path_factory):
     (submissions / "linked.ipynb").symlink_to(chapters / CHAPTER_1.name)  # the solved chapter
     (submissions / "nobody").mkdir()
     before = {"submissions": _tree(submissions), "chapters": _tree(chapters), "package": _tree(ROOT / "attncourse")}
-    scratch_roots = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("ag-*"))
-    os.environ["ATTNCOURSE_TEST_SECRET"] = SECRET
+    scratch_roots = []  # the folders grade makes its sandbox's scratch folders in
+    make_folder = sandbox.tempfile.mkdtemp
     start = time.monotonic()
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATTNCOURSE_TEST_SECRET", SECRET)
+        patch.setattr(sandbox.tempfile, "mkdtemp", lambda **kw: scratch_roots.append(make_folder(**kw)) or scratch_roots[-1])
         grades, problems = grade_submissions(
             submissions, chapters, assign=[DOUBLING, SOFTMAX], time_limit=TIME_LIMIT,
             check_timeout=CHECK_TIMEOUT, executed_dir=report / "executed", jobs=2,
         )
-    finally:
-        del os.environ["ATTNCOURSE_TEST_SECRET"]
     seconds = time.monotonic() - start
     table, text = write_report(grades, problems, report)
     report_written = table.read_bytes()
@@ -328,7 +328,7 @@ def test_no_file_outside_the_scratch_folders_changed(graded):
     assert "edited the package" not in executed_text(graded, "vandal/ch1.ipynb")
     assert "'sees ch1.ipynb'" in executed_text(graded, "vandal/ch1.ipynb")  # its own copy, alone
     assert "sees" not in executed_text(graded, "vandal/ch1.ipynb").replace("'sees ch1.ipynb'", "")
-    assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("ag-*")) == graded["scratch_roots"]  # removed
+    assert len(graded["scratch_roots"]) == 1 and not Path(graded["scratch_roots"][0]).exists()  # removed
 
 
 def test_the_instructors_environment_solutions_and_network_are_out_of_reach(graded):

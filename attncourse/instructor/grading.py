@@ -67,6 +67,7 @@ SUSPICIOUS = [
                 r"|\bdel\s+sys\s*\.\s*modules|\bimportlib\b|\bbuiltins\b|\b__builtins__\b"), "the interpreter's modules"),
     (re.compile(r"\bctypes\b|\bgc\s*\.\s*get_(referrers|objects)\b|__code__|__closure__|cell_contents"), "the interpreter's internals"),
     (re.compile(r"\b(sys|threading)\s*\.\s*(settrace|setprofile)\b|\bsys\s*\.\s*_getframe\b"), "the interpreter's internals"),
+    (re.compile(r"\binspect\s*\.\s*(stack|currentframe|getouterframes)\b|\bhistory_manager\b|\buser_ns\b"), "the interpreter's internals"),
     (re.compile(r"vnd\.attncourse|ATTNCOURSE_|\b_ih\b|\bIn\s*\["), "the results channel"),
 ]
 
