@@ -244,22 +244,31 @@ def graded(tmp_path_factory):
     before = {"submissions": _tree(submissions), "chapters": _tree(chapters), "package": _tree(ROOT / "attncourse")}
     scratch_roots = []  # the folders grade makes its sandbox's scratch folders in
     make_folder = sandbox.tempfile.mkdtemp
-    start = time.monotonic()
+    spans = []  # when each notebook ran
+    run_notebook = grading._run_notebook
+
+    def timed_run(*args):
+        started = time.monotonic()
+        try:
+            return run_notebook(*args)
+        finally:
+            spans.append((started, time.monotonic()))
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ATTNCOURSE_TEST_SECRET", SECRET)
         patch.setattr(sandbox.tempfile, "mkdtemp", lambda **kw: scratch_roots.append(make_folder(**kw)) or scratch_roots[-1])
+        patch.setattr(grading, "_run_notebook", timed_run)
         grades, problems = grade_submissions(
             submissions, chapters, assign=[DOUBLING, SOFTMAX], time_limit=TIME_LIMIT,
             check_timeout=CHECK_TIMEOUT, executed_dir=report / "executed", jobs=2,
         )
-    seconds = time.monotonic() - start
     table, text = write_report(grades, problems, report)
     report_written = table.read_bytes()
     time.sleep(1.0)  # what a process left behind would need to append to the report
     listener.close()
     return {
         "grades": {(g.learner, g.exercise): g for g in grades}, "rows": grades, "table": table,
-        "text": text, "report": report, "folder": folder, "seconds": seconds, "before": before,
+        "text": text, "report": report, "folder": folder, "spans": spans, "before": before,
         "after": {"submissions": _tree(submissions), "chapters": _tree(chapters), "package": _tree(ROOT / "attncourse")},
         "report_written": report_written, "connections": connections, "scratch_roots": scratch_roots,
     }
@@ -411,10 +420,10 @@ def test_names_cannot_inject_a_formula_or_break_the_table(graded):
     assert "| =HYPERLINK(1)\\|x | passed | passed |" in summary and "| @line break |" in summary
 
 
-def test_the_class_was_graded_in_parallel(graded):
-    # 25 notebooks of a few seconds each, one of them endless (the whole time limit): one
-    # at a time would need well over twice the time limit.
-    assert graded["seconds"] < 2.5 * TIME_LIMIT
+def test_the_class_was_graded_in_parallel_up_to_the_jobs_asked_for(graded):
+    events = sorted([(start, 1) for start, _ in graded["spans"]] + [(end, -1) for _, end in graded["spans"]])
+    running = [sum(change for _, change in events[: k + 1]) for k in range(len(events))]
+    assert len(graded["spans"]) == 23 and max(running) == 2  # every notebook but the folder without one; jobs=2
 
 
 # --- reports, arguments, the sandbox ---------------------------------------------------
