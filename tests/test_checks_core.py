@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -184,6 +185,15 @@ def test_the_fingerprint_is_stable_across_checks_and_imports(capsys):
     import attncourse.plotting  # noqa: F401  (what a chapter imports)
 
     assert core._fingerprint() == before
+
+
+def test_a_warning_met_in_the_checks_code_does_not_change_the_fingerprint():
+    vars(core).pop("__warningregistry__", None)
+    before = core._fingerprint()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile("warnings.warn('from a check')", core.__file__, "exec"), vars(core))
+    assert "__warningregistry__" in vars(core) and core._fingerprint() == before
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,7 @@ from attncourse.instructor import (
     sandbox,
     write_report,
 )
+from attncourse.instructor.report import csv_cell, markdown_text
 from attncourse.instructor.tags import exercise_of, role_of
 
 # One worker grades the class once (make test runs pytest-xdist with --dist loadgroup).
@@ -430,9 +431,9 @@ def test_the_class_was_graded_in_parallel_up_to_the_jobs_asked_for(graded):
 
 
 def test_csv_and_markdown_escaping():
-    assert [grading.csv_cell(t) for t in ("=1+1", "+1", "-1", "@A1", "\tx", "\rx", "ada", "")] == [
+    assert [csv_cell(t) for t in ("=1+1", "+1", "-1", "@A1", "\tx", "\rx", "ada", "")] == [
         "'=1+1", "'+1", "'-1", "'@A1", "'\tx", "'\rx", "ada", ""]
-    assert grading.markdown_text("a|b\n<script>*x*_y_ `z` [l](u)") == "a\\|b \\<script\\>\\*x\\*\\_y\\_ \\`z\\` \\[l\\](u)"
+    assert markdown_text("a|b\n<script>*x*_y_ `z` [l](u)") == "a\\|b \\<script\\>\\*x\\*\\_y\\_ \\`z\\` \\[l\\](u)"
 
 
 @pytest.mark.parametrize(

@@ -326,7 +326,7 @@ def _identities() -> list[tuple]:
         module = sys.modules[name]
         parts.append((name, id(module), [
             (key, *_identity(value)) for key, value in sorted(vars(module).items())
-            if key != "__builtins__" and not (name == "numpy" and inspect.ismodule(value))
+            if not _dunder(key) and not (name == "numpy" and inspect.ismodule(value))
         ]))
     parts.append(("builtins", [(key, id(value)) for key, value in sorted(vars(builtins).items())
                                if callable(value) and not key.startswith("_") and key not in _SWAPPED_BY_JUPYTER]))
@@ -334,6 +334,12 @@ def _identities() -> list[tuple]:
 
 
 _SWAPPED_BY_JUPYTER = {"input", "get_ipython", "exit", "quit"}  # replaced at every cell
+
+
+def _dunder(name: str) -> bool:
+    """``__builtins__``, ``__warningregistry__`` (added by any warning a check's code
+    meets), ``__name__``...: the module's own bookkeeping, not what a check calls."""
+    return name.startswith("__") and name.endswith("__")
 
 
 def _identity(value) -> tuple:

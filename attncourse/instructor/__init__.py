@@ -7,8 +7,8 @@
 ``python -m attncourse.instructor --help`` explains the workflow and the tag convention
 (also in the book's instructor guide). One module per concern: ``tags`` (the tag
 convention), ``student`` (the student version), ``grading`` and ``sandbox`` (running
-submissions and reporting), ``cli`` (the command line). The functions behind the
-commands are importable from here.
+submissions), ``report`` (grades.csv and summary.md), ``cli`` (the command line). The
+functions behind the commands are importable from here.
 """
 
 from attncourse.instructor.cli import main
@@ -20,9 +20,8 @@ from attncourse.instructor.grading import (
     PASSED,
     Grade,
     grade_submissions,
-    summary,
-    write_report,
 )
+from attncourse.instructor.report import summary, write_report
 from attncourse.instructor.sandbox import SandboxUnavailable
 from attncourse.instructor.student import (
     SolutionLeak,

@@ -10,7 +10,8 @@ from pathlib import Path
 import nbformat
 
 from attncourse import checks
-from attncourse.instructor.grading import grade_submissions, write_report
+from attncourse.instructor.grading import grade_submissions
+from attncourse.instructor.report import write_report
 from attncourse.instructor.sandbox import UNSAFE_MEANS, SandboxUnavailable
 from attncourse.instructor.student import SolutionLeak, write_student_version
 from attncourse.instructor.tags import (
