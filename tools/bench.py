@@ -11,11 +11,14 @@
    alpha slider to the painted view, against one frame.
 3. Chapter 3's training demo (W_Q, W_K, W_V learned in torch): its time on this CPU, with
    the chapter's own settings, against the 30 s the course allows it.
+4. Grading: ``grade`` on a fabricated class of CLASS_SIZE learners who hand in chapter 1
+   (right, wrong and untouched answers in turn), each in its sandbox, in parallel.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import statistics
 import subprocess
@@ -301,12 +304,39 @@ def training_time():
           f"(target under {TRAINING_BUDGET_S:.0f} s: {verdict})")
 
 
+CLASS_SIZE = 10
+
+
+def grading_time():
+    import nbformat
+
+    from attncourse.instructor import grade_submissions, make_student_notebook
+
+    chapter = tools.ROOT / "chapters" / "01_dot_product_similarity.ipynb"
+    handout = make_student_notebook(nbformat.read(chapter, as_version=4))
+    answers = ['prediction = "sharper"', 'prediction = "flatter"', None]
+    with tempfile.TemporaryDirectory() as folder:
+        for k in range(CLASS_SIZE):
+            nb = nbformat.from_dict(handout)
+            stub = next(c for c in nb.cells if "stub" in c.metadata.get("tags", [])
+                        and "exercise:ch1-predict-doubling" in c.metadata["tags"])
+            stub.source = answers[k % len(answers)] or stub.source
+            nbformat.write(nb, Path(folder) / f"learner{k:02d}.ipynb")
+        start = time.perf_counter()
+        grades, _ = grade_submissions(Path(folder), tools.ROOT / "chapters")
+        taken = time.perf_counter() - start
+    statuses = sorted({g.status for g in grades})
+    print(f"\nGrading chapter 1 for a class of {CLASS_SIZE} (sandboxed, {os.cpu_count()} at once): "
+          f"{taken:.1f} s, {taken / CLASS_SIZE:.1f} s per learner ({', '.join(statuses)})")
+
+
 def main():
     build_times()
     latencies()
     graph_explorer_time()
     convolution_explorer_time()
     training_time()
+    grading_time()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ Three environment variables, read at every call:
   raises unless the check reported "not implemented" (CI on the student version: a stub
   that passes means a solution leaked into it).
 * ``ATTNCOURSE_CHECK_LOG``: a file to which every result is appended as one JSON line
-  ``{"exercise", "status", "message", "kind"}``; the grader reads it.
+  ``{"exercise", "status", "message", "kind"}`` (``grade`` does not trust it: it reads
+  results on a channel of its own, see :mod:`attncourse.checks.core`).
 * ``ATTNCOURSE_CHECK_TIMEOUT``: the time budget of one check in seconds (default 10).
 
 The machinery lives in :mod:`attncourse.checks.core`; each chapter's checks in their own
