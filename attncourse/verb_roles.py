@@ -35,6 +35,7 @@ __all__ = [
     "one_head_floor",
     "train_heads",
     "verb_loss",
+    "verb_predictions",
 ]
 
 ROLES = ("filler", "subject", "verb", "object")
@@ -118,13 +119,17 @@ def train_heads(
     learning_rate: float = 0.05,
     seed: int = 0,
     identical_heads: bool = False,
+    sum_heads: bool = False,
 ) -> TrainedHeads:
     """Train multi-head attention (Adam, mean squared error at the verb) on ``task``.
 
     The matrices start from torch's default initialisation of ``nn.Linear`` drawn under
     ``seed``. With ``identical_heads`` every head starts as a copy of head 0 (its columns
-    of W_q, W_k, W_v and its rows of W_o). The global random state is restored; training
-    runs on one CPU thread, so the numbers are the same on every run.
+    of W_q, W_k, W_v and its rows of W_o). With ``sum_heads`` the raw heads are added and
+    one shared (d_head, d_out) matrix maps the sum: that is concatenation followed by a
+    W_o whose blocks are all equal, and ``W_o`` is returned in that form. The global
+    random state is restored; training runs on one CPU thread, so the numbers are the
+    same on every run.
     """
     import torch
 
@@ -146,11 +151,14 @@ def train_heads(
             torch.manual_seed(seed)
             # nn.Linear's weight is (d_out, d_in): its transpose is the row-convention W.
             start = [torch.nn.Linear(d_in, d, bias=False, dtype=torch.float64).weight.detach().T
-                     for d_in, d in ((n_roles, width), (n_roles, width), (d_property, width), (width, d_out))]
+                     for d_in, d in ((n_roles, width), (n_roles, width), (d_property, width),
+                                     (d_head if sum_heads else width, d_out))]
         if identical_heads:
-            start = [_copy_head_zero(W, n_heads, d_head, axis=0 if k == 3 else 1) for k, W in enumerate(start)]
-        W_q, W_k, W_v, W_o = (W.clone().requires_grad_() for W in start)
-        optimiser = torch.optim.Adam([W_q, W_k, W_v, W_o], lr=learning_rate)
+            start[:3] = [_copy_head_zero(W, n_heads, d_head, axis=1) for W in start[:3]]
+            if not sum_heads:
+                start[3] = _copy_head_zero(start[3], n_heads, d_head, axis=0)
+        W_q, W_k, W_v, W_out = (W.clone().requires_grad_() for W in start)
+        optimiser = torch.optim.Adam([W_q, W_k, W_v, W_out], lr=learning_rate)
         rows = torch.arange(len(X))
         roles, properties = X[..., :n_roles], X[..., n_roles:]
         batch, seq = X.shape[:2]
@@ -159,6 +167,7 @@ def train_heads(
             Q, K, V = roles @ W_q, roles @ W_k, properties @ W_v  # (batch, seq, width) each
             Q, K, V = (M.view(batch, seq, n_heads, d_head).transpose(1, 2) for M in (Q, K, V))  # (batch, n_heads, seq, d_head)
             heads = torch.nn.functional.scaled_dot_product_attention(Q, K, V)  # (batch, n_heads, seq, d_head)
+            W_o = W_out.repeat(n_heads, 1) if sum_heads else W_out  # (n_heads * d_head, d_out)
             at_verb = heads[rows, :, verb].reshape(batch, width)  # (batch, n_heads * d_head)
             loss = torch.mean((at_verb @ W_o - wanted) ** 2)
             optimiser.zero_grad()
@@ -173,7 +182,7 @@ def train_heads(
         W_q=np.vstack([as_numpy(W_q), zeros[0]]),
         W_k=np.vstack([as_numpy(W_k), zeros[0]]),
         W_v=np.vstack([zeros[1], as_numpy(W_v)]),
-        W_o=as_numpy(W_o),
+        W_o=as_numpy(W_out.repeat(n_heads, 1) if sum_heads else W_out),
         n_heads=n_heads,
         losses=np.array(losses),
     )
@@ -184,13 +193,13 @@ def _copy_head_zero(W, n_heads, d_head, axis):
     return block.repeat(*((n_heads, 1) if axis == 0 else (1, n_heads)))
 
 
-def verb_loss(
+def verb_predictions(
     task: RoleTask,
     model: TrainedHeads,
     ablate: int | None = None,
     how: str = "zero",
-) -> float:
-    """Mean squared error at the verb, computed with the numpy reference.
+) -> Float[np.ndarray, "batch d_out"]:
+    """The model's output at the verb of every sentence, computed with the numpy reference.
 
     ``ablate`` names a head to knock out: ``how="zero"`` replaces its output at the verb
     by 0, ``how="mean"`` by its mean over the task's sentences.
@@ -204,8 +213,12 @@ def verb_loss(
     if ablate is not None:
         at_verb = at_verb.copy()
         at_verb[:, ablate] = 0.0 if how == "zero" else at_verb[:, ablate].mean(axis=0)
-    prediction = at_verb.reshape(len(at_verb), -1) @ model.W_o  # (batch, d_out)
-    return float(np.mean((prediction - task.wanted_output()) ** 2))
+    return at_verb.reshape(len(at_verb), -1) @ model.W_o  # (batch, d_out)
+
+
+def verb_loss(task: RoleTask, model: TrainedHeads, ablate: int | None = None, how: str = "zero") -> float:
+    """Mean squared error of ``verb_predictions`` (same arguments) against the targets."""
+    return float(np.mean((verb_predictions(task, model, ablate, how) - task.wanted_output()) ** 2))
 
 
 def ablation_losses(task: RoleTask, model: TrainedHeads, how: str = "zero") -> Float[np.ndarray, " n_heads"]:
