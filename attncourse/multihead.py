@@ -70,6 +70,30 @@ def merge_heads(H: Float[np.ndarray, "... n_heads seq d_head"]) -> Float[np.ndar
     return per_token.reshape(*lead, seq, n_heads * d_head)  # (..., seq, n_heads * d_head)
 
 
+def projection_shapes(
+    d_model: int, n_heads: int, d_head: int, n_kv_heads: int | None = None, d_out: int | None = None
+) -> dict[str, tuple[int, int]]:
+    """The shapes of W_q, W_k, W_v and W_o that ``multi_head_attention`` takes.
+
+    ``n_kv_heads`` defaults to ``n_heads`` and ``d_out`` to ``d_model``.
+
+    >>> projection_shapes(8, n_heads=2, d_head=4, n_kv_heads=1)
+    {'W_q': (8, 8), 'W_k': (8, 4), 'W_v': (8, 4), 'W_o': (8, 8)}
+    """
+    d_model, n_heads, d_head = (_count(v, name) for v, name in
+                                ((d_model, "d_model"), (n_heads, "n_heads"), (d_head, "d_head")))
+    n_kv_heads = n_heads if n_kv_heads is None else _count(n_kv_heads, "n_kv_heads")
+    d_out = d_model if d_out is None else _count(d_out, "d_out")
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
+    return {
+        "W_q": (d_model, n_heads * d_head),
+        "W_k": (d_model, n_kv_heads * d_head),
+        "W_v": (d_model, n_kv_heads * d_head),
+        "W_o": (n_heads * d_head, d_out),
+    }
+
+
 def _matrix(W, name: str, rows: int, rows_name: str) -> np.ndarray:
     W = _as_float_array(W, name, min_ndim=2)
     if W.ndim != 2 or W.shape[0] != rows:

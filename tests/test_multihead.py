@@ -22,6 +22,7 @@ from attncourse.multihead import (
     head_contributions,
     merge_heads,
     multi_head_attention,
+    projection_shapes,
     split_heads,
 )
 
@@ -185,6 +186,26 @@ def test_one_key_value_head_is_multi_query_attention():
     tiled = lambda W: np.tile(W, (1, 3))
     expected, _ = multi_head_attention(X, W_q, tiled(W_k), tiled(W_v), W_o, 3)
     np.testing.assert_allclose(output, expected, **TOLERANCE)
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 8])
+def test_projection_shapes_count_what_torch_counts(n_heads):
+    shapes = projection_shapes(32, n_heads, 32 // n_heads)
+    module = torch.nn.MultiheadAttention(32, n_heads, bias=False, batch_first=True)
+    assert sum(np.prod(shape) for shape in shapes.values()) == sum(p.numel() for p in module.parameters())
+    rng = np.random.default_rng(n_heads)
+    matrices = [rng.standard_normal(shape) for shape in shapes.values()]
+    output, _ = multi_head_attention(rng.standard_normal((3, 32)), *matrices, n_heads)
+    assert output.shape == (3, 32)
+
+
+def test_projection_shapes_of_grouped_query_attention():
+    assert projection_shapes(512, 8, 64, n_kv_heads=2, d_out=10) == {
+        "W_q": (512, 512), "W_k": (512, 128), "W_v": (512, 128), "W_o": (512, 10)}
+    with pytest.raises(ValueError, match="n_kv_heads=3 must divide n_heads=8"):
+        projection_shapes(512, 8, 64, n_kv_heads=3)
+    with pytest.raises(ValueError, match="d_head must be a positive integer"):
+        projection_shapes(512, 8, 0)
 
 
 # ---------------------------------------------------------------- properties

@@ -47,6 +47,7 @@ from attncourse.checks.ch1 import (
 )
 from attncourse.checks.ch2 import ball_ignores_it, log_weight_ratio, predict_he_and_ball
 from attncourse.checks.ch3 import attention_head, it_attends_to_ball, predict_rotation
+from attncourse.checks.ch4 import indispensable_head, multi_head_attention, predict_parameter_count
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -73,4 +74,5 @@ __all__ = [
     "pool_prefers_badminton", "predict_doubling", "stable_softmax",
     "ball_ignores_it", "log_weight_ratio", "predict_he_and_ball",
     "attention_head", "it_attends_to_ball", "predict_rotation",
+    "indispensable_head", "multi_head_attention", "predict_parameter_count",
 ]
