@@ -62,8 +62,8 @@ predict_parameter_count = predict_exercise(
 
 
 def _attention_cases() -> list[tuple[str, tuple[np.ndarray, ...], int, np.ndarray | None]]:
-    """(description, (X, W_q, W_k, W_v, W_o), n_heads, mask): d_model, the heads' total
-    width and d_out differ, so a scale by the wrong width and a missing W_O both show."""
+    """(description, (X, W_q, W_k, W_v, W_o), n_heads, mask): d_model, d_head, the heads'
+    total width and d_out all differ, so a scale by the wrong width and a missing W_O show."""
     rng = np.random.default_rng(4)
 
     def problem(lead, seq, d_model, n_heads, d_head, d_out):
@@ -72,10 +72,10 @@ def _attention_cases() -> list[tuple[str, tuple[np.ndarray, ...], int, np.ndarra
         W_q, W_k, W_v = (rng.standard_normal((d_model, w)) for w in widths)
         return X, W_q, W_k, W_v, rng.standard_normal((n_heads * d_head, d_out))
 
-    two_heads = problem((), 4, 6, 2, 2, 3)
+    two_heads = problem((), 4, 5, 2, 3, 4)
     batched = problem((2,), 5, 6, 3, 2, 6)
     return [
-        ("2 heads of width 2, seq 4, d_model 6, d_out 3", two_heads, 2, None),
+        ("2 heads of width 3, seq 4, d_model 5, d_out 4", two_heads, 2, None),
         ("the same heads with the causal mask", two_heads, 2, causal_mask(4)),
         ("a batch of 2 sentences, 3 heads of width 2, d_model = d_out = 6", batched, 3, None),
         ("the batch with the causal mask", batched, 3, causal_mask(5)),
