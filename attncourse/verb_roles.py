@@ -1,9 +1,10 @@
 """A verb that must read two words at once: a task one softmax cannot solve and two can.
 
 The task (chapter 4): each generated sentence holds a subject, a verb, an object and
-filler words at random places. The subject and the object carry ``d_property`` random
-numbers each, drawn afresh for every sentence. At the verb the model must output the
-subject's properties followed by the object's, ``2 * d_property`` numbers.
+filler words at random places. Every word carries ``d_property`` random numbers, its
+properties, drawn afresh for every sentence. At the verb the model must output the
+subject's properties followed by the object's, ``2 * d_property`` numbers; what the
+other words carry is noise that attention must leave out.
 
 A token's embedding is its role, one-hot (filler, subject, verb, object), followed by
 its properties: d_model = 4 + d_property. As if earlier layers had already worked out
@@ -47,8 +48,8 @@ FILLER, SUBJECT, VERB, OBJECT = range(len(ROLES))
 class RoleTask:
     """A batch of generated sentences.
 
-    roles (batch, seq): indices into ROLES; properties (batch, seq, d_property), 0 but for
-    the subject and the object; the positions of the three words, each (batch,).
+    roles (batch, seq): indices into ROLES; properties (batch, seq, d_property), random
+    for every word.
     """
 
     roles: Int[np.ndarray, "batch seq"]
@@ -74,7 +75,7 @@ class RoleTask:
 
 def make_role_task(n_sentences: int, seed: int, seq: int = 6, d_property: int = 2) -> RoleTask:
     """``n_sentences`` sentences of ``seq`` tokens: subject, verb and object at random
-    places, fillers elsewhere; standard normal properties for subject and object.
+    places, fillers elsewhere; standard normal properties for every word.
 
     >>> task = make_role_task(3, seed=0, seq=4)
     >>> task.embeddings().shape, task.wanted_output().shape

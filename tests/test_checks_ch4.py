@@ -180,6 +180,7 @@ def test_arbitrary_results_never_crash_the_multi_head_check(capsys, output, weig
 # --- ch4-indispensable-head ----------------------------------------------------------------
 
 
+@pytest.mark.slow  # trains the model twice: once here, once for the check
 def test_the_exercise_model_has_one_head_it_cannot_lose():
     train_task, test_task = chapter_tasks()
     model = train_heads(train_task, **ch4.EXERCISE_MODEL)

@@ -103,6 +103,11 @@ def _variant(arrays, n_heads, mask, scale=None, split=split_heads, merge=merge_h
     return merge(heads) @ W_o, weights  # (..., seq, d_out)
 
 
+def _reference(arrays, n_heads, mask):
+    X, W_q, W_k, W_v, W_o = arrays
+    return multihead.multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads, mask=mask)
+
+
 def _close(a, b) -> bool:
     """``a`` (anything a learner returned) equals the array ``b`` to 1e-6; never raises."""
     try:
@@ -134,7 +139,7 @@ def multi_head_attention(run, candidate) -> str:
                 mask is not None and not np.array_equal(given[-1], mask)):
             raise Failed(f"{what} changed one of its inputs; work on new arrays.")
         output, weights = _attention_result(result, arrays, n_heads, mask, what)
-        expected_output, expected_weights = multihead.multi_head_attention(*arrays, n_heads, mask=mask)
+        expected_output, expected_weights = _reference(arrays, n_heads, mask)
         if not _close(weights, expected_weights):
             raise Failed(f"{what}: {_weights_hint(weights, expected_weights, arrays, n_heads, mask)}")
         if not _close(output, expected_output):
@@ -170,13 +175,14 @@ def _attention_result(result, arrays, n_heads, mask, what) -> tuple[np.ndarray, 
     if shapes == [weights_shape, output_shape] and weights_shape != output_shape:
         raise Failed(f"{what} returned (weights, output); return (output, weights), in that order.")
     if shapes[1] == (*lead, seq, seq) and n_heads > 1:
-        averaged = np.mean(multihead.multi_head_attention(*arrays, n_heads, mask=mask)[1], axis=-3)
+        averaged = np.mean(_reference(arrays, n_heads, mask)[1], axis=-3)
         why = (" They are the heads' maps averaged, as torch's average_attn_weights=True gives."
                if _close(result[1], averaged) else "")
         raise Failed(f"{what} returned weights of shape {shapes[1]}, one map for all heads.{why} "
                      f"Return one map per head: shape {weights_shape}.")
     if shapes[0] == (*lead, seq, width) and width != d_out:
-        concatenated = merge_heads(multihead.attention_heads(*arrays[:4], n_heads, mask=mask)[0])
+        X, W_q, W_k, W_v, _ = arrays
+        concatenated = merge_heads(multihead.attention_heads(X, W_q, W_k, W_v, n_heads, mask=mask)[0])
         why = (" It is the concatenated heads, before W_o."
                if _close(result[0], concatenated) else "")
         raise Failed(f"{what} returned an output of shape {shapes[0]}, the width of the "
@@ -248,7 +254,8 @@ EXERCISE_MODEL = {"n_heads": 3, "d_head": 2, "seed": 0}
 def exercise_model() -> TrainedHeads:
     """The exercise's three-head model, trained once per kernel (check and hidden test)."""
     train_task, _ = chapter_tasks()
-    return train_heads(train_task, **EXERCISE_MODEL)
+    return train_heads(train_task, n_heads=EXERCISE_MODEL["n_heads"],
+                       d_head=EXERCISE_MODEL["d_head"], seed=EXERCISE_MODEL["seed"])
 
 
 def _exercise_ablation() -> tuple[float, np.ndarray]:
