@@ -9,7 +9,12 @@ Modules, one idea each:
   repeated attention, spread).
 * ``attncourse.one_space``: gradient steps on embeddings for similarity attention (torch).
 * ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch.
+* ``attncourse.multihead``: multi-head attention (split and merge heads, W_O,
+  grouped-query attention), equal to torch's.
+* ``attncourse.verb_roles``: a verb reading its subject and object; one head vs several,
+  trained in torch; the one-head floor; head ablation.
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
+* ``attncourse.multihead_figures``: chapter 4's figures (heads side by side, ablation).
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.
 * ``attncourse.checks``: feedback on the exercises, one check per exercise.
