@@ -593,24 +593,21 @@ function headRows(model) {
 // A switch per head (checked: on); a head switched off outputs zeros (zero ablation).
 function headSwitches(model, edit) {
   const heads = model.get("n_heads") || 1;
-  const on = model.get("heads_on") || Array(heads).fill(true);
   const box = el("fieldset", "attn-heads");
   box.dataset.role = "heads_on";
   box.appendChild(el("legend", null, "heads on (off = its output is zero)"));
-  on.forEach((value, h) => {
+  for (let h = 0; h < heads; h++) {
     const label = el("label", "attn-head-switch");
     const input = el("input");
-    input.type = "checkbox";
-    input.checked = value;
+    input.type = "checkbox"; // checked by syncControls
     input.setAttribute("aria-label", `head ${h} on`);
     input.addEventListener("change", () => {
-      const next = on.slice();
-      next[h] = input.checked;
+      const next = [...box.querySelectorAll("input")].map((other) => other.checked);
       edit("heads_on", next);
     });
     label.append(input, document.createTextNode(` head ${h}`));
     box.appendChild(label);
-  });
+  }
   return box;
 }
 
@@ -622,19 +619,30 @@ function combineChoice(model, edit) {
   for (const [value, text] of [["concat", "concatenate, then W_O"], ["sum", "sum the raw heads"]]) {
     const option = el("option", null, text);
     option.value = value;
-    option.selected = model.get("combine") === value;
     select.appendChild(option);
   }
   select.addEventListener("change", () => edit("combine", select.value));
   return select;
 }
 
+// The head switches and the combination choice show the model's current values.
+function syncControls(box, model) {
+  const on = model.get("heads_on");
+  box.querySelectorAll('[data-role="heads_on"] input').forEach((input, h) => {
+    input.checked = !on || !on.length || on[h];
+  });
+  const choice = box.querySelector('select[data-role="combine"]');
+  if (choice) choice.value = model.get("combine");
+}
+
 // The traits the explorer reads, and what a change to each redraws: the input grids
 // ("inputs": the grids and every view) or only the views ("views").
 const REDRAWS = {
   X: "inputs", W_q: "inputs", W_k: "inputs", W_v: "inputs", W_o: "inputs", mask: "inputs",
-  heads_on: "inputs", combine: "inputs", tokens: "inputs", dims: "inputs", editable: "inputs",
-  scale: "views", n_heads: "views", views: "views", decimals: "views",
+  tokens: "inputs", dims: "inputs", editable: "inputs", n_heads: "inputs",
+  // The switches and the choice are set in place (syncControls): rebuilding every input
+  // grid for a click would cost a frame.
+  scale: "views", views: "views", decimals: "views", heads_on: "views", combine: "views",
 };
 
 function render({ model, el: root }) {
@@ -651,6 +659,7 @@ function render({ model, el: root }) {
   function redraw() {
     if (pending === "inputs") inputsBox.replaceChildren(...inputGrids(model, edit));
     pending = null;
+    syncControls(inputsBox, model);
     const result = attend(Object.fromEntries(
       ["X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads", "W_o", "heads_on", "combine"]
         .map((k) => [k, model.get(k)])));
