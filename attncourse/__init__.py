@@ -13,7 +13,12 @@ Modules, one idea each:
 * ``attncourse.graph``: attention as a graph (edges, message passing, stationary
   distribution, cycle ratios, rollout, stacked layers); figures in ``graph_figures``,
   the graph explorer (anywidget) in ``graph_explorer``.
+* ``attncourse.multihead``: multi-head attention (split and merge heads, W_O,
+  grouped-query attention), equal to torch's.
+* ``attncourse.verb_roles``: a verb reading its subject and object; one head vs several,
+  trained in torch; the one-head floor; head ablation.
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
+* ``attncourse.multihead_figures``: chapter 4's figures (heads side by side, ablation).
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.
 * ``attncourse.convolution``: a kernel-K convolution built as K attention heads with

@@ -56,6 +56,11 @@ from attncourse.checks.ch3 import (
     it_attends_to_ball,
     predict_rotation,
 )
+from attncourse.checks.ch4 import (
+    indispensable_head,
+    multi_head_attention,
+    predict_parameter_count,
+)
 from attncourse.checks.ch5 import (
     attention_rollout,
     cycle_above_two,
@@ -108,12 +113,15 @@ __all__ = [
     "expect_array",
     "expect_function",
     "hidden_test",
+    "indispensable_head",
     "it_attends_to_ball",
+    "multi_head_attention",
     "pool_prefers_badminton",
     "predict_cycle_ratio",
     "predict_doubling",
     "predict_heads_for_5x5",
     "predict_heads_for_kernel_7",
+    "predict_parameter_count",
     "predict_rotation",
     "predict_weight_back",
     "stable_softmax",
