@@ -91,3 +91,10 @@ def test_a_hostile_number_is_stopped_within_the_time_budget(capsys, declare):
 def test_a_bad_declaration_is_refused_naming_the_value(declare, answer, tolerance):
     with pytest.raises(ValueError, match="ch9-predict-weight"):
         declare(answer=answer, tolerance=tolerance)
+
+
+def test_whole_numbers_are_written_out_in_full(capsys, declare):
+    check = declare(answer=655_360, tolerance=0.5)
+    said(capsys, check, 1)
+    assert "the answer is 655,360." in said(capsys, check, 2)
+    assert "you predicted 655,360; the answer is 655,360." in said(capsys, check, 655_360)

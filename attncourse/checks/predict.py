@@ -91,14 +91,21 @@ def _as_number(value) -> tuple[float | None, str]:
 def _judge(prediction: Prediction, value: float | None) -> str:
     if value is None:
         raise NotImplementedYet("write your prediction as a number: prediction = 0.25, say.")
-    said = f"you predicted {value:g}"
+    said = f"you predicted {_number(value)}"
     if prediction.accepts(value):
-        return f"{said}; the answer is {prediction.answer:.4g}. {prediction.explanation}"
+        return f"{said}; the answer is {_number(prediction.answer)}. {prediction.explanation}"
     _misses[prediction.label] += 1
     if _misses[prediction.label] == 1:
         raise Failed(f"{said}, which is not within {prediction.tolerance:g} of the answer. "
                      f"Hint: {prediction.hint} Then try again.")
-    raise Failed(f"{said}; the answer is {prediction.answer:.4g}. {prediction.explanation}")
+    raise Failed(f"{said}; the answer is {_number(prediction.answer)}. {prediction.explanation}")
+
+
+def _number(value: float) -> str:
+    """A number as a reader writes it: 655,360 rather than 6.554e+05; 0.1235 to 4 digits."""
+    if value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:.4g}"
 
 
 def _kind(value) -> str:
