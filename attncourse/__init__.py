@@ -10,9 +10,15 @@ Modules, one idea each:
 * ``attncourse.one_space``: gradient steps on embeddings for similarity attention (torch).
 * ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch
   (separate, or tied W_Q = W_K as a baseline).
+* ``attncourse.graph``: attention as a graph (edges, message passing, stationary
+  distribution, cycle ratios, rollout, stacked layers); figures in ``graph_figures``,
+  the graph explorer (anywidget) in ``graph_explorer``.
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.
+* ``attncourse.convolution``: a kernel-K convolution built as K attention heads with
+  positional scores (Cordonnier et al.); ``convolution_figures`` draws it and
+  ``conv_explorer`` lets a reader move alpha in the browser.
 * ``attncourse.checks``: feedback on the exercises, one check per exercise.
 * ``attncourse.instructor``: the student version of the chapters, and grading
   (``python -m attncourse.instructor --help``).

@@ -18,13 +18,12 @@ Three environment variables, read at every call:
   raises unless the check reported "not implemented" (CI on the student version: a stub
   that passes means a solution leaked into it).
 * ``ATTNCOURSE_CHECK_LOG``: a file to which every result is appended as one JSON line
-  ``{"exercise", "status", "message", "kind"}``; the grader reads it.
+  ``{"exercise", "status", "message", "kind"}`` (``grade`` does not trust it: it reads
+  results on a channel of its own, see :mod:`attncourse.checks.core`).
 * ``ATTNCOURSE_CHECK_TIMEOUT``: the time budget of one check in seconds (default 10).
 
 The machinery lives in :mod:`attncourse.checks.core`; each chapter's checks in their own
-module (``ch1``, ``ch2``, ...), re-exported here. Shapes of check that several chapters
-share are one helper each: ``predict.predict_exercise`` (predict a number) and
-``pure.run_on_copies`` (the learner's function must leave its inputs unchanged). Adding the check of a new exercise (label
+module (``ch1``, ``ch2``, ...), re-exported here. Adding the check of a new exercise (label
 ``chN-some-name`` in the notebook) is one function in ``chN.py``, named like the label
 without its chapter prefix::
 
@@ -47,8 +46,27 @@ from attncourse.checks.ch1 import (
     predict_doubling,
     stable_softmax,
 )
-from attncourse.checks.ch2 import ball_ignores_it, predict_weight_back, stationary_distribution
-from attncourse.checks.ch3 import attention_head, it_attends_to_ball, predict_rotation
+from attncourse.checks.ch2 import (
+    ball_ignores_it,
+    predict_weight_back,
+    stationary_distribution,
+)
+from attncourse.checks.ch3 import (
+    attention_head,
+    it_attends_to_ball,
+    predict_rotation,
+)
+from attncourse.checks.ch5 import (
+    attention_rollout,
+    cycle_above_two,
+    predict_cycle_ratio,
+)
+from attncourse.checks.ch6 import (
+    conv1d_as_attention,
+    predict_heads_for_5x5,
+    predict_heads_for_kernel_7,
+    tune_alpha,
+)
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -69,10 +87,36 @@ from attncourse.checks.core import (
 )
 
 __all__ = [
-    "CHECKS", "DEFAULT_TIMEOUT", "FAILED", "LOG_VARIABLE", "MODE_VARIABLE", "NOT_IMPLEMENTED",
-    "PASSED", "TIMEOUT_VARIABLE", "CheckError", "Failed", "NotImplementedYet", "Result",
-    "exercise", "expect_array", "expect_function", "hidden_test",
-    "pool_prefers_badminton", "predict_doubling", "stable_softmax",
-    "ball_ignores_it", "predict_weight_back", "stationary_distribution",
-    "attention_head", "it_attends_to_ball", "predict_rotation",
+    "CHECKS",
+    "CheckError",
+    "DEFAULT_TIMEOUT",
+    "FAILED",
+    "Failed",
+    "LOG_VARIABLE",
+    "MODE_VARIABLE",
+    "NOT_IMPLEMENTED",
+    "NotImplementedYet",
+    "PASSED",
+    "Result",
+    "TIMEOUT_VARIABLE",
+    "attention_head",
+    "attention_rollout",
+    "ball_ignores_it",
+    "conv1d_as_attention",
+    "cycle_above_two",
+    "exercise",
+    "expect_array",
+    "expect_function",
+    "hidden_test",
+    "it_attends_to_ball",
+    "pool_prefers_badminton",
+    "predict_cycle_ratio",
+    "predict_doubling",
+    "predict_heads_for_5x5",
+    "predict_heads_for_kernel_7",
+    "predict_rotation",
+    "predict_weight_back",
+    "stable_softmax",
+    "stationary_distribution",
+    "tune_alpha",
 ]
