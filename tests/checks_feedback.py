@@ -21,7 +21,7 @@ def learner_mode(monkeypatch):
     """The learner's mode (no CI mode, no log, the default budget) and no earlier misses."""
     for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr(predict, "_misses", predict.Counter())
+    monkeypatch.setattr(predict, "_misses", predict._MissCounter())
 
 
 def feedback(capsys, check, *answers, **options) -> str:

@@ -26,7 +26,7 @@ FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 def learner_mode(monkeypatch):
     for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr(predict, "_misses", predict.Counter())
+    monkeypatch.setattr(predict, "_misses", predict._MissCounter())
 
 
 def feedback(capsys, check, *answers) -> str:

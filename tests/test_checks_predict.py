@@ -13,7 +13,7 @@ def declare(monkeypatch):
     """Declare predict exercises into empty registries (the course's stay untouched)."""
     monkeypatch.setattr(core, "CHECKS", {})
     monkeypatch.setattr(predict, "PREDICTIONS", {})
-    monkeypatch.setattr(predict, "_misses", predict.Counter())
+    monkeypatch.setattr(predict, "_misses", predict._MissCounter())
     for variable in (core.MODE_VARIABLE, core.LOG_VARIABLE, core.TIMEOUT_VARIABLE):
         monkeypatch.delenv(variable, raising=False)
 
@@ -98,3 +98,11 @@ def test_whole_numbers_are_written_out_in_full(capsys, declare):
     said(capsys, check, 1)
     assert "the answer is 655,360." in said(capsys, check, 2)
     assert "you predicted 655,360; the answer is 655,360." in said(capsys, check, 655_360)
+
+
+def test_a_miss_does_not_change_the_graders_fingerprint_of_the_checks(capsys, declare):
+    check = declare()
+    before = core._fingerprint()
+    said(capsys, check, 1.0)
+    said(capsys, check, 2.0)
+    assert core._fingerprint() == before

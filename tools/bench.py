@@ -358,11 +358,13 @@ CLASS_SIZE = 10
 def grading_time():
     import nbformat
 
+    from attncourse.checks.predict import PREDICTIONS
     from attncourse.instructor import grade_submissions, make_student_notebook
 
     chapter = tools.ROOT / "chapters" / "01_dot_product_similarity.ipynb"
     handout = make_student_notebook(nbformat.read(chapter, as_version=4))
-    answers = ['prediction = "sharper"', 'prediction = "flatter"', None]
+    right = PREDICTIONS["ch1-predict-doubling"].answer
+    answers = [f"prediction = {right!r}", f"prediction = {right + 1!r}", None]
     with tempfile.TemporaryDirectory() as folder:
         for k in range(CLASS_SIZE):
             nb = nbformat.from_dict(handout)

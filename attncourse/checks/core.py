@@ -400,13 +400,3 @@ def _type_name(value) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
     return f"a {type(value).__name__}"
-
-
-def _expect_choice(prediction, choices: tuple[str, ...]) -> str:
-    """A predict-then-verify answer: one of ``choices``, stripped and lower-cased."""
-    listed = ", ".join(map(repr, choices))
-    if prediction is None or prediction is Ellipsis:
-        raise NotImplementedYet(f"set prediction to one of {listed}.")
-    if not isinstance(prediction, str) or prediction.strip().lower() not in choices:
-        raise Failed(f"prediction should be one of {listed}, got {_short_repr(prediction)}.")
-    return prediction.strip().lower()
