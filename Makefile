@@ -11,7 +11,8 @@ PORT ?= 8000
 CACHE_STAMP := _build/.attncourse-stamp
 JB := $(BIN)/jupyter-book build . --all -W -n --keep-going
 
-.PHONY: book serve test unit notebooks browser bench lock clean chromium site-assets
+.PHONY: book serve test unit lint typecheck notebooks test-student browser bench lock clean \
+	chromium site-assets
 
 # Rebuild every page (--all; the execution cache keeps that fast) into a fresh _static:
 # Sphinx skips an unchanged build entirely and never overwrites a static file it copied.
@@ -29,23 +30,38 @@ $(CACHE_STAMP): $(shell find attncourse -type f -not -path '*__pycache__*')
 serve: book
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory $(SITE) $(PORT)
 
-test: book chromium
+# Everything: lint and types, the build, every pytest test (unit, doctests, packaging,
+# browser), the chapters in "solved" mode and the student version in "student" mode.
+test: lint typecheck book chromium
 	$(BIN)/pytest -n 2 tests attncourse
+	$(MAKE) --no-print-directory notebooks test-student
+
+# The unit tests and doctests in seconds: no book, no browser, no clean-venv install.
+unit: lint
+	$(BIN)/pytest -n 2 -m "not slow" --ignore=tests/browser tests attncourse
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+
+typecheck: $(INSTALLED)
+	$(BIN)/mypy
+
+# Every chapter run top to bottom in a fresh kernel (nbmake), every exercise check passing.
+notebooks: $(INSTALLED)
 	ATTNCOURSE_CHECK_MODE=solved $(BIN)/pytest -n 2 --nbmake chapters
-	$(MAKE) --no-print-directory test-student
 
 # Exercises: the student version (solutions and hidden tests removed) must run to the end
 # with every check reporting "not implemented" (see instructor_guide.md).
 STUDENT := build/student
-.PHONY: test-student
 test-student: $(INSTALLED)
 	rm -rf $(STUDENT)
 	$(BIN)/python -m attncourse.instructor student --out $(STUDENT)
 	ATTNCOURSE_CHECK_MODE=student $(BIN)/pytest -n 2 --nbmake $(STUDENT)
 
-# Only the browser tests: the built site in headless Chromium (screenshots: build/screenshots).
+# Only the browser tests (tests/browser/): the built site in headless Chromium
+# (screenshots: build/screenshots). ATTNCOURSE_CHROMIUM names another Chromium binary.
 browser: book chromium
-	$(BIN)/pytest -n 2 -m browser tests
+	$(BIN)/pytest -n 2 tests/browser
 
 bench: book chromium
 	$(BIN)/python -m tools.bench
@@ -69,9 +85,10 @@ site-assets: node_modules/.package-lock.json $(INSTALLED)
 	cp -r node_modules/mathjax/es5 $(ASSETS)/mathjax
 	cp "$$($(BIN)/python -c 'import anywidget, pathlib; print(pathlib.Path(anywidget.__file__).parent / "nbextension" / "index.js")')" $(ASSETS)/anywidget/
 
-# Browser tests drive Debian's Chromium; playwright cannot download browsers here.
+# Browser tests drive Debian's Chromium (playwright cannot download browsers here), or
+# the binary ATTNCOURSE_CHROMIUM names.
 chromium:
-	@command -v chromium >/dev/null || { \
+	@[ -n "$$ATTNCOURSE_CHROMIUM" ] || command -v chromium >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 

@@ -11,10 +11,16 @@ Conventions (used throughout the course):
   ``torch.nn.functional.scaled_dot_product_attention``).
 
 Every function accepts Python lists as well as arrays, never mutates its inputs,
-and raises ``ValueError`` naming the shapes at fault.
+and raises ``ValueError`` naming the shapes at fault. It refuses, with a ``TypeError``
+naming the argument, what it cannot compute faithfully: complex numbers (attention here is
+real), numpy masked arrays (their mask would be ignored: pass ``mask=`` instead) and a
+``scale`` that is not a real number.
 """
 
 from __future__ import annotations
+
+import math
+import numbers
 
 import numpy as np
 from jaxtyping import Bool, Float
@@ -27,9 +33,20 @@ __all__ = [
 ]
 
 
+def _refuse_masked_array(x, name: str) -> None:
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a numpy masked array, whose mask this function would ignore: "
+            "pass plain arrays and say which keys each query may see with mask="
+        )
+
+
 def _as_float_array(x, name: str, min_ndim: int) -> np.ndarray:
-    """Return ``x`` as a float array (a copy only when needed), checking its rank."""
+    """Return ``x`` as a real float array (a copy only when needed), checking its rank."""
+    _refuse_masked_array(x, name)
     array = np.asarray(x)
+    if np.issubdtype(array.dtype, np.complexfloating):
+        raise TypeError(f"{name} must be real, got dtype {array.dtype}")
     if array.dtype == object or not (
         np.issubdtype(array.dtype, np.number) or array.dtype == bool
     ):
@@ -44,7 +61,7 @@ def _as_float_array(x, name: str, min_ndim: int) -> np.ndarray:
     return array
 
 
-def softmax(x: Float[np.ndarray, "..."], axis: int = -1) -> Float[np.ndarray, "..."]:
+def softmax(x: Float[np.ndarray, ...], axis: int = -1) -> Float[np.ndarray, ...]:
     """Softmax along ``axis``, safe for huge scores and for ``-inf`` (masked) entries.
 
     softmax(x)_j = exp(x_j - max(x)) / sum_k exp(x_k - max(x))
@@ -56,10 +73,21 @@ def softmax(x: Float[np.ndarray, "..."], axis: int = -1) -> Float[np.ndarray, ".
     >>> softmax([0.0, np.log(3.0)]).round(2).tolist()
     [0.25, 0.75]
 
-    Raises ValueError if a slice along ``axis`` is entirely ``-inf`` (a query that
-    may attend to nothing) or contains NaN or ``+inf``.
+    Raises ValueError if a slice along ``axis`` is empty or entirely ``-inf`` (a query
+    that may attend to nothing) or contains NaN or ``+inf``.
     """
     scores = _as_float_array(x, "x", min_ndim=1)
+    try:
+        length = scores.shape[axis]
+    except IndexError:
+        raise ValueError(
+            f"axis {axis} is out of range for x with shape {scores.shape}"
+        ) from None
+    if length == 0:
+        raise ValueError(
+            f"softmax over axis {axis} of x with shape {scores.shape}: no entries to "
+            "normalise (a distribution needs at least one)"
+        )
     if np.isnan(scores).any():
         raise ValueError(f"softmax input of shape {scores.shape} contains NaN")
     if np.isposinf(scores).any():
@@ -140,21 +168,42 @@ def scaled_dot_product_attention(
         )
     _check_batch_dims(keys.shape[:-2], values.shape[:-2], "K", "V")
     _check_batch_dims(queries.shape[:-2], values.shape[:-2], "Q", "V")
+    if keys.shape[-2] == 0:
+        raise ValueError(
+            f"K has seq_k=0 keys (K shape {keys.shape}): each query needs at least one "
+            "key to attend to"
+        )
     scores = dot_product_scores(queries, keys)  # (..., seq_q, seq_k)
     d_k = keys.shape[-1]
-    if scale is None:
-        scale = 1.0 / np.sqrt(d_k)
-    elif not np.isfinite(scale):
-        raise ValueError(f"scale must be a finite number, got {scale}")
-    scores = scores * scale
+    if d_k == 0:
+        raise ValueError(
+            f"d_k=0 (Q shape {queries.shape}, K shape {keys.shape}): queries and keys "
+            "need at least one dimension to be compared"
+        )
+    scores = scores * _checked_scale(scale, d_k)
     if mask is not None:
         scores = _apply_mask(scores, mask)
     weights = softmax(scores, axis=-1)  # (..., seq_q, seq_k)
     return weights @ values, weights  # (..., seq_q, d_v)
 
 
+def _checked_scale(scale, d_k: int) -> float:
+    """``scale`` as a float, 1/sqrt(d_k) when None; refuses anything but a finite real."""
+    if scale is None:
+        return 1.0 / np.sqrt(d_k)
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(
+            f"scale must be a real number (or None for 1/sqrt(d_k)), got {scale!r} "
+            f"of type {type(scale).__name__}"
+        )
+    if not math.isfinite(scale):
+        raise ValueError(f"scale must be a finite number, got {scale}")
+    return float(scale)
+
+
 def _apply_mask(scores: np.ndarray, mask) -> np.ndarray:
     """Return a copy of ``scores`` with -inf wherever ``mask`` is False."""
+    _refuse_masked_array(mask, "mask")
     allowed = np.asarray(mask)
     if allowed.dtype != bool:
         raise ValueError(

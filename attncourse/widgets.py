@@ -2,9 +2,32 @@
 
 ``AttentionExplorer`` is an anywidget: its JavaScript (static/explorer.js) travels inside
 the saved widget state, so the same explorer works on the static site with no kernel and
-live in Jupyter, Binder or Colab. In a live kernel the edited matrices and the weights
-the browser computed sync back as numpy arrays (``explorer.W_q``, ``explorer.weights``),
-and assigning a matrix from Python (``explorer.X = ...``) redraws the explorer.
+live in Jupyter, Binder or Colab.
+
+What syncs, and when:
+
+* Python -> browser: every input (``tokens``, ``X``, ``W_q``, ``W_k``, ``W_v``, ``mask``,
+  ``scale``, ``n_heads``, ``editable``, ``views``, ``dims``, ``decimals``) when it is
+  assigned and accepted; the browser redraws what depends on it.
+* Browser -> Python (live kernel only): the reader's edits of the editable matrices, and a
+  ``scale`` moved by a linked slider, as they happen. Python checks them as it checks an
+  assignment.
+* ``scores``, ``weights`` and ``output`` are never synced: Python recomputes them with
+  ``explorer_view`` (the numpy reference) whenever an input changes, from Python or from
+  the browser, so they are right with no browser attached; the browser computes its own
+  copy to draw. They are read-only.
+
+Every assignment is checked against the other inputs as the constructor checks them
+(``InvalidExplorerInput``, both a ``ValueError`` and a ``traitlets.TraitError``), and a
+refused value leaves the explorer unchanged. Change several inputs that must agree (a new
+number of tokens, a new d_model) together::
+
+    with explorer.hold_trait_notifications():
+        explorer.tokens = ["a", "b", "c"]
+        explorer.X = X3
+
+The saved state (what a built page carries) holds the inputs, not the results, so it grows
+with seq x d_model, not with seq x seq; explorers take at most ``MAX_TOKENS`` tokens.
 
 Conventions follow ``attncourse.attention``: rows are tokens, Q = X W_q, K = X W_k,
 V = X W_v (an omitted W means the identity). With ``n_heads`` > 1 the columns of Q, K
@@ -14,6 +37,7 @@ outputs side by side (no output projection).
 
 from __future__ import annotations
 
+import math
 import pathlib
 
 import anywidget
@@ -23,12 +47,30 @@ import traitlets
 
 from attncourse.attention import dot_product_scores, scaled_dot_product_attention
 
-__all__ = ["AttentionExplorer", "explorer_view", "with_scale_slider"]
+__all__ = [
+    "MAX_TOKENS",
+    "AttentionExplorer",
+    "InvalidExplorerInput",
+    "explorer_view",
+    "with_scale_slider",
+]
 
 _STATIC = pathlib.Path(__file__).parent / "static"
 _PROJECTIONS = ("W_q", "W_k", "W_v")
 VIEWS = ("scores", "weights", "output", "graph", "mask")
 EDITABLE = ("X", "W_q", "W_k", "W_v", "mask")
+MAX_DECIMALS = 6
+# Past this a heatmap is a blur of cells nobody reads, an edit takes longer than a frame to
+# recompute and draw, and each view costs its page seq x seq canvas cells.
+MAX_TOKENS = 64
+# What explorer_view reads, and every input the constructor checks together.
+_VIEW_INPUTS = ("X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads")
+_INPUTS = ("tokens", *_VIEW_INPUTS, "editable", "views", "dims", "decimals")
+
+
+class InvalidExplorerInput(traitlets.TraitError, ValueError):
+    """An explorer input that cannot be shown: raised by the constructor and by an
+    assignment, which then leaves the explorer unchanged."""
 
 
 def _split_heads(M, n_heads):
@@ -60,36 +102,106 @@ def explorer_view(X, W_q=None, W_k=None, W_v=None, scale=None, mask=None, n_head
     return scores, weights, output
 
 
-def _check_inputs(tokens, X, projections, mask, n_heads):
-    if X.ndim != 2:
-        raise ValueError(f"X must be a (seq, d_model) matrix, got shape {X.shape}")
+def _as_matrix(name, value):
+    """None, or ``value`` as a 2-D array of finite floats."""
+    if value is None:
+        return None
+    if np.iscomplexobj(value):
+        raise InvalidExplorerInput(f"{name} must be real, got complex entries")
+    try:
+        matrix = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidExplorerInput(f"{name} must be a matrix of numbers, got {value!r}") from None
+    if matrix.ndim != 2:
+        shape = "(seq, d_model)" if name == "X" else "(d_model, d)"
+        raise InvalidExplorerInput(f"{name} must be a {shape} matrix, got shape {matrix.shape}")
+    if not np.isfinite(matrix).all():
+        raise InvalidExplorerInput(f"{name} has NaN or infinite entries")
+    return matrix
+
+
+def _as_mask(value):
+    """None, or ``value`` as a boolean array: True/False, or the integers 1/0, only
+    (``"False"``, 0.5 or NaN would all read as True)."""
+    if value is None:
+        return None
+    mask = np.asarray(value)
+    if mask.dtype == bool:
+        return mask
+    if np.issubdtype(mask.dtype, np.integer) and np.isin(mask, (0, 1)).all():
+        return mask.astype(bool)
+    odd = next((v for v in mask.ravel().tolist() if v not in (0, 1)), None)
+    raise InvalidExplorerInput(
+        f"mask must be boolean (True = may attend) or 0/1 integers, got dtype {mask.dtype}"
+        + ("" if odd is None else f" with the entry {odd!r}")
+    )
+
+
+def _coerced(inputs):
+    """Every input in the form the explorer keeps it (arrays for matrices)."""
+    return inputs | {
+        "X": _as_matrix("X", inputs["X"]),
+        **{name: _as_matrix(name, inputs[name]) for name in _PROJECTIONS},
+        "mask": _as_mask(inputs["mask"]),
+        "tokens": [str(t) for t in inputs["tokens"]],
+        "dims": [str(d) for d in inputs["dims"]],
+    }
+
+
+def _check(inputs):
+    """Raise InvalidExplorerInput naming the first input that disagrees with the others."""
+    X, tokens, n_heads, mask = inputs["X"], inputs["tokens"], inputs["n_heads"], inputs["mask"]
+    if X is None:
+        raise InvalidExplorerInput("X must be a (seq, d_model) matrix, got None")
     seq, d_model = X.shape
     if seq == 0 or d_model == 0:
-        raise ValueError(f"X must have at least one token and one dimension, got shape {X.shape}")
+        raise InvalidExplorerInput(
+            f"X must have at least one token and one dimension, got shape {X.shape}")
+    if seq > MAX_TOKENS:
+        raise InvalidExplorerInput(
+            f"X has seq={seq} tokens: an explorer shows at most MAX_TOKENS={MAX_TOKENS} "
+            "(draw a larger attention matrix with attncourse.plotting)")
     if len(tokens) != seq:
-        raise ValueError(f"{len(tokens)} token labels for X with seq={seq} rows {X.shape}")
+        raise InvalidExplorerInput(f"{len(tokens)} token labels for X with seq={seq} rows {X.shape}")
+    if len(inputs["dims"]) != d_model:
+        raise InvalidExplorerInput(
+            f"{len(inputs['dims'])} dims labels for X with d_model={d_model} columns")
     if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
-        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+        raise InvalidExplorerInput(f"n_heads must be a positive integer, got {n_heads!r}")
     widths = {}
-    for name, W in projections.items():
-        if W is not None and (W.ndim != 2 or W.shape[0] != d_model):
-            raise ValueError(f"{name} must have shape (d_model={d_model}, d), got {W.shape}")
+    for name in _PROJECTIONS:
+        W = inputs[name]
+        if W is not None and W.shape[0] != d_model:
+            raise InvalidExplorerInput(f"{name} must have shape (d_model={d_model}, d), got {W.shape}")
         widths[name] = d_model if W is None else W.shape[1]
         if widths[name] % n_heads:
-            raise ValueError(
-                f"{name} gives {widths[name]} columns, not divisible into n_heads={n_heads}"
-            )
+            raise InvalidExplorerInput(
+                f"{name} gives {widths[name]} columns, not divisible into n_heads={n_heads}")
     if widths["W_q"] != widths["W_k"]:
-        raise ValueError(
+        raise InvalidExplorerInput(
             f"W_q gives d_k={widths['W_q']} but W_k gives d_k={widths['W_k']}: "
-            "queries and keys must live in the same space"
-        )
+            "queries and keys must live in the same space")
     if mask is not None:
         if mask.shape != (seq, seq):
-            raise ValueError(f"mask must have shape (seq, seq)={(seq, seq)}, got {mask.shape}")
+            raise InvalidExplorerInput(
+                f"mask must have shape (seq, seq)={(seq, seq)}, got {mask.shape}")
         if not mask.any(axis=-1).all():
             rows = np.flatnonzero(~mask.any(axis=-1)).tolist()
-            raise ValueError(f"mask rows {rows} allow nothing: every token must see one token")
+            raise InvalidExplorerInput(
+                f"mask rows {rows} allow nothing: every token must see one token")
+    if not math.isfinite(inputs["scale"]):
+        raise InvalidExplorerInput(f"scale must be a finite number, got {inputs['scale']}")
+    for name in inputs["editable"]:
+        if name not in EDITABLE:
+            raise InvalidExplorerInput(f"cannot edit {name!r}: choose from {EDITABLE}")
+        if name != "X" and inputs[name] is None:
+            raise InvalidExplorerInput(f"cannot make {name!r} editable: it was not given")
+    unknown = sorted(set(inputs["views"]) - set(VIEWS))
+    if unknown:
+        raise InvalidExplorerInput(f"unknown views {unknown}: choose from {VIEWS}")
+    if not 0 <= inputs["decimals"] <= MAX_DECIMALS:
+        raise InvalidExplorerInput(
+            f"decimals must be between 0 and {MAX_DECIMALS}, got {inputs['decimals']}")
 
 
 def _matrix_trait(dtype=float):
@@ -97,8 +209,13 @@ def _matrix_trait(dtype=float):
     return traitlets.Any(None, allow_none=True).tag(
         sync=True,
         to_json=lambda value, widget: [] if value is None else np.asarray(value, dtype).tolist(),
-        from_json=lambda value, widget: None if not value else np.asarray(value, dtype=dtype),
+        from_json=lambda value, widget: None if not value else np.asarray(value),
     )
+
+
+def _result_trait():
+    """Recomputed in Python from the inputs; never synced, never assigned."""
+    return traitlets.Any(None, allow_none=True, read_only=True)
 
 
 class AttentionExplorer(anywidget.AnyWidget):
@@ -111,12 +228,17 @@ class AttentionExplorer(anywidget.AnyWidget):
     ``editable`` names the inputs the reader may edit (any of X, W_q, W_k, W_v, mask);
     ``views`` what is shown (any of scores, weights, output, graph, mask); ``dims``
     names the d_model columns of X (and so the rows of each W), default x0, x1, ...
+    ``scale`` defaults to 1/sqrt(d_head) for the W_q given at construction.
     Scores, weights and output are heatmaps that print their numbers (``decimals``
-    places) for up to 12 tokens; past that they are colour only, each value on hover.
+    places, 0 to 6) for up to 12 tokens; past that they are colour only, each value on
+    hover. At most ``MAX_TOKENS`` tokens. See the module docstring for what syncs when.
 
     >>> e = AttentionExplorer(["a", "b"], [[1.0, 0.0], [0.0, 1.0]], scale=np.log(3.0))
     >>> e.weights.round(2).tolist()
     [[0.75, 0.25], [0.25, 0.75]]
+    >>> e.scale = 0.0
+    >>> e.weights.tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
     """
 
     _esm = _STATIC / "explorer.js"
@@ -134,43 +256,37 @@ class AttentionExplorer(anywidget.AnyWidget):
     views = traitlets.List(traitlets.Unicode()).tag(sync=True)
     dims = traitlets.List(traitlets.Unicode()).tag(sync=True)
     decimals = traitlets.Int(2).tag(sync=True)
-    scores = _matrix_trait()
-    weights = _matrix_trait()
-    output = _matrix_trait()
+    scores = _result_trait()
+    weights = _result_trait()
+    output = _result_trait()
 
     def __init__(self, tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
                  n_heads=1, editable=("X",), views=("scores", "weights", "output"),
                  dims=None, decimals=2):
-        tokens = [str(t) for t in tokens]
-        X = np.asarray(X, dtype=float)
-        projections = {
-            name: None if W is None else np.asarray(W, dtype=float)
-            for name, W in zip(_PROJECTIONS, (W_q, W_k, W_v))
-        }
-        mask = None if mask is None else np.asarray(mask, dtype=bool)
-        _check_inputs(tokens, X, projections, mask, n_heads)
-        for name in editable:
-            if name not in EDITABLE:
-                raise ValueError(f"cannot edit {name!r}: choose from {EDITABLE}")
-            if name != "X" and (projections | {"mask": mask}).get(name) is None:
-                raise ValueError(f"cannot make {name!r} editable: it was not given")
-        dims = [f"x{k}" for k in range(X.shape[1])] if dims is None else [str(d) for d in dims]
-        if len(dims) != X.shape[1]:
-            raise ValueError(f"{len(dims)} dims labels for X with d_model={X.shape[1]} columns")
-        unknown = sorted(set(views) - set(VIEWS))
-        if unknown:
-            raise ValueError(f"unknown views {unknown}: choose from {VIEWS}")
-        if scale is None:
-            d_k = X.shape[1] if W_q is None else projections["W_q"].shape[1]
-            scale = 1.0 / np.sqrt(d_k // n_heads)
-        scores, weights, output = explorer_view(
-            X, **projections, scale=scale, mask=mask, n_heads=n_heads
-        )
+        X = _as_matrix("X", X)
+        if dims is None and X is not None:
+            dims = [f"x{k}" for k in range(X.shape[1])]
+        if scale is None and X is not None:
+            d_k = X.shape[1] if W_q is None else np.shape(W_q)[-1]
+            scale = 1.0 / np.sqrt(d_k // n_heads) if n_heads and d_k >= n_heads else 1.0
         super().__init__(
-            tokens=tokens, X=X, **projections, scale=float(scale), mask=mask,
-            n_heads=int(n_heads), editable=list(editable), views=list(views), dims=dims,
-            decimals=decimals, scores=scores, weights=weights, output=output,
+            tokens=list(tokens), X=X, W_q=W_q, W_k=W_k, W_v=W_v, scale=scale, mask=mask,
+            n_heads=n_heads, editable=list(editable), views=list(views), dims=list(dims or []),
+            decimals=decimals,
         )
+
+    @traitlets.validate(*_INPUTS)
+    def _validate_input(self, proposal):
+        name = proposal["trait"].name
+        inputs = _coerced({n: getattr(self, n) for n in _INPUTS} | {name: proposal["value"]})
+        _check(inputs)
+        return inputs[name]
+
+    @traitlets.observe(*_VIEW_INPUTS)
+    def _recompute(self, change=None):
+        results = explorer_view(**{name: getattr(self, name) for name in _VIEW_INPUTS})
+        for name, value in zip(("scores", "weights", "output"), results):
+            self.set_trait(name, value)
 
 
 def with_scale_slider(explorer, minimum=0.0, maximum=10.0, step=0.1, description="scale"):

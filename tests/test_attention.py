@@ -17,8 +17,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from beartype import beartype
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jaxtyping import TypeCheckError, jaxtyped
 
 from attncourse.attention import (
     causal_mask,
@@ -519,6 +521,26 @@ def test_attention_agrees_with_torch_for_a_batched_causal_mask():
     _assert_agrees_with_torch(Q, K, V, causal_mask(6), None)
 
 
+@FAST
+@given(attention_problems())
+def test_the_shapes_in_the_signatures_hold(problem):
+    """The jaxtyping annotations (seq_q, seq_k, d_k, d_v bound once per call) describe
+    what the functions take and return: checked at run time here, not in the chapters,
+    which pass lists too."""
+    Q, K, V, mask, scale = problem
+    checked = jaxtyped(typechecker=beartype)
+    output, weights = checked(scaled_dot_product_attention)(Q, K, V, mask=mask, scale=scale)
+    checked(softmax)(weights)
+    checked(dot_product_scores)(Q, K)
+    checked(causal_mask)(Q.shape[-2])
+
+
+def test_the_shape_check_catches_a_mismatch():
+    checked = jaxtyped(typechecker=beartype)(dot_product_scores)
+    with pytest.raises(TypeCheckError):
+        checked(np.ones((2, 3)), np.ones((2, 4)))
+
+
 def test_identity_values_make_the_output_equal_the_weights():
     rng = np.random.default_rng(8)
     Q, K = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
@@ -604,3 +626,72 @@ def test_permuting_keys_and_values_together_leaves_the_output_unchanged(problem,
     )
     np.testing.assert_allclose(output_perm, output, rtol=0, atol=1e-12)
     np.testing.assert_allclose(weights_perm, weights[..., perm], rtol=0, atol=1e-12)
+
+
+# --- what the reference refuses to compute ------------------------------------------------
+
+EYE = np.eye(2)
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda: softmax([1.0, 1j]), "x"),
+        (lambda: dot_product_scores(1j * EYE, EYE), "Q"),
+        (lambda: dot_product_scores(EYE, EYE.astype(complex)), "K"),
+        (lambda: scaled_dot_product_attention(EYE, EYE, 1j * EYE), "V"),
+    ],
+)
+def test_complex_inputs_are_refused_not_silently_made_real(call, argument):
+    with pytest.raises(TypeError, match=f"{argument} must be real, got dtype complex128"):
+        call()
+
+
+@pytest.mark.parametrize("position", [0, 1, 2, 3])
+def test_masked_arrays_are_refused_because_their_mask_would_be_ignored(position):
+    arguments = [EYE, EYE, EYE, np.ones((2, 2), bool)]
+    arguments[position] = np.ma.masked_array(arguments[position], mask=np.eye(2, dtype=bool))
+    name = ("Q", "K", "V", "mask")[position]
+    with pytest.raises(TypeError, match=f"{name} is a numpy masked array.*mask="):
+        scaled_dot_product_attention(*arguments)
+    with pytest.raises(TypeError, match="x is a numpy masked array"):
+        softmax(np.ma.masked_array([1.0, 2.0], mask=[False, True]))
+
+
+@pytest.mark.parametrize("empty", [[], np.zeros((3, 0))])
+def test_softmax_over_nothing_is_refused(empty):
+    with pytest.raises(ValueError, match=r"softmax over axis -1 of x with shape \(.*\): no entries"):
+        softmax(empty)
+
+
+def test_softmax_names_an_axis_out_of_range():
+    with pytest.raises(ValueError, match=r"axis 2 is out of range for x with shape \(2, 2\)"):
+        softmax(EYE, axis=2)
+
+
+def test_attention_needs_at_least_one_key():
+    with pytest.raises(ValueError, match=r"K has seq_k=0 keys .*shape \(0, 2\)"):
+        scaled_dot_product_attention(EYE, np.zeros((0, 2)), np.zeros((0, 2)))
+
+
+def test_attention_needs_at_least_one_query_key_dimension():
+    empty = np.zeros((2, 0))
+    with pytest.raises(ValueError, match=r"d_k=0 .*Q shape \(2, 0\)"):
+        scaled_dot_product_attention(empty, empty, EYE)
+
+
+@pytest.mark.parametrize("scale", ["2", [1.0, 2.0], 1j, True, None.__class__])
+def test_a_non_numeric_scale_is_refused_by_name(scale):
+    with pytest.raises(TypeError, match="scale must be a real number"):
+        scaled_dot_product_attention(EYE, EYE, EYE, scale=scale)
+
+
+@pytest.mark.parametrize("scale", [2, np.float32(0.5), np.int64(3), 0.0])
+def test_any_real_scale_is_accepted(scale):
+    _, weights = scaled_dot_product_attention(EYE, EYE, EYE, scale=scale)
+    assert np.allclose(weights, softmax(float(scale) * EYE))
+
+
+def test_no_query_is_still_computable():
+    output, weights = scaled_dot_product_attention(np.zeros((0, 2)), EYE, EYE)
+    assert output.shape == (0, 2) and weights.shape == (0, 2)

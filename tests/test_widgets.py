@@ -8,10 +8,18 @@ import subprocess
 import ipywidgets
 import numpy as np
 import pytest
+import traitlets
 from ipywidgets.widgets.widget_link import Link
 
-from attncourse.attention import scaled_dot_product_attention, softmax
-from attncourse.widgets import _STATIC, AttentionExplorer, explorer_view, with_scale_slider
+from attncourse.attention import causal_mask, scaled_dot_product_attention, softmax
+from attncourse.widgets import (
+    _STATIC,
+    MAX_TOKENS,
+    AttentionExplorer,
+    InvalidExplorerInput,
+    explorer_view,
+    with_scale_slider,
+)
 
 TOKENS = ["he", "ball", "it", "wet"]
 
@@ -74,7 +82,10 @@ def test_state_is_json_and_round_trips_what_the_browser_sends():
     browser_weights = np.full((4, 4), 0.25).tolist()
     explorer.set_state({"X": edited_X, "weights": browser_weights})  # as a comm message does
     assert isinstance(explorer.X, np.ndarray) and np.array_equal(explorer.X, edited_X)
-    assert isinstance(explorer.weights, np.ndarray) and explorer.weights.shape == (4, 4)
+    # The browser's weights are not taken: Python recomputes them from the edited X.
+    expected = explorer_view(**(p | {"X": np.array(edited_X)}))[1]
+    assert np.array_equal(explorer.weights, expected)
+    assert not np.allclose(explorer.weights, browser_weights)
 
 
 def test_inputs_are_not_mutated():
@@ -170,3 +181,131 @@ def test_dimension_labels_default_and_validation():
     assert named.get_state()["dims"] == list("abcdef")
     with pytest.raises(ValueError, match="2 dims labels for X with d_model=6"):
         AttentionExplorer(TOKENS, **p, dims=["a", "b"])
+
+
+# --- assignments are checked as the constructor checks, and results follow the inputs ----
+
+ASSIGNMENTS_REFUSED = [
+    ("X", np.ones((3, 6)), "3 rows for 4 tokens", "4 token labels for X with seq=3"),
+    ("X", np.full((4, 6), np.nan), "NaN", "X has NaN or infinite entries"),
+    ("X", np.ones((4, 6)) * 1j, "complex", "X must be real"),
+    ("tokens", ["a", "b"], "too few labels", "2 token labels for X with seq=4"),
+    ("n_heads", 3, "does not divide the columns", "not divisible into n_heads=3"),
+    ("n_heads", 0, "zero heads", "n_heads must be a positive integer"),
+    ("W_q", np.ones((5, 2)), "wrong rows", r"W_q must have shape \(d_model=6, d\)"),
+    ("W_k", np.ones((6, 4)), "d_k differs from W_q's", "W_q gives d_k=2 but W_k gives d_k=4"),
+    ("mask", np.full((4, 4), "False"), "strings", "mask must be boolean"),
+    ("mask", np.full((4, 4), 0.5), "a half", "mask must be boolean .* 0.5"),
+    ("mask", np.full((4, 4), np.nan), "NaN", "mask must be boolean .* nan"),
+    ("mask", [[True] * 4] * 3, "wrong shape", r"mask must have shape \(seq, seq\)=\(4, 4\)"),
+    ("mask", np.zeros((4, 4), bool), "rows that see nothing", "allow nothing"),
+    ("decimals", 7, "too many decimals", "decimals must be between 0 and 6, got 7"),
+    ("decimals", -1, "negative decimals", "decimals must be between 0 and 6, got -1"),
+    ("scale", float("nan"), "NaN scale", "scale must be a finite number"),
+    ("views", ["weights", "pie"], "unknown view", "unknown views"),
+    ("editable", ["X", "mask"], "editing a mask not given", "cannot make 'mask' editable"),
+    ("dims", ["a"], "too few dimension labels", "1 dims labels for X with d_model=6"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "why", "message"), ASSIGNMENTS_REFUSED,
+                         ids=[case[2] for case in ASSIGNMENTS_REFUSED])
+def test_an_assignment_is_checked_and_a_refused_one_changes_nothing(name, value, why, message):
+    explorer = AttentionExplorer(TOKENS, **random_problem(9))
+    before = json.dumps(explorer.get_state())
+    weights = explorer.weights
+    with pytest.raises(InvalidExplorerInput, match=message) as refused:
+        setattr(explorer, name, value)
+    assert isinstance(refused.value, traitlets.TraitError)
+    assert isinstance(refused.value, ValueError)
+    assert json.dumps(explorer.get_state()) == before, f"{why}: the state changed"
+    assert explorer.weights is weights
+
+
+def test_a_mask_of_zeros_and_ones_is_taken_as_boolean():
+    explorer = AttentionExplorer(TOKENS, **random_problem(10))
+    explorer.mask = causal_mask(4).astype(int)
+    assert explorer.mask.dtype == bool and np.array_equal(explorer.mask, causal_mask(4))
+    assert np.array_equal(explorer.weights == 0, ~causal_mask(4))
+
+
+def test_inputs_that_must_agree_change_together():
+    explorer = AttentionExplorer(TOKENS, **random_problem(11, projections=False))
+    X3 = np.arange(18.0).reshape(3, 6) / 10
+    with explorer.hold_trait_notifications():
+        explorer.tokens = ["a", "b", "c"]
+        explorer.X = X3
+    assert explorer.weights.shape == (3, 3)
+    np.testing.assert_array_equal(explorer.output, explorer_view(X3, scale=explorer.scale)[2])
+    # Together or not at all: a refused pair leaves both as they were.
+    with pytest.raises(InvalidExplorerInput), explorer.hold_trait_notifications():
+        explorer.tokens = ["a", "b"]
+        explorer.X = np.ones((4, 6))
+    assert explorer.tokens == ["a", "b", "c"] and np.array_equal(explorer.X, X3)
+
+
+def test_results_follow_every_input_with_no_browser():
+    p = random_problem(12, n_heads=1, masked=True)
+    explorer = AttentionExplorer(TOKENS, **p)
+    rng = np.random.default_rng(13)
+    changes = [
+        ("X", rng.standard_normal((4, 6))),
+        ("W_q", rng.standard_normal((6, 2))),
+        ("W_k", rng.standard_normal((6, 2))),
+        ("W_v", rng.standard_normal((6, 4))),
+        ("mask", causal_mask(4)),
+        ("scale", 0.3),
+        ("n_heads", 2),
+    ]
+    for name, value in changes:
+        before = explorer.weights, explorer.output
+        setattr(explorer, name, value)
+        p[name] = value
+        for result, expected in zip(("scores", "weights", "output"), explorer_view(**p)):
+            np.testing.assert_array_equal(getattr(explorer, result), expected,
+                                          err_msg=f"{result} after assigning {name}")
+        changed = [not np.array_equal(b, a) for b, a in zip(before, (explorer.weights,
+                                                                    explorer.output))]
+        assert any(changed), f"assigning {name} changed nothing"
+
+
+def test_an_edit_from_the_browser_is_checked_and_recomputed():
+    p = random_problem(14, masked=True)
+    explorer = AttentionExplorer(TOKENS, **p, editable=("X", "mask"))
+    edited = causal_mask(4).tolist()
+    explorer.set_state({"mask": edited})  # as a comm message from the browser does
+    assert np.array_equal(explorer.weights, explorer_view(**(p | {"mask": causal_mask(4)}))[1])
+    with pytest.raises(InvalidExplorerInput, match="allow nothing"):
+        explorer.set_state({"mask": [[False] * 4] * 4})
+    assert np.array_equal(explorer.mask, causal_mask(4))
+
+
+def test_results_are_read_only_and_never_saved():
+    explorer = AttentionExplorer(TOKENS, **random_problem(15))
+    with pytest.raises(traitlets.TraitError, match="read-only"):
+        explorer.weights = np.zeros((4, 4))
+    assert not {"scores", "weights", "output"} & set(explorer.get_state())
+
+
+def saved_size(seq, d_model=32, n_heads=4):
+    """Bytes of an explorer's saved state (as a built page holds it), without its JS and CSS."""
+    rng = np.random.default_rng(seq)
+    Ws = {name: rng.standard_normal((d_model, d_model)).round(2) for name in ("W_q", "W_k", "W_v")}
+    explorer = AttentionExplorer([f"t{k}" for k in range(seq)],
+                                 rng.standard_normal((seq, d_model)).round(2), **Ws,
+                                 n_heads=n_heads)
+    state = explorer.get_state()
+    return len(json.dumps({k: v for k, v in state.items() if k not in ("_esm", "_css")}))
+
+
+def test_saved_state_grows_with_the_inputs_not_with_seq_squared():
+    # 16 -> 64 tokens adds 48 rows of X (about 48 x 32 numbers of 5 characters), no more.
+    small, large = saved_size(16), saved_size(MAX_TOKENS)
+    assert large - small < 48 * 32 * 8
+    assert large < 40_000
+
+
+def test_more_than_max_tokens_is_refused_with_the_cap_named():
+    seq = MAX_TOKENS + 1
+    with pytest.raises(InvalidExplorerInput, match=f"seq={seq} tokens: .* at most MAX_TOKENS=64"):
+        AttentionExplorer([str(k) for k in range(seq)], np.ones((seq, 2)))

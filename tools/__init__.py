@@ -1,4 +1,4 @@
-"""Developer tools shared by the browser tests (tests/conftest.py) and the benchmark
+"""Developer tools shared by the browser tests (tests/browser/) and the benchmark
 (``python -m tools.bench``): serve the built site on 127.0.0.1, launch Debian's Chromium,
 and write stand-alone pages holding explorers that load the site's own widget scripts.
 """
@@ -10,8 +10,10 @@ import functools
 import html
 import http.server
 import json
+import os
 import pathlib
 import threading
+from typing import Any
 
 import yaml
 from ipywidgets.embed import dependency_state, embed_data, escape_script
@@ -20,9 +22,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
-# Playwright cannot download browsers here; it drives the system's Chromium instead.
-CHROMIUM = {
-    "executable_path": "/usr/bin/chromium",
+# Playwright cannot download browsers here; it drives the system's Chromium instead
+# (Debian's, from `make chromium`), or the one ATTNCOURSE_CHROMIUM names.
+CHROMIUM: dict[str, Any] = {
+    "executable_path": os.environ.get("ATTNCOURSE_CHROMIUM") or "/usr/bin/chromium",
     "args": [
         "--no-sandbox",
         "--disable-gpu",

@@ -4,8 +4,8 @@ browser tests of the static site and of a live JupyterLab.
 The DOM contract (attncourse/static/explorer.js): root ``.attn-explorer``; editable grids
 ``table[data-role="edit-<name>"]`` of inputs labelled ``<name>[i][j]``; heatmaps
 ``canvas[data-role="scores"|"weights"|"output"]`` carrying the full-precision matrix they
-draw in ``data-values``, their labels in ``data-rows`` / ``data-cols`` and where their
-cells are in ``data-grid`` (JSON, CSS pixels; one heatmap per head, ``data-head``, when
+draw in ``data-values``, their labels in ``data-rows`` / ``data-cols``, the decimals they
+print in ``data-decimals`` and where their cells are in ``data-grid`` (JSON, CSS pixels; one heatmap per head, ``data-head``, when
 there are several); ``svg[data-role="graph"]`` whose ``.attn-edge`` carry ``data-from``,
 ``data-to`` and ``data-weight`` (an edge j -> i for weights[i][j]).
 """
@@ -18,9 +18,10 @@ import numpy as np
 
 # For ``locator.evaluate`` on an explorer's root: {tables: {view: per head, the matrix},
 # cells: {view: per head, per cell {background, inked}}, graphs: per head [[from, to,
-# weight]], grids: {name: [[aria-label, value]]}, tokens: the row labels}. A cell's
-# background is read just inside its top-left corner (clear of its number); it is inked
-# when it holds more than one colour (a printed number).
+# weight]], grids: {name: [[aria-label, value]]}, tokens: the row labels, decimals: per
+# heatmap [role, the decimals it prints]}. A cell's background is read just inside its
+# top-left corner (clear of its number); it is inked when it holds more than one colour
+# (a printed number).
 READ_EXPLORER = """(root) => {
   const drawnCells = (canvas) => {
     const grid = JSON.parse(canvas.dataset.grid);
@@ -64,7 +65,9 @@ READ_EXPLORER = """(root) => {
   const tokens = heatmap ? JSON.parse(heatmap.dataset.rows)
     : grid ? [...grid.querySelectorAll('tr')].filter((tr) => tr.querySelector('td'))
       .map((tr) => tr.querySelector('th').textContent) : [];
-  return { tables, cells, graphs, grids, tokens };
+  const decimals = [...root.querySelectorAll('canvas[data-role]')]
+    .map((canvas) => [canvas.dataset.role, canvas.dataset.decimals]);
+  return { tables, cells, graphs, grids, tokens, decimals };
 }"""
 
 

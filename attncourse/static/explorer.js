@@ -94,7 +94,8 @@ function headerRow(table, corner, colLabels) {
 // gives the exact value of the cell under the pointer (mouse, pen or touch) or, with the
 // keyboard, of the cell the arrow keys select: the values reach every reader.
 // On the element, for the browser tests: data-values (the full-precision matrix drawn),
-// data-rows and data-cols (the labels) and data-grid (where the cells are, CSS pixels).
+// data-rows and data-cols (the labels), data-decimals and data-grid (where the cells are,
+// CSS pixels).
 // Labels are drawn with fillText, which never parses HTML.
 const CELL = { height: 22, padding: 6, maxLabel: 96, font: 13 };
 const NUMBERS_UP_TO = 12;
@@ -246,6 +247,7 @@ function heatmap({ rowLabels, colLabels, decimals, role, head, caption }) {
   const box = el("div");
   box.append(canvas, readout);
   canvas.dataset.role = role;
+  canvas.dataset.decimals = String(decimals);
   if (head !== undefined) canvas.dataset.head = String(head);
   canvas.dataset.rows = JSON.stringify(rowLabels);
   canvas.dataset.cols = JSON.stringify(colLabels);
@@ -458,163 +460,163 @@ const TITLES = {
   mask: "Mask (checked: may attend)",
 };
 
+// One figure per head when there are several; its title says which.
+function perHead({ heads }, name, build) {
+  return Array.from({ length: heads }, (_, h) => {
+    const head = heads > 1 ? h : undefined;
+    return build(h, head, TITLES[name] + (heads > 1 ? ` — head ${h}` : ""));
+  });
+}
+
+function heatmapFigure(title, map, update) {
+  const note = map.numbers ? "" : " (colour only: point at a cell for its value)";
+  return { title: title + note, node: map.node, update };
+}
+
+// Each view, built from the explorer's layout ({tokens, decimals, heads, dv, mask,
+// editable}) into figures {title, node, update(result)}: built again when the layout
+// changes, updated in place on every other change.
+const VIEW_BUILDERS = {
+  scores: (layout) => perHead(layout, "scores", (h, head, title) => {
+    const map = heatmap({ rowLabels: layout.tokens, colLabels: layout.tokens,
+      decimals: layout.decimals, role: "scores", head, caption: title });
+    // Scores shade from their smallest (white) to their largest: only their order along
+    // a row matters to the softmax.
+    return heatmapFigure(title, map, (r) => {
+      const [lo, hi] = finiteRange(r.scores[h]);
+      map.update(r.scores[h], (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5) * 0.85);
+    });
+  }),
+  weights: (layout) => perHead(layout, "weights", (h, head, title) => {
+    const map = heatmap({ rowLabels: layout.tokens, colLabels: layout.tokens,
+      decimals: layout.decimals, role: "weights", head, caption: title });
+    return heatmapFigure(title, map, (r) => map.update(r.weights[h], (v) => v));
+  }),
+  output: (layout) => {
+    const map = heatmap({ rowLabels: layout.tokens, colLabels: labels(layout.dv, "v"),
+      decimals: layout.decimals, role: "output", caption: TITLES.output });
+    return [heatmapFigure(TITLES.output, map, (r) => {
+      const largest = Math.max(...finiteRange(r.output).map(Math.abs));
+      map.update(r.output, (v) => (largest > 0 ? (0.85 * v) / largest : 0));
+    })];
+  },
+  graph: (layout) => perHead(layout, "graph", (h, head, title) => {
+    const graph = graphView(layout.tokens, head);
+    return { title, node: graph.node, update: (r) => graph.update(r.weights[h]) };
+  }),
+  // The mask as the reader cannot edit it (an editable mask is among the inputs).
+  mask: (layout) => (layout.mask.length && !layout.editable.includes("mask")
+    ? [{ title: TITLES.mask, node: maskTable(layout.mask, layout.tokens, null), update() {} }]
+    : []),
+};
+
+function figure({ title, node }) {
+  const box = el("figure", "attn-view");
+  box.append(el("figcaption", null, title), node);
+  return box;
+}
+
+// What the views are built for: a change here rebuilds them, any other only updates them.
+function viewLayout(model, result) {
+  const editable = model.get("editable");
+  return {
+    tokens: model.get("tokens"), views: model.get("views"), decimals: model.get("decimals"),
+    heads: result.weights.length, dv: result.output[0].length, editable,
+    mask: editable.includes("mask") ? [] : model.get("mask") || [],
+  };
+}
+
+// The reader's edit of one entry, into the model and on to Python when there is a kernel.
+// On a static page there is no comm: save_changes throws and only the page updates.
+function saveEdit(model, name, value) {
+  model.set(name, value);
+  try {
+    model.save_changes();
+  } catch (err) {
+    if (!String(err).includes("no comm channel")) throw err;
+  }
+}
+
+// Editable grids for the inputs named in `editable`; edit(name, matrix) takes a change.
+function inputGrids(model, edit) {
+  const tokens = model.get("tokens");
+  const dims = model.get("dims");
+  const edited = (name, i, j, value) => {
+    const matrix = model.get(name).map((row) => row.slice());
+    matrix[i][j] = value;
+    return matrix;
+  };
+  return model.get("editable").map((name) => {
+    if (name === "mask") {
+      // A row's last allowed key cannot be taken (refused: the box springs back): a token
+      // attending to nothing has no weights (0/0), and Python refuses such a mask too.
+      return maskTable(model.get("mask"), tokens, (i, j, allowed) => {
+        const mask = edited("mask", i, j, allowed);
+        if (!mask[i].some(Boolean)) return false;
+        edit("mask", mask);
+        return true;
+      });
+    }
+    const matrix = model.get(name);
+    const rowLabels = name === "X" ? tokens : dims;
+    const colLabels = name === "X" ? dims : labels(matrix[0].length, name.slice(2));
+    return editableTable(name, matrix, rowLabels, colLabels,
+      (i, j, value) => edit(name, edited(name, i, j, value)));
+  });
+}
+
+// The traits the explorer reads, and what a change to each redraws: the input grids
+// ("inputs": the grids and every view) or only the views ("views").
+const REDRAWS = {
+  X: "inputs", W_q: "inputs", W_k: "inputs", W_v: "inputs", mask: "inputs",
+  tokens: "inputs", dims: "inputs", editable: "inputs",
+  scale: "views", n_heads: "views", views: "views", decimals: "views",
+};
+
 function render({ model, el: root }) {
   root.classList.add("attn-explorer");
   const inputsBox = el("div", "attn-inputs");
   const viewsBox = el("div", "attn-views");
   root.append(inputsBox, viewsBox);
-  let localEdit = false;
+  let figures = []; // the views' figures, for the layout they were built for
+  let builtFor = null;
+  let editing = false; // while the reader's edit is set: its grid already shows it
+  let pending = null; // "inputs" or "views": what the next redraw must redo
 
-  const state = () => ({
-    X: model.get("X"), W_q: model.get("W_q"), W_k: model.get("W_k"), W_v: model.get("W_v"),
-    scale: model.get("scale"), mask: model.get("mask"), n_heads: model.get("n_heads"),
-  });
-
-  function setLocally(name, value) {
-    localEdit = true;
-    model.set(name, value);
-    localEdit = false;
+  // Several traits change together (one message from Python): one redraw, one attend().
+  function redraw() {
+    if (pending === "inputs") inputsBox.replaceChildren(...inputGrids(model, edit));
+    pending = null;
+    const result = attend(Object.fromEntries(
+      ["X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads"].map((k) => [k, model.get(k)])));
+    const layout = viewLayout(model, result);
+    const key = JSON.stringify(layout);
+    if (key !== builtFor) {
+      figures = layout.views.flatMap((name) => VIEW_BUILDERS[name](layout));
+      viewsBox.replaceChildren(...figures.map(figure));
+      builtFor = key;
+    }
+    figures.forEach((view) => view.update(result));
   }
 
-  function figure(title, ...children) {
-    const box = el("figure", "attn-view");
-    box.appendChild(el("figcaption", null, title));
-    box.append(...children);
-    return box;
+  function edit(name, value) {
+    editing = true;
+    saveEdit(model, name, value);
+    editing = false;
   }
 
-  // Each view is built once per structure (tokens, heads, views, ...) and then only
-  // updated: views[k].update(result).
-  let views = [];
-  let structure = null;
-
-  function buildViews(result) {
-    const tokens = model.get("tokens");
-    const decimals = model.get("decimals");
-    const heads = result.weights.length;
-    const suffix = (h) => (heads > 1 ? ` — head ${h}` : "");
-    views = [];
-    viewsBox.replaceChildren();
-    const add = (title, view) => {
-      const note = view.numbers === false ? " (colour only: point at a cell for its value)" : "";
-      viewsBox.appendChild(figure(title + note, view.node));
-      views.push(view);
+  const listeners = Object.entries(REDRAWS).map(([name, what]) => {
+    const listener = () => {
+      const redo = what === "inputs" && !editing ? "inputs" : "views";
+      if (pending === null) queueMicrotask(redraw);
+      if (pending !== "inputs") pending = redo;
     };
-    for (const name of model.get("views")) {
-      if (name === "output") {
-        const dv = result.output[0].length;
-        const map = heatmap({
-          rowLabels: tokens, colLabels: labels(dv, "v"), decimals, role: "output",
-          caption: TITLES.output,
-        });
-        const update = (r) => {
-          const largest = Math.max(...finiteRange(r.output).map(Math.abs));
-          map.update(r.output, (v) => (largest > 0 ? (0.85 * v) / largest : 0));
-        };
-        add(TITLES.output, { ...map, update });
-      } else if (name === "mask") {
-        const mask = model.get("mask");
-        if (mask && mask.length && !model.get("editable").includes("mask")) {
-          add(TITLES.mask, { node: maskTable(mask, tokens, null), update: () => {} });
-        }
-      } else {
-        for (let h = 0; h < heads; h++) {
-          const head = heads > 1 ? h : undefined;
-          if (name === "graph") {
-            const graph = graphView(tokens, head);
-            add(TITLES.graph + suffix(h), { node: graph.node, update: (r) => graph.update(r.weights[h]) });
-            continue;
-          }
-          const title = TITLES[name] + suffix(h);
-          const map = heatmap({
-            rowLabels: tokens, colLabels: tokens, decimals, role: name, head, caption: title,
-          });
-          // Weights shade by value; scores from the smallest (white) to the largest, as
-          // only their order along a row matters to the softmax.
-          const update = name === "weights"
-            ? (r) => map.update(r.weights[h], (v) => v)
-            : (r) => {
-              const [lo, hi] = finiteRange(r.scores[h]);
-              map.update(r.scores[h], (v) => (hi > lo ? (v - lo) / (hi - lo) : 0.5) * 0.85);
-            };
-          add(title, { ...map, update });
-        }
-      }
-    }
-  }
-
-  function drawViews(result) {
-    const now = JSON.stringify([
-      model.get("tokens"), model.get("views"), model.get("decimals"), model.get("dims"),
-      result.weights.length, result.output[0].length,
-      model.get("editable").includes("mask") ? null : model.get("mask"),
-    ]);
-    if (now !== structure) {
-      buildViews(result);
-      structure = now;
-    }
-    views.forEach((view) => view.update(result));
-  }
-
-  function drawInputs() {
-    const tokens = model.get("tokens");
-    inputsBox.replaceChildren();
-    for (const name of model.get("editable")) {
-      if (name === "mask") {
-        // Refuses (returns false) to take a row's last allowed key: a token attending to
-        // nothing has no weights (0/0), and Python refuses such a mask too.
-        const onToggle = (i, j, allowed) => {
-          const edited = model.get("mask").map((row) => row.slice());
-          edited[i][j] = allowed;
-          if (!edited[i].some(Boolean)) return false;
-          setLocally("mask", edited);
-          return true;
-        };
-        inputsBox.appendChild(maskTable(model.get("mask"), tokens, onToggle));
-        continue;
-      }
-      const matrix = model.get(name);
-      const dims = model.get("dims");
-      const rowLabels = name === "X" ? tokens : dims;
-      const colLabels = name === "X" ? dims : labels(matrix[0].length, name.slice(2));
-      const onEdit = (i, j, value) => {
-        const edited = model.get(name).map((row) => row.slice());
-        edited[i][j] = value;
-        setLocally(name, edited);
-      };
-      inputsBox.appendChild(
-        editableTable(name, matrix, rowLabels, colLabels, onEdit),
-      );
-    }
-  }
-
-  // Redraw and hand the results back to Python. On a static page there is no kernel
-  // (no comm) and save_changes throws: the page still updates, nothing is synced.
-  function recompute() {
-    const result = attend(state());
-    drawViews(result);
-    const single = result.weights.length === 1;
-    model.set("scores", single ? result.scores[0] : result.scores);
-    model.set("weights", single ? result.weights[0] : result.weights);
-    model.set("output", result.output);
-    try {
-      model.save_changes();
-    } catch (err) {
-      // no kernel: static page
-    }
-  }
-
-  // An input changed: from an edit here (inputs already show it) or from Python.
-  function onInputChange() {
-    if (!localEdit) drawInputs();
-    recompute();
-  }
-
-  drawInputs();
-  drawViews(attend(state()));
-  const events = "change:X change:W_q change:W_k change:W_v change:mask change:scale change:tokens";
-  model.on(events, onInputChange);
-  return () => model.off(events, onInputChange);
+    model.on(`change:${name}`, listener);
+    return [`change:${name}`, listener];
+  });
+  pending = "inputs";
+  redraw();
+  return () => listeners.forEach(([event, listener]) => model.off(event, listener));
 }
 
 export default { render };

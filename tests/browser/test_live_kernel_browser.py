@@ -1,6 +1,6 @@
 """The attention explorer in a real JupyterLab with a live kernel, driven from headless
-Chromium: an edit in the browser reaches Python (``explorer.X``, and the weights the
-browser computed as numpy arrays equal to the numpy reference), and an assignment in
+Chromium: an edit in the browser reaches Python (``explorer.X``, and the weights Python
+recomputes from it, numpy arrays equal to the numpy reference), and an assignment in
 Python (``explorer.X = ...``) redraws the explorer with the reference numbers.
 
 The server runs on 127.0.0.1 from a temporary folder, with its own user configuration, data,
@@ -84,6 +84,11 @@ CELLS = {
     "assign X": f"explorer.X = np.array({X_FROM_PYTHON.tolist()!r})",
     "assign W_q": f"explorer.W_q = np.array({W_Q_FROM_PYTHON.tolist()!r})",
     "report after assignments": "report()",
+    # What changes the explorer's layout rather than its numbers, assigned in Python.
+    "assign n_heads": "explorer.n_heads = 2",
+    "assign decimals": "explorer.decimals = 4",
+    "assign dims": "explorer.dims = ['p', 'q']",
+    "assign views": "explorer.views = ['weights', 'graph']",
 }
 
 
@@ -233,10 +238,9 @@ def lab_page(watch_page, lab):
     return page
 
 
-def shown_by(explorer) -> dict[str, np.ndarray]:
-    """{"X", "W_q", "scores", "weights", "output"} -> the matrix the explorer shows: the
-    inputs' values, and the full numbers its heatmaps draw rounded (one head here)."""
-    read = explorer.evaluate(READ_EXPLORER)
+def shown_by(read) -> dict[str, np.ndarray]:
+    """{"X", "W_q", "scores", "weights", "output"} -> the matrix an explorer shows (from
+    READ_EXPLORER): the inputs' values, and the full numbers its heatmaps draw (one head)."""
     return {name: grid_matrix(entries) for name, entries in read["grids"].items()} | {
         view: np.array(heads[0], dtype=float) for view, heads in read["tables"].items() if heads}
 
@@ -257,15 +261,19 @@ def mismatches(actual: dict, expected: dict) -> list[str]:
     ]
 
 
-def wait_until_shown(explorer, expected: dict, after: str,
-                     timeout: float = KERNEL_MS / 1000) -> None:
-    """Wait until the explorer's DOM shows ``expected`` ({name: matrix}); fail naming what
-    still differs after ``timeout`` seconds."""
+def wait_for(explorer, problems, after: str, timeout: float = KERNEL_MS / 1000) -> None:
+    """Wait until ``problems(read)``, what is still wrong in the explorer's DOM as
+    READ_EXPLORER reads it, is empty; fail naming it after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while wrong := mismatches(shown_by(explorer), expected):
+    while wrong := problems(explorer.evaluate(READ_EXPLORER)):
         if time.monotonic() > deadline:
             pytest.fail(f"after {after}, the explorer did not show within {timeout} s: {wrong}")
         explorer.page.wait_for_timeout(50)
+
+
+def wait_until_shown(explorer, expected: dict, after: str) -> None:
+    """Wait until the explorer shows ``expected`` ({name: matrix})."""
+    wait_for(explorer, lambda read: mismatches(shown_by(read), expected), after)
 
 
 def run_cell(page, name: str):
@@ -282,7 +290,7 @@ _REPORT = re.compile(r'^\{"values": .*"\}\s*$', re.S)  # the whole line report()
 
 def assert_kernel_holds(page, report_cell: str, expected: dict, after: str) -> None:
     """Run a report() cell: the kernel (this test's Python) holds the inputs as the browser
-    shows them, and the scores, weights and output the browser computed, as numpy arrays
+    shows them, and the scores, weights and output Python recomputed, as numpy arrays
     equal to the reference; the rows of the weights sum to 1."""
     output = run_cell(page, report_cell).locator(".jp-OutputArea-output")
     expect(output).to_have_text(_REPORT, timeout=KERNEL_MS)
@@ -317,7 +325,7 @@ def test_explorer_syncs_with_a_live_kernel(lab, lab_page, screenshots):
     wait_until_shown(explorer, reference(X, W_Q), "displaying it")
 
     # Browser -> Python: the reader edits X, then W_q; after each edit the kernel holds
-    # the edited matrix and the numbers the browser computed from it.
+    # the edited matrix and the numbers recomputed from it.
     X_edited, W_q_edited = X.copy(), W_Q.copy()
     i, j, value = X_EDIT
     X_edited[i, j] = value
@@ -334,8 +342,31 @@ def test_explorer_syncs_with_a_live_kernel(lab, lab_page, screenshots):
     run_cell(page, "assign W_q")
     expected = reference(X_FROM_PYTHON, W_Q_FROM_PYTHON)
     wait_until_shown(explorer, expected, "explorer.W_q = ...")
-    # ...and the numbers the browser computed for them come back to Python.
+    # ...and Python holds the numbers for them.
     assert_kernel_holds(page, "report after assignments", expected, "assignments in Python")
+
+    # Python -> browser, the layout: each trait the explorer reads redraws what it shapes.
+    scale = 1 / np.sqrt(2)  # the explorer's default for d_head = 2, kept as the heads split
+    run_cell(page, "assign n_heads")
+    two_heads = explorer_view(X_FROM_PYTHON, W_q=W_Q_FROM_PYTHON, W_k=W_K, W_v=W_V,
+                              scale=scale, n_heads=2)[1]
+    wait_for(explorer, lambda read: mismatches(
+        {"weights": np.array(read["tables"]["weights"], dtype=float)}, {"weights": two_heads}),
+        "explorer.n_heads = 2")
+    run_cell(page, "assign decimals")
+    wait_for(explorer, lambda read: [
+        f"{role} prints {decimals} decimals" for role, decimals in read["decimals"]
+        if decimals != "4"] + ([] if len(read["decimals"]) == 5 else [
+            f"{len(read['decimals'])} heatmaps, not 2 heads x (scores, weights) + output"]),
+        "explorer.decimals = 4")
+    run_cell(page, "assign dims")
+    expect(explorer.locator('table[data-role="edit-X"] th.attn-col')).to_have_text(["p", "q"])
+    run_cell(page, "assign views")
+    wait_for(explorer, lambda read: [] if (
+        len(read["graphs"]) == 2 and len(read["tables"]["weights"]) == 2
+        and not read["tables"]["scores"] and not read["tables"]["output"]
+    ) else [f"{len(read['graphs'])} graphs and heatmaps {read['decimals']}"],
+        "explorer.views = ['weights', 'graph'] (a weights heatmap and a graph per head)")
 
     explorer.scroll_into_view_if_needed()
     page.screenshot(path=screenshots / "live_kernel_lab.png")

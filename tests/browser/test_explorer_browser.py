@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import tools
-from tools.explorer_dom import READ_EXPLORER, grid_matrix
 from attncourse.attention import causal_mask
 from attncourse.widgets import AttentionExplorer, explorer_view, with_scale_slider
+from tools.explorer_dom import READ_EXPLORER, grid_matrix
 
 pytestmark = pytest.mark.browser
 
@@ -186,13 +186,11 @@ class ExplorerCheck:
         self.seq = len(state["tokens"])
         self.where = f"explorer {index} ({', '.join(state['tokens'])})"
 
-        # What Python computed at build time, saved in the page, is the numpy reference
-        # (same function, same inputs: only the JSON round trip stands between them)...
+        # The page saves the inputs only (Python's results are never synced: the browser
+        # computes its own), and what the browser shows before anyone touches it is the
+        # numpy reference for those inputs.
+        assert not set(VIEWS) & set(state), f"{self.where}: results saved in the page"
         expected = expected_views(self.inputs)
-        for view in VIEWS:
-            np.testing.assert_allclose(np.asarray(state[view], dtype=float), expected[view],
-                                       rtol=0, atol=1e-12, err_msg=f"{self.where}: saved {view}")
-        # ...and so is what the browser shows before anyone touches it.
         assert_shows(shown_views(self.read, self.seq), expected, self.where)
         assert_weights_drawn(self.read, self.where)
         printed = self.seq <= NUMBERS_UP_TO
