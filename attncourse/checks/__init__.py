@@ -48,6 +48,7 @@ from attncourse.checks.ch1 import (
 from attncourse.checks.ch2 import ball_ignores_it, log_weight_ratio, predict_he_and_ball
 from attncourse.checks.ch3 import attention_head, it_attends_to_ball, predict_rotation
 from attncourse.checks.ch4 import indispensable_head, multi_head_attention, predict_parameter_count
+from attncourse.checks.ch7 import layer_attention, most_important_head, predict_rank
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -75,4 +76,5 @@ __all__ = [
     "ball_ignores_it", "log_weight_ratio", "predict_he_and_ball",
     "attention_head", "it_attends_to_ball", "predict_rotation",
     "indispensable_head", "multi_head_attention", "predict_parameter_count",
+    "layer_attention", "most_important_head", "predict_rank",
 ]
