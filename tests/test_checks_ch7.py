@@ -10,7 +10,13 @@ from attncourse import checks
 from attncourse.attention import scaled_dot_product_attention
 from attncourse.checks import ch7
 from attncourse.checks import predict as predict_module
-from attncourse.pretrained import N_HEADS, head_ablation_changes, layer_parameters, run_model
+from attncourse.pretrained import (
+    N_HEADS,
+    bilinear_form,
+    head_ablation_changes,
+    layer_parameters,
+    run_model,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +38,8 @@ def feedback(capsys, check, *answers, **options) -> str:
 
 
 def test_the_rank_is_d_head_and_the_check_hints_before_it_tells(capsys):
-    assert checks.predict.PREDICTIONS["ch7-predict-rank"].answer == 32
+    assert checks.predict.PREDICTIONS["ch7-predict-rank"].answer == 32 == ch7._previous_token_rank()
+    assert np.linalg.matrix_rank(bilinear_form(*ch7.PREVIOUS_TOKEN_HEAD)) == 32
     assert "Not implemented" in feedback(capsys, checks.predict_rank, None)
     first = feedback(capsys, checks.predict_rank, 384)
     assert "Hint:" in first and "32" not in first.split("Hint:")[0]
