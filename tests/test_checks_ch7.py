@@ -1,0 +1,126 @@
+"""The checks of chapter 7's exercises: right answers pass, each typical mistake is named,
+stubs are "not implemented", and no answer crashes a check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attncourse import checks
+from attncourse.attention import scaled_dot_product_attention
+from attncourse.checks import ch7
+from attncourse.checks import predict as predict_module
+from attncourse.pretrained import (
+    N_HEADS,
+    bilinear_form,
+    head_ablation_changes,
+    layer_parameters,
+    run_model,
+)
+
+
+@pytest.fixture(autouse=True)
+def learner_mode(monkeypatch):
+    for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
+    predict_module._misses.clear()
+
+
+def feedback(capsys, check, *answers, **options) -> str:
+    """Run a check; assert it returned None and printed exactly one line; return that line."""
+    assert check(*answers, **options) is None
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+# --- ch7-predict-rank ----------------------------------------------------------------------
+
+
+def test_the_rank_is_d_head_and_the_check_hints_before_it_tells(capsys):
+    assert checks.predict.PREDICTIONS["ch7-predict-rank"].answer == 32 == ch7._previous_token_rank()
+    assert np.linalg.matrix_rank(bilinear_form(*ch7.PREVIOUS_TOKEN_HEAD)) == 32
+    assert "Not implemented" in feedback(capsys, checks.predict_rank, None)
+    first = feedback(capsys, checks.predict_rank, 384)
+    assert "Hint:" in first and "32" not in first.split("Hint:")[0]
+    assert "d_head = 32" in feedback(capsys, checks.predict_rank, 384)
+    assert "Passed." in feedback(capsys, checks.predict_rank, 32)
+
+
+# --- ch7-layer-attention -------------------------------------------------------------------
+
+
+def _to_heads(M, n_heads):
+    return np.swapaxes(M.reshape(M.shape[0], n_heads, -1), 0, 1)  # (n_heads, seq, d_head)
+
+
+def solution(X, W_q, b_q, W_k, b_k, W_v, b_v, n_heads):
+    Q, K, V = (_to_heads(X @ W + b, n_heads) for W, b in ((W_q, b_q), (W_k, b_k), (W_v, b_v)))
+    return scaled_dot_product_attention(Q, K, V)[1]
+
+
+def no_biases(X, W_q, b_q, W_k, b_k, W_v, b_v, n_heads):
+    return solution(X, W_q, 0 * b_q, W_k, 0 * b_k, W_v, 0 * b_v, n_heads)
+
+
+def unscaled(X, W_q, b_q, W_k, b_k, W_v, b_v, n_heads):
+    Q, K, V = (_to_heads(X @ W + b, n_heads) for W, b in ((W_q, b_q), (W_k, b_k), (W_v, b_v)))
+    return scaled_dot_product_attention(Q, K, V, scale=1.0)[1]
+
+
+def transposed(X, W_q, b_q, W_k, b_k, W_v, b_v, n_heads):
+    return solution(X, W_q.T, b_q, W_k.T, b_k, W_v.T, b_v, n_heads)
+
+
+def in_place(X, W_q, b_q, W_k, b_k, W_v, b_v, n_heads):
+    X += 0.0 * X + 1.0
+    return solution(X - 1.0, W_q, b_q, W_k, b_k, W_v, b_v, n_heads)
+
+
+def test_the_solution_passes_and_reproduces_the_real_model(capsys):
+    assert "Passed." in feedback(capsys, checks.layer_attention, solution)
+    X, p = run_model("Dogs chase cats.").hidden[3], layer_parameters(3)
+    real = solution(X, p.W_q, p.b_q, p.W_k, p.b_k, p.W_v, p.b_v, N_HEADS)
+    assert np.abs(real - run_model("Dogs chase cats.").weights[3]).max() < 1e-5
+
+
+@pytest.mark.parametrize(("mistake", "named"), [
+    (no_biases, "biases are missing"),
+    (unscaled, "not scaled"),
+    (transposed, "transposed"),
+    (in_place, "changed one of its inputs"),
+])
+def test_each_typical_mistake_is_named(capsys, mistake, named):
+    line = feedback(capsys, checks.layer_attention, mistake)
+    assert "Not right yet." in line and named in line
+
+
+def test_stub_and_nonsense_answers(capsys):
+    def stub(*args):
+        raise NotImplementedError("write layer_attention_weights")
+
+    assert "Not implemented" in feedback(capsys, checks.layer_attention, stub)
+    assert "expected the function" in feedback(capsys, checks.layer_attention, 3)
+    assert "shape" in feedback(capsys, checks.layer_attention, lambda *args: np.zeros(3))
+    assert "None" in feedback(capsys, checks.layer_attention, lambda *args: None)
+
+
+# --- ch7-most-important-head ---------------------------------------------------------------
+
+
+def test_the_head_that_changes_the_pair_most_passes_and_others_do_not(capsys):
+    changes = head_ablation_changes(*ch7.ABLATION_PAIR)
+    best = tuple(int(i) for i in np.unravel_index(np.abs(changes).argmax(), changes.shape))
+    assert "Passed." in feedback(capsys, checks.most_important_head, best)
+    assert "Passed." in feedback(capsys, checks.most_important_head, list(best))
+    other = (best[0], (best[1] + 1) % N_HEADS)
+    line = feedback(capsys, checks.most_important_head, other)
+    assert "Not right yet." in line and "another head changes it more" in line
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    (None, "Not implemented"), (5, "pair of whole numbers"), ((1.0, 2), "pair of whole numbers"),
+    ((6, 0), "layers are numbered 0 to 5"), ((0, 12), "heads 0 to 11"), ("5, 11", "pair"),
+])
+def test_malformed_heads_get_a_friendly_line(capsys, answer, said):
+    assert said in feedback(capsys, checks.most_important_head, answer)

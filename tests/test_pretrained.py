@@ -1,0 +1,125 @@
+"""attncourse.pretrained: the course's attention reproduces a real model's, to 1e-5."""
+
+import numpy as np
+import pytest
+
+from attncourse import pretrained
+from attncourse.pretrained import (
+    D_HEAD,
+    D_MODEL,
+    N_HEADS,
+    N_LAYERS,
+    attention_maps,
+    layer_attention,
+    layer_parameters,
+    recompute_attention,
+    rollout,
+    run_model,
+    sentence_embedding,
+)
+
+SENTENCE = "The cat sat on the mat because it was tired."
+
+
+@pytest.fixture(scope="module")
+def maps():
+    return attention_maps(SENTENCE)
+
+
+def test_shapes_are_the_real_ones(maps):
+    tokens, weights = maps
+    assert (N_LAYERS, N_HEADS, D_HEAD) == (6, 12, 32) and D_MODEL == 384 == N_HEADS * D_HEAD
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and "cat" in tokens
+    assert weights.shape == (6, 12, len(tokens), len(tokens))
+    assert np.allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
+    params = layer_parameters(0)
+    assert params.W_q.shape == (384, 384) and params.b_q.shape == (384,)
+
+
+def test_recomputation_equals_the_models_own_attention(maps):
+    _, weights = maps
+    ours = recompute_attention(SENTENCE)
+    assert ours.shape == weights.shape
+    assert np.abs(ours - weights).max() < 1e-5
+
+
+def test_the_weights_come_from_transformers_own_model():
+    """An independent path: the torch model's attentions read directly, in float32."""
+    tokenizer, model = pretrained._model()
+    import torch
+
+    with torch.no_grad():
+        out = model(**tokenizer("Dogs bark.", return_tensors="pt"), output_attentions=True)
+    direct = np.stack([a[0].numpy() for a in out.attentions])
+    assert np.abs(attention_maps("Dogs bark.")[1] - direct).max() < 1e-7
+    assert np.abs(recompute_attention("Dogs bark.") - direct).max() < 1e-5
+
+
+def test_recomputation_needs_the_biases_the_transpose_and_the_scale():
+    X = run_model(SENTENCE).hidden[2]
+    params = layer_parameters(2)
+    _, expected = layer_attention(X, params)
+    assert np.abs(expected - run_model(SENTENCE).weights[2]).max() < 1e-5
+    zeros = np.zeros(D_MODEL)
+    broken = {
+        "no query bias": params.__class__(**{**vars(params), "b_q": zeros}),
+        "transposed W_q": params.__class__(**{**vars(params), "W_q": params.W_q.T}),
+    }
+    for name, bad in broken.items():
+        assert np.abs(layer_attention(X, bad)[1] - expected).max() > 0.05, name
+    # The key bias adds q_i . b_k to a whole row of scores: the softmax cancels it.
+    no_key_bias = params.__class__(**{**vars(params), "b_k": zeros})
+    assert np.abs(layer_attention(X, no_key_bias)[1] - expected).max() < 1e-9
+
+
+def test_the_sentence_embedding_matches_the_published_similarity():
+    a = sentence_embedding("A man is eating food.")
+    b = sentence_embedding("A man is eating a piece of bread.")
+    assert np.isclose(np.linalg.norm(a), 1.0)
+    assert abs(float(a @ b) - 0.755) < 0.01
+
+
+def test_ablating_a_head_changes_only_what_follows_it():
+    full = run_model(SENTENCE)
+    ablated = run_model(SENTENCE, ablate=((3, 5),))
+    assert np.array_equal(full.weights[:4], ablated.weights[:4])  # layers 0-3 see the same input
+    assert np.abs(full.weights[4:] - ablated.weights[4:]).max() > 1e-4
+    assert not np.allclose(sentence_embedding(SENTENCE), sentence_embedding(SENTENCE, ((3, 5),)))
+
+
+def test_rollout_is_abnar_and_zuidemas_product():
+    rng = np.random.default_rng(0)
+    A = rng.random((3, 4, 4))
+    A /= A.sum(axis=-1, keepdims=True)
+    steps = [0.5 * np.eye(4) + 0.5 * a for a in A]
+    assert np.allclose(rollout(A), steps[2] @ steps[1] @ steps[0])
+    assert np.allclose(rollout(A).sum(axis=-1), 1.0)
+    assert np.allclose(rollout(A, residual=1.0), np.eye(4))
+
+
+@pytest.mark.parametrize("bad", ["", 3, None])
+def test_bad_text_is_refused(bad):
+    with pytest.raises(ValueError, match="text"):
+        attention_maps(bad)
+
+
+def test_bad_arguments_name_the_fault():
+    with pytest.raises(ValueError, match="layer"):
+        layer_parameters(6)
+    with pytest.raises(ValueError, match="outside"):
+        run_model(SENTENCE, ablate=((0, 12),))
+    with pytest.raises(ValueError, match="d_model=384"):
+        layer_attention(np.zeros((3, 5)), layer_parameters(0))
+    with pytest.raises(ValueError, match="seq, seq"):
+        rollout(np.zeros((2, 3, 4)))
+
+
+def test_the_batched_ablation_equals_one_head_at_a_time():
+    a, b = "A man is eating food.", "A man is eating a piece of bread."
+    changes = pretrained.head_ablation_changes(a, b)
+    assert changes.shape == (N_LAYERS, N_HEADS)
+    full = float(sentence_embedding(a) @ sentence_embedding(b))
+    for layer, head in [(0, 2), (5, 11)]:
+        one = float(sentence_embedding(a, ((layer, head),)) @ sentence_embedding(b, ((layer, head),)))
+        assert abs(changes[layer, head] - (one - full)) < 1e-6
+    assert np.abs(changes).max() > 0.01
