@@ -29,7 +29,7 @@ from attncourse.multihead import attention_heads, head_contributions
 __all__ = [
     "D_HEAD", "D_MODEL", "N_HEADS", "N_LAYERS", "Forward", "LayerParameters",
     "attention_maps", "bilinear_form", "layer_attention", "layer_parameters", "model_path",
-    "head_ablation_changes", "recompute_attention", "rollout", "run_model", "sentence_embedding",
+    "head_ablation_changes", "recompute_attention", "run_model", "sentence_embedding",
     "similarity", "value_weighted_norms",
 ]
 
@@ -276,22 +276,3 @@ def head_ablation_changes(text_a: str, text_b: str) -> Float[np.ndarray, "n_laye
     a, b = _every_head_ablated(_text(text_a)), _every_head_ablated(_text(text_b))
     similarities = np.einsum("rd,rd->r", a, b)  # (1 + n_layers * n_heads,)
     return (similarities[1:] - similarities[0]).reshape(N_LAYERS, N_HEADS)
-
-
-def rollout(
-    layer_weights: Float[np.ndarray, "n_layers seq seq"], residual: float = 0.5
-) -> Float[np.ndarray, "seq seq"]:
-    """Attention rollout (Abnar & Zuidema 2020): per layer residual * I + (1 - residual) * A
-    (A the heads' mean weights, rows sum to 1), multiplied from the first layer up:
-    row i of the result is how much each input token reaches token i at the top.
-    """
-    layer_weights = np.asarray(layer_weights, dtype=np.float64)
-    if layer_weights.ndim != 3 or layer_weights.shape[1] != layer_weights.shape[2]:
-        raise ValueError(f"layer_weights must have shape (n_layers, seq, seq), got {layer_weights.shape}")
-    if not 0.0 <= residual <= 1.0:
-        raise ValueError(f"residual must lie in [0, 1], got {residual!r}")
-    seq = layer_weights.shape[1]
-    total = np.eye(seq)
-    for A in layer_weights:
-        total = (residual * np.eye(seq) + (1 - residual) * A) @ total  # (seq, seq)
-    return total

@@ -13,7 +13,6 @@ from attncourse.pretrained import (
     layer_attention,
     layer_parameters,
     recompute_attention,
-    rollout,
     run_model,
     sentence_embedding,
 )
@@ -87,16 +86,6 @@ def test_ablating_a_head_changes_only_what_follows_it():
     assert not np.allclose(sentence_embedding(SENTENCE), sentence_embedding(SENTENCE, ((3, 5),)))
 
 
-def test_rollout_is_abnar_and_zuidemas_product():
-    rng = np.random.default_rng(0)
-    A = rng.random((3, 4, 4))
-    A /= A.sum(axis=-1, keepdims=True)
-    steps = [0.5 * np.eye(4) + 0.5 * a for a in A]
-    assert np.allclose(rollout(A), steps[2] @ steps[1] @ steps[0])
-    assert np.allclose(rollout(A).sum(axis=-1), 1.0)
-    assert np.allclose(rollout(A, residual=1.0), np.eye(4))
-
-
 @pytest.mark.parametrize("bad", ["", 3, None])
 def test_bad_text_is_refused(bad):
     with pytest.raises(ValueError, match="text"):
@@ -110,8 +99,6 @@ def test_bad_arguments_name_the_fault():
         run_model(SENTENCE, ablate=((0, 12),))
     with pytest.raises(ValueError, match="d_model=384"):
         layer_attention(np.zeros((3, 5)), layer_parameters(0))
-    with pytest.raises(ValueError, match="seq, seq"):
-        rollout(np.zeros((2, 3, 4)))
 
 
 def test_the_batched_ablation_equals_one_head_at_a_time():
