@@ -67,7 +67,18 @@ def solution():
 
 def test_cycle_above_two_passes_the_solution(capsys):
     line = feedback(capsys, checks.cycle_above_two, *solution())
-    assert line.startswith("[ch5-cycle-above-two] Passed. the cycle He -> it -> ball has ratio 2.46")
+    assert line.startswith("[ch5-cycle-above-two] Passed. the cycle He ⇝ it ⇝ ball has ratio 2.46")
+
+
+def test_cycle_above_two_writes_walks_with_their_own_arrow(capsys):
+    # "->" is the message edge j -> i of the chapter; a walk "a reads b" is a ⇝ b
+    line = feedback(capsys, checks.cycle_above_two, solution()[0].T, np.eye(5))
+    assert "He ⇝ ball ⇝ it" in line and "->" not in line
+
+
+def test_cycle_above_two_hint_for_a_symmetric_M_does_not_give_the_solution(capsys):
+    line = feedback(capsys, checks.cycle_above_two, 2 * np.eye(5), 2 * np.eye(5))
+    assert "Hint: make M non-symmetric" in line and "pronoun" not in line
 
 
 @pytest.mark.parametrize(

@@ -52,7 +52,7 @@ def _log_cycle_ratio(scores: np.ndarray, cycle: list[int]) -> float:
 @exercise("ch5-cycle-above-two")
 def cycle_above_two(run, W_q, W_k=None) -> str:
     """Exercise ch5-cycle-above-two: W_q and W_k, (5, 5) with entries in [-10, 10], such
-    that on the tennis sentence (scale 1, no mask) the cycle He -> it -> ball (He reads
+    that on the tennis sentence (scale 1, no mask) the cycle He ⇝ it ⇝ ball (He reads
     it, it reads ball, ball reads He) has a cycle ratio above 2.
 
     The log ratio is x_He B x_it + x_it B x_ball + x_ball B x_He with B = M - Mᵀ,
@@ -79,7 +79,7 @@ def cycle_above_two(run, W_q, W_k=None) -> str:
         ratio = float(np.exp(log_ratio))
     if ratio > 2:
         return (
-            f"the cycle He -> it -> ball has ratio {ratio:.3g} (log {log_ratio:.3f}): going "
+            f"the cycle He ⇝ it ⇝ ball has ratio {ratio:.3g} (log {log_ratio:.3f}): going "
             "that way round is more than twice as likely as going back, which no symmetric "
             "score allows."
         )
@@ -88,12 +88,12 @@ def cycle_above_two(run, W_q, W_k=None) -> str:
         same = " (W_q = W_k)" if np.allclose(matrices[0], matrices[1]) else ""
         raise Failed(
             f"M = W_q W_kᵀ is symmetric{same}, so the scores are symmetric and every cycle "
-            f"ratio is 1 (yours: {ratio:.3f}). Hint: make one entry of W_q differ from the "
-            "same entry of W_k, for instance let a pronoun ask for things."
+            f"ratio is 1 (yours: {ratio:.3f}). Hint: make M non-symmetric in a pair of "
+            "coordinates that He, it and ball use."
         )
     if ratio < 0.5:
         raise Failed(
-            f"the ratio is {ratio:.3f}: your cycle runs the other way (He -> ball -> it has "
+            f"the ratio is {ratio:.3f}: your cycle runs the other way (He ⇝ ball ⇝ it has "
             f"ratio {1 / ratio:.3g}). Hint: flip the sign of what you changed."
         )
     raise Failed(

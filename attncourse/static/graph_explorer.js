@@ -50,7 +50,7 @@ export function rollout(layers, residual = 0.5) {
   return result;
 }
 
-// graph.largest_cycle_ratio: the cycle a -> b -> c (a reads b, b reads c, c reads a) with
+// graph.largest_cycle_ratio: the cycle a ⇝ b ⇝ c (a reads b, b reads c, c reads a) with
 // the largest ratio W_ab W_bc W_ca / (W_ba W_cb W_ac), each cycle once with a smallest,
 // among cycles whose six weights are positive; null when there is none.
 export function largestCycleRatio(W) {
@@ -303,7 +303,7 @@ function render({ model, el: root }) {
       cycleLine.dataset.value = String(found.ratio);
       cycleLine.dataset.cycle = found.cycle.join(",");
       cycleLine.textContent = `Most lopsided cycle through three tokens in layer ${layer + 1}: `
-        + `${a} → ${b} → ${c} (${a} reads ${b}, ${b} reads ${c}, ${c} reads ${a}), `
+        + `${a} ⇝ ${b} ⇝ ${c} (${a} reads ${b}, ${b} reads ${c}, ${c} reads ${a}), `
         + `ratio ${formatRatio(found.ratio)}.`;
     } else {
       cycleLine.dataset.value = "";
