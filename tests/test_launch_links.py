@@ -93,3 +93,41 @@ def test_set_repository_rewrites_the_one_setting_and_the_install_cells(tmp_path)
     assert set_repository(new, root=tmp_path) == []  # a second run changes nothing
     with pytest.raises(ValueError, match="OWNER/NAME"):
         set_repository("https://example.org/x", root=tmp_path)
+
+
+def build_page(tmp_path, text, environ_release=False):
+    """Build one MyST page with the extension (and the theme options jupyter-book writes);
+    returns its HTML."""
+    from sphinx.application import Sphinx
+
+    source = tmp_path / "src"
+    (source / "chapters").mkdir(parents=True)
+    (source / "conf.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(tools.ROOT / 'site_ext')!r})\n"
+        "extensions = ['myst_parser', 'launch_links']\n"
+        f"html_theme_options = {THEME!r}\n"
+        "root_doc = 'chapters/ch'\n")
+    (source / "chapters" / "ch.md").write_text(text)
+    app = Sphinx(source, source, tmp_path / "out", tmp_path / "doctrees", "html",
+                 status=None, warning=None, freshenv=True)
+    app.build()
+    return (tmp_path / "out" / "chapters" / "ch.html").read_text()
+
+
+def test_the_launch_role_links_the_page_it_is_on(tmp_path):
+    html = build_page(tmp_path, "# Ch\n\nOpen this chapter in {launch}`colab` or {launch}`Binder`.\n")
+    colab = launch_url("colab", THEME, "chapters/ch.md")
+    binder = launch_url("binder", THEME, "chapters/ch.md")
+    assert f'href="{colab}">Colab</a>' in html
+    assert f'href="{binder.replace("&", "&amp;")}">Binder</a>' in html
+
+
+def test_the_build_stops_on_the_placeholder_only_in_a_release(tmp_path, monkeypatch):
+    from sphinx.errors import ConfigError
+
+    monkeypatch.setitem(THEME, "repository_url", PLACEHOLDER_REPOSITORY)
+    build_page(tmp_path / "local", "# Ch\n")
+    monkeypatch.setenv(RELEASE_VARIABLE, "1")
+    with pytest.raises(ConfigError, match="placeholder"):
+        build_page(tmp_path / "release", "# Ch\n")
