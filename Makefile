@@ -12,7 +12,7 @@ CACHE_STAMP := _build/.attncourse-stamp
 JB := $(BIN)/jupyter-book build . --all -W -n --keep-going
 
 .PHONY: book serve test unit lint typecheck notebooks test-student browser bench lock clean \
-	chromium site-assets
+	system-packages site-assets
 
 # Rebuild every page (--all; the execution cache keeps that fast) into a fresh _static:
 # Sphinx skips an unchanged build entirely and never overwrites a static file it copied.
@@ -32,8 +32,8 @@ serve: book
 
 # Everything: lint and types, the build, every pytest test (unit, doctests, packaging,
 # browser), the chapters in "solved" mode and the student version in "student" mode.
-test: lint typecheck book chromium
-	$(BIN)/pytest -n 2 tests attncourse
+test: lint typecheck book system-packages
+	$(BIN)/pytest -n 2 --dist loadgroup tests attncourse
 	$(MAKE) --no-print-directory notebooks test-student
 
 # The unit tests and doctests in seconds: no book, no browser, no clean-venv install.
@@ -60,10 +60,10 @@ test-student: $(INSTALLED)
 
 # Only the browser tests (tests/browser/): the built site in headless Chromium
 # (screenshots: build/screenshots). ATTNCOURSE_CHROMIUM names another Chromium binary.
-browser: book chromium
+browser: book system-packages
 	$(BIN)/pytest -n 2 tests/browser
 
-bench: book chromium
+bench: book system-packages
 	$(BIN)/python -m tools.bench
 
 $(INSTALLED): requirements.txt constraints.txt pyproject.toml
@@ -85,12 +85,16 @@ site-assets: node_modules/.package-lock.json $(INSTALLED)
 	cp -r node_modules/mathjax/es5 $(ASSETS)/mathjax
 	cp "$$($(BIN)/python -c 'import anywidget, pathlib; print(pathlib.Path(anywidget.__file__).parent / "nbextension" / "index.js")')" $(ASSETS)/anywidget/
 
-# Browser tests drive Debian's Chromium (playwright cannot download browsers here), or
-# the binary ATTNCOURSE_CHROMIUM names.
-chromium:
-	@[ -n "$$ATTNCOURSE_CHROMIUM" ] || command -v chromium >/dev/null || { \
+# Debian packages the tests need: Chromium for the browser tests (playwright cannot
+# download browsers here; ATTNCOURSE_CHROMIUM may name another binary) and bubblewrap,
+# the sandbox `grade` runs each submission in (instructor_guide.md).
+system-packages:
+	@need=""; \
+	{ [ -n "$$ATTNCOURSE_CHROMIUM" ] || command -v chromium >/dev/null; } || need="chromium"; \
+	command -v bwrap >/dev/null || need="$$need bubblewrap"; \
+	[ -z "$$need" ] || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$need >/dev/null; }
 
 # Rewrite constraints.txt from a fresh environment built from requirements.txt.
 lock:

@@ -6,12 +6,24 @@ Modules, one idea each:
   attention, masks).
 * ``attncourse.examples``: the seeds' toy sentences with hand-made, named embeddings.
 * ``attncourse.reciprocity``: what symmetric similarity forces (row normalisers,
-  repeated attention, spread).
+  repeated attention).
 * ``attncourse.one_space``: gradient steps on embeddings for similarity attention (torch).
-* ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch.
+* ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch
+  (separate, or tied W_Q = W_K as a baseline).
+* ``attncourse.graph``: attention as a graph (edges, message passing, stationary
+  distribution, cycle ratios, rollout, stacked layers); figures in ``graph_figures``,
+  the graph explorer (anywidget) in ``graph_explorer``.
+* ``attncourse.multihead``: multi-head attention (split and merge heads, W_O,
+  grouped-query attention), equal to torch's.
+* ``attncourse.verb_roles``: a verb reading its subject and object; one head vs several,
+  trained in torch; the one-head floor; head ablation.
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
+* ``attncourse.multihead_figures``: chapter 4's figures (heads side by side, ablation).
 * ``attncourse.widgets``: attention explorers that run in the browser, with or without
   a kernel.
+* ``attncourse.convolution``: a kernel-K convolution built as K attention heads with
+  positional scores (Cordonnier et al.); ``convolution_figures`` draws it and
+  ``conv_explorer`` lets a reader move alpha in the browser.
 * ``attncourse.checks``: feedback on the exercises, one check per exercise.
 * ``attncourse.instructor``: the student version of the chapters, and grading
   (``python -m attncourse.instructor --help``).

@@ -5,9 +5,9 @@ With scores S = X X^T the scores are symmetric. After the row softmax,
     W_ij = exp(S_ij) / Z_i,   Z_i = sum_k exp(S_ik),
 
 so W_ij / W_ji = Z_j / Z_i: the weights of a pair can differ only through one number per
-token, its row normaliser. ``log_normalisers`` computes log Z. ``repeated_attention``
-applies similarity attention again and again, and ``row_spread`` measures how far apart
-the tokens still are. Rows are tokens throughout.
+token, its row normaliser. ``log_normalisers`` computes log Z; ``repeated_attention``
+applies similarity attention round after round, so a chapter can watch similarity spread
+along chains. Rows are tokens throughout.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from jaxtyping import Float
 
 from attncourse.attention import dot_product_scores, softmax
 
-__all__ = ["cosine_similarity", "log_normalisers", "repeated_attention", "row_spread"]
+__all__ = ["cosine_similarity", "log_normalisers", "repeated_attention"]
 
 
 def _matrix(x, name: str) -> np.ndarray:
@@ -61,17 +61,6 @@ def repeated_attention(
         states.append(attention(states[-1]) @ states[-1])  # (seq, d_model)
     weights = [attention(state) for state in states]  # each (seq, seq)
     return np.stack(states), np.stack(weights)
-
-
-def row_spread(X: Float[np.ndarray, "seq d_model"]) -> float:
-    """The largest Euclidean distance between two rows: the diameter of the token cloud.
-
-    >>> row_spread([[0.0, 0.0], [3.0, 4.0], [1.0, 1.0]])
-    5.0
-    """
-    X = _matrix(X, "X")
-    differences = X[:, None, :] - X[None, :, :]  # (seq, seq, d_model)
-    return float(np.linalg.norm(differences, axis=-1).max())
 
 
 def cosine_similarity(a: Float[np.ndarray, " d"], b: Float[np.ndarray, " d"]) -> float:

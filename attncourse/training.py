@@ -124,8 +124,13 @@ def train_pronoun_attention(
     learning_rate: float = 0.05,
     seed: int = 0,
     progress: Callable[[Iterable[int]], Iterable[int]] | None = None,
+    tied: bool = False,
 ) -> TrainedAttention:
     """Train W_Q, W_K, W_V (random start, Adam, mean squared error) on ``task``.
+
+    ``tied=True`` trains one matrix for queries and keys (W_K = W_Q, so the scores are
+    X W_Q W_Q^T X^T: symmetric and positive semidefinite), the baseline an untied head
+    is compared with; the result then holds the same matrix as W_q and W_k.
 
     The prediction is the attention output at the pronoun (the last row),
     softmax(Q K^T / sqrt(d_k)) V, compared with the referent's properties.
@@ -150,8 +155,11 @@ def train_pronoun_attention(
                 torch.nn.Linear(d_model, d_out, bias=False, dtype=torch.float64)
                 for d_out in (d_k, d_k, d_v)
             )
+        if tied:
+            to_key = to_query
         layers = (to_query, to_key, to_value)
-        optimiser = torch.optim.Adam([p for layer in layers for p in layer.parameters()], lr=learning_rate)
+        parameters = list(dict.fromkeys(p for layer in layers for p in layer.parameters()))
+        optimiser = torch.optim.Adam(parameters, lr=learning_rate)
         losses = []
         for _ in (progress or iter)(range(steps)):
             Q, K, V = to_query(X), to_key(X), to_value(X)  # (batch, seq, d_k), ..., (batch, seq, d_v)

@@ -6,11 +6,13 @@ live in Jupyter, Binder or Colab.
 
 What syncs, and when:
 
-* Python -> browser: every input (``tokens``, ``X``, ``W_q``, ``W_k``, ``W_v``, ``mask``,
-  ``scale``, ``n_heads``, ``editable``, ``views``, ``dims``, ``decimals``) when it is
-  assigned and accepted; the browser redraws what depends on it.
-* Browser -> Python (live kernel only): the reader's edits of the editable matrices, and a
-  ``scale`` moved by a linked slider, as they happen. Python checks them as it checks an
+* Python -> browser: every input (``tokens``, ``X``, ``W_q``, ``W_k``, ``W_v``, ``W_o``,
+  ``mask``, ``scale``, ``n_heads``, ``heads_on``, ``combine``, ``editable``, ``views``,
+  ``dims``, ``decimals``) when it is assigned and accepted; the browser redraws what
+  depends on it.
+* Browser -> Python (live kernel only): the reader's edits of the editable matrices, the
+  head switches and the way heads are combined, and a ``scale`` moved by a linked slider,
+  as they happen. Python checks them as it checks an
   assignment.
 * ``scores``, ``weights`` and ``output`` are never synced: Python recomputes them with
   ``explorer_view`` (the numpy reference) whenever an input changes, from Python or from
@@ -29,10 +31,13 @@ number of tokens, a new d_model) together::
 The saved state (what a built page carries) holds the inputs, not the results, so it grows
 with seq x d_model, not with seq x seq; explorers take at most ``MAX_TOKENS`` tokens.
 
-Conventions follow ``attncourse.attention``: rows are tokens, Q = X W_q, K = X W_k,
-V = X W_v (an omitted W means the identity). With ``n_heads`` > 1 the columns of Q, K
-and V are split into ``n_heads`` equal blocks, one per head, and the output is the heads'
-outputs side by side (no output projection).
+Conventions follow ``attncourse.attention`` and ``attncourse.multihead``: rows are tokens,
+Q = X W_q, K = X W_k, V = X W_v (an omitted W means the identity). With ``n_heads`` > 1
+the columns of Q, K and V are split into ``n_heads`` equal blocks, one per head. A head
+switched off (``heads_on``) outputs zeros: zero ablation. With ``combine="concat"`` the
+output is the heads' outputs side by side, times ``W_o`` when given; with
+``combine="sum"`` it is the sum of the raw heads (``W_o`` unused), as in the first
+version of the Transformer.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import numpy as np
 import traitlets
 
 from attncourse.attention import dot_product_scores, scaled_dot_product_attention
+from attncourse.multihead import merge_heads, split_heads
 
 __all__ = [
     "MAX_TOKENS",
@@ -58,13 +64,14 @@ __all__ = [
 _STATIC = pathlib.Path(__file__).parent / "static"
 _PROJECTIONS = ("W_q", "W_k", "W_v")
 VIEWS = ("scores", "weights", "output", "graph", "mask")
-EDITABLE = ("X", "W_q", "W_k", "W_v", "mask")
+EDITABLE = ("X", "W_q", "W_k", "W_v", "W_o", "mask", "heads_on", "combine")
+COMBINE = ("concat", "sum")
 MAX_DECIMALS = 6
 # Past this a heatmap is a blur of cells nobody reads, an edit takes longer than a frame to
 # recompute and draw, and each view costs its page seq x seq canvas cells.
 MAX_TOKENS = 64
 # What explorer_view reads, and every input the constructor checks together.
-_VIEW_INPUTS = ("X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads")
+_VIEW_INPUTS = ("X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads", "W_o", "heads_on", "combine")
 _INPUTS = ("tokens", *_VIEW_INPUTS, "editable", "views", "dims", "decimals")
 
 
@@ -73,30 +80,34 @@ class InvalidExplorerInput(traitlets.TraitError, ValueError):
     assignment, which then leaves the explorer unchanged."""
 
 
-def _split_heads(M, n_heads):
-    """(seq, n_heads * d_head) -> (n_heads, seq, d_head)."""
-    seq, width = M.shape
-    return M.reshape(seq, n_heads, width // n_heads).transpose(1, 0, 2)  # (n_heads, seq, d_head)
-
-
-def explorer_view(X, W_q=None, W_k=None, W_v=None, scale=None, mask=None, n_heads=1):
+def explorer_view(X, W_q=None, W_k=None, W_v=None, scale=None, mask=None, n_heads=1,
+                  W_o=None, heads_on=None, combine="concat"):
     """What the explorer shows, computed with the numpy reference.
 
     X (seq, d_model); W_q, W_k (d_model, n_heads * d_head); W_v (d_model, n_heads * d_head_v);
-    mask (seq, seq) bool, True = may attend; scale defaults to 1/sqrt(d_head).
+    mask (seq, seq) bool, True = may attend; scale defaults to 1/sqrt(d_head); W_o
+    (n_heads * d_head_v, d_out) or None; heads_on (n_heads,) bools, None for all on;
+    combine "concat" or "sum".
     Returns ``(scores, weights, output)``: scores = Q_h K_h^T before scaling and weights =
     softmax(scale * scores, masked), both (seq, seq) for one head and
-    (n_heads, seq, seq) for several; output (seq, n_heads * d_head_v).
+    (n_heads, seq, seq) for several; output (seq, n_heads * d_head_v) concatenated,
+    (seq, d_out) concatenated times W_o, or (seq, d_head_v) summed.
     """
     X = np.asarray(X, dtype=float)
     Q, K, V = (X if W is None else X @ np.asarray(W, dtype=float) for W in (W_q, W_k, W_v))
-    Q, K, V = (_split_heads(M, n_heads) for M in (Q, K, V))  # (n_heads, seq, d_head)
+    Q, K, V = (split_heads(M, n_heads) for M in (Q, K, V))  # (n_heads, seq, d_head)
     if scale is None:
         scale = 1.0 / np.sqrt(Q.shape[-1])
     scores = dot_product_scores(Q, K)  # (n_heads, seq, seq)
     heads_out, weights = scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale)
-    seq = X.shape[0]
-    output = heads_out.transpose(1, 0, 2).reshape(seq, -1)  # (seq, n_heads * d_head_v)
+    if heads_on is not None:
+        heads_out = heads_out * np.asarray(heads_on, dtype=float)[:, None, None]  # zero ablation
+    if combine == "sum":
+        output = heads_out.sum(axis=0)  # (seq, d_head_v)
+    else:
+        output = merge_heads(heads_out)  # (seq, n_heads * d_head_v)
+        if W_o is not None:
+            output = output @ np.asarray(W_o, dtype=float)  # (seq, d_out)
     if n_heads == 1:
         return scores[0], weights[0], output
     return scores, weights, output
@@ -142,7 +153,9 @@ def _coerced(inputs):
     return inputs | {
         "X": _as_matrix("X", inputs["X"]),
         **{name: _as_matrix(name, inputs[name]) for name in _PROJECTIONS},
+        "W_o": _as_matrix("W_o", inputs["W_o"]),
         "mask": _as_mask(inputs["mask"]),
+        "heads_on": None if inputs["heads_on"] is None else list(inputs["heads_on"]),
         "tokens": [str(t) for t in inputs["tokens"]],
         "dims": [str(d) for d in inputs["dims"]],
     }
@@ -181,6 +194,18 @@ def _check(inputs):
         raise InvalidExplorerInput(
             f"W_q gives d_k={widths['W_q']} but W_k gives d_k={widths['W_k']}: "
             "queries and keys must live in the same space")
+    W_o = inputs["W_o"]
+    if W_o is not None and W_o.shape[0] != widths["W_v"]:
+        raise InvalidExplorerInput(
+            f"W_o must have one row per column of the heads' outputs, shape "
+            f"(n_heads * d_head_v={widths['W_v']}, d_out), got {W_o.shape}")
+    heads_on = inputs["heads_on"]
+    if heads_on is not None and (len(heads_on) != n_heads
+                                 or not all(isinstance(on, (bool, np.bool_)) for on in heads_on)):
+        raise InvalidExplorerInput(
+            f"heads_on must be {n_heads} booleans, one per head, got {heads_on!r}")
+    if inputs["combine"] not in COMBINE:
+        raise InvalidExplorerInput(f"combine must be one of {COMBINE}, got {inputs['combine']!r}")
     if mask is not None:
         if mask.shape != (seq, seq):
             raise InvalidExplorerInput(
@@ -194,7 +219,7 @@ def _check(inputs):
     for name in inputs["editable"]:
         if name not in EDITABLE:
             raise InvalidExplorerInput(f"cannot edit {name!r}: choose from {EDITABLE}")
-        if name != "X" and inputs[name] is None:
+        if name in ("W_q", "W_k", "W_v", "W_o", "mask") and inputs[name] is None:
             raise InvalidExplorerInput(f"cannot make {name!r} editable: it was not given")
     unknown = sorted(set(inputs["views"]) - set(VIEWS))
     if unknown:
@@ -225,7 +250,10 @@ class AttentionExplorer(anywidget.AnyWidget):
     n_heads=1, editable=("X",), views=("scores", "weights", "output"), dims=None,
     decimals=2)``
 
-    ``editable`` names the inputs the reader may edit (any of X, W_q, W_k, W_v, mask);
+    ``editable`` names the inputs the reader may edit (any of X, W_q, W_k, W_v, W_o, mask,
+    and ``heads_on`` for a switch per head, ``combine`` for concatenate-or-sum);
+    ``W_o`` (n_heads * d_head_v, d_out) maps the concatenated heads; ``heads_on`` switches
+    heads off (zero ablation; None: all on); ``combine`` is "concat" or "sum";
     ``views`` what is shown (any of scores, weights, output, graph, mask); ``dims``
     names the d_model columns of X (and so the rows of each W), default x0, x1, ...
     ``scale`` defaults to 1/sqrt(d_head) for the W_q given at construction.
@@ -249,7 +277,10 @@ class AttentionExplorer(anywidget.AnyWidget):
     W_q = _matrix_trait()
     W_k = _matrix_trait()
     W_v = _matrix_trait()
+    W_o = _matrix_trait()
     mask = _matrix_trait(bool)
+    heads_on = traitlets.List(traitlets.Bool(), allow_none=True, default_value=None).tag(sync=True)
+    combine = traitlets.Unicode("concat").tag(sync=True)
     scale = traitlets.Float(1.0).tag(sync=True)
     n_heads = traitlets.Int(1).tag(sync=True)
     editable = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -262,17 +293,18 @@ class AttentionExplorer(anywidget.AnyWidget):
 
     def __init__(self, tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
                  n_heads=1, editable=("X",), views=("scores", "weights", "output"),
-                 dims=None, decimals=2):
-        X = _as_matrix("X", X)
+                 dims=None, decimals=2, W_o=None, heads_on=None, combine="concat"):
+        X, W = _as_matrix("X", X), _as_matrix("W_q", W_q)
         if dims is None and X is not None:
             dims = [f"x{k}" for k in range(X.shape[1])]
         if scale is None and X is not None:
-            d_k = X.shape[1] if W_q is None else np.shape(W_q)[-1]
-            scale = 1.0 / np.sqrt(d_k // n_heads) if n_heads and d_k >= n_heads else 1.0
+            d_k = (X if W is None else W).shape[1]
+            heads = n_heads if isinstance(n_heads, (int, np.integer)) and n_heads > 0 else 1
+            scale = 1.0 / np.sqrt(max(d_k // heads, 1))  # n_heads is checked below
         super().__init__(
             tokens=list(tokens), X=X, W_q=W_q, W_k=W_k, W_v=W_v, scale=scale, mask=mask,
             n_heads=n_heads, editable=list(editable), views=list(views), dims=list(dims or []),
-            decimals=decimals,
+            decimals=decimals, W_o=W_o, heads_on=heads_on, combine=combine,
         )
 
     @traitlets.validate(*_INPUTS)

@@ -503,6 +503,7 @@ def _assert_agrees_with_torch(Q, K, V, mask, scale):
         assert np.all(weights[~np.broadcast_to(mask, weights.shape)] == 0.0)
 
 
+@pytest.mark.slow  # `make unit` keeps the 100 broadcast-mask problems below
 @THOROUGH
 @given(attention_problems())
 def test_attention_agrees_with_torch(problem):

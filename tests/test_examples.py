@@ -6,11 +6,43 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attncourse.examples import ToyEmbeddings, hot_cold_general, hot_cold_words, tennis_sentence
+from attncourse.examples import (
+    ToyEmbeddings,
+    hot_cold_general,
+    hot_cold_words,
+    keys_and_locks,
+    pool_beats_badminton,
+    tennis_sentence,
+)
 
 
 def _cosine(a, b):
     return a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+
+
+def test_pool_beats_badminton_reproduces_the_seed_post():
+    sentence = pool_beats_badminton()
+    assert sentence.tokens == ("pool", "beats", "badminton") and sentence.dims[0] == "sports"
+    scores = sentence.X @ sentence.X.T
+    # The similarity scores printed in the seed post (intuition_attention_head), to the digit.
+    assert np.array_equal(scores.round(2), [[0.31, 0.14, 0.30], [0.14, 0.31, 0.15], [0.30, 0.15, 0.31]])
+
+
+def test_keys_and_locks_make_it_look_at_ball_and_ball_not_back():
+    sentence = tennis_sentence()
+    W_Q, W_K = keys_and_locks()
+    assert W_Q.shape == W_K.shape == (len(sentence.dims), 2)
+    scores = (sentence.X @ W_Q) @ (sentence.X @ W_K).T  # (seq, seq)
+    it, ball, tennis = (sentence.index(w) for w in ("it", "ball", "tennis"))
+    assert scores[it].argmax() == ball and scores[ball].argmax() == tennis
+    assert scores[ball, it] == 0.0 < scores[it, ball]
+
+
+def test_the_temperature_words_share_one_vocabulary_of_dimensions():
+    general = hot_cold_general()
+    assert general.dims == ("warmth", "describes a temperature", "is a temperature")
+    temperature = general.X[general.index("temperature")]
+    assert temperature.tolist() == [0.0, 0.0, 1.0]  # the word that *is* a temperature
 
 
 def test_tennis_sentence_is_the_seed_sentence_with_named_dimensions():

@@ -96,8 +96,10 @@ def test_the_package_installs_from_its_metadata_into_a_clean_venv(tmp_path):
     assert int(count) >= len(list((ROOT / "attncourse").glob("*.py"))) - 1
 
 
+@pytest.mark.slow
 def test_unit_tests_collect_without_playwright(tmp_path):
-    """`make unit` collects every test outside tests/browser/ with playwright unimportable."""
+    """`make unit` collects every test outside tests/browser/ with playwright unimportable
+    (a few seconds: it imports every test module, torch included)."""
     blocker = tmp_path / "sitecustomize.py"
     blocker.write_text(
         "import sys\n"

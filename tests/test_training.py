@@ -142,3 +142,22 @@ def test_referent_accuracy_counts_argmax_hits():
 def test_referent_accuracy_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match=r"\(batch, seq\)"):
         referent_accuracy(np.zeros((3, 4)), np.zeros(2, dtype=int))
+
+
+def test_tied_training_shares_one_matrix_and_keeps_attention_on_the_pronoun():
+    task = make_pronoun_task(300, seed=0)
+    tied = train_pronoun_attention(task, seed=0, tied=True, **SMALL_BUDGET)
+    assert np.array_equal(tied.W_q, tied.W_k)
+    X = task.embeddings()
+    _, weights = scaled_dot_product_attention(X @ tied.W_q, X @ tied.W_k, X @ tied.W_v)
+    scores = (X @ tied.W_q) @ (X @ tied.W_k).transpose(0, 2, 1)  # (batch, seq, seq)
+    assert np.allclose(scores, scores.transpose(0, 2, 1))  # W_Q = W_K: symmetric scores
+    assert weights[:, -1, -1].mean() > 0.1  # the pronoun keeps a share for itself
+
+
+def test_untied_training_never_moves_the_queries_of_words_the_loss_does_not_see():
+    task = make_pronoun_task(100, seed=0)
+    start = train_pronoun_attention(task, seed=0, **{**SMALL_BUDGET, "steps": 1})
+    later = train_pronoun_attention(task, seed=0, **{**SMALL_BUDGET, "steps": 5})
+    nouns = [VOCABULARY.index(noun) for nouns in PRONOUN_REFERENTS.values() for noun in nouns]
+    assert np.array_equal(start.W_q[nouns], later.W_q[nouns])

@@ -122,6 +122,20 @@ def test_bad_input_names_what_is_wrong(change, message):
         AttentionExplorer(**p)
 
 
+@pytest.mark.parametrize(("W_q", "message"), [
+    ("junk", "W_q must be a matrix of numbers, got 'junk'"),
+    (np.ones(6), r"W_q must be a \(d_model, d\) matrix, got shape \(6,\)"),
+])
+def test_the_default_scale_waits_for_a_valid_W_q(W_q, message):
+    with pytest.raises(InvalidExplorerInput, match=message):
+        AttentionExplorer(TOKENS, np.ones((4, 6)), W_q=W_q)
+
+
+def test_a_value_of_the_wrong_type_is_named_by_its_trait():
+    with pytest.raises(traitlets.TraitError, match="'n_heads' trait .* expected an int"):
+        AttentionExplorer(TOKENS, **(random_problem(6) | {"n_heads": "2"}))
+
+
 def test_scale_slider_is_linked_in_the_browser():
     explorer = AttentionExplorer(TOKENS, **random_problem(7))
     box = with_scale_slider(explorer, maximum=5.0)
@@ -309,3 +323,87 @@ def test_more_than_max_tokens_is_refused_with_the_cap_named():
     seq = MAX_TOKENS + 1
     with pytest.raises(InvalidExplorerInput, match=f"seq={seq} tokens: .* at most MAX_TOKENS=64"):
         AttentionExplorer([str(k) for k in range(seq)], np.ones((seq, 2)))
+
+
+# --- several heads joined: W_O, head switches, concatenate or sum (chapter 4) -----------------
+
+
+def heads_problem(seed, seq=4, d_model=6, n_heads=2, d_out=3):
+    p = random_problem(seed, seq=seq, d_model=d_model, n_heads=n_heads)
+    W_o = np.random.default_rng(seed + 100).standard_normal((2 * n_heads, d_out))
+    return p | {"W_o": W_o}
+
+
+def test_the_view_with_w_o_is_multi_head_attention():
+    from attncourse.multihead import attention_heads, multi_head_attention
+
+    p = heads_problem(20)
+    arguments = [p[name] for name in ("X", "W_q", "W_k", "W_v", "W_o")]
+    _, weights, output = explorer_view(**p)
+    expected, expected_weights = multi_head_attention(*arguments, 2, scale=p["scale"])
+    np.testing.assert_allclose(output, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(weights, expected_weights, rtol=0, atol=1e-12)
+    heads, _ = attention_heads(*arguments[:4], 2, scale=p["scale"])  # (n_heads, seq, d_head)
+    _, _, off = explorer_view(**p, heads_on=[True, False])
+    np.testing.assert_allclose(off, heads[0] @ p["W_o"][:2], rtol=0, atol=1e-12)  # head 1 zeroed
+    _, _, summed = explorer_view(**p, combine="sum")
+    np.testing.assert_allclose(summed, heads.sum(axis=0), rtol=0, atol=1e-12)  # W_o unused
+    _, _, summed_off = explorer_view(**p, combine="sum", heads_on=[False, True])
+    np.testing.assert_allclose(summed_off, heads[1], rtol=0, atol=1e-12)
+
+
+def test_head_switches_and_the_choice_of_combination_follow_assignments():
+    p = heads_problem(21)
+    explorer = AttentionExplorer(TOKENS, **p, editable=("W_o", "heads_on", "combine"))
+    assert explorer.output.shape == (4, 3)
+    weights = explorer.weights.copy()
+    explorer.heads_on = [False, True]
+    np.testing.assert_array_equal(explorer.output, explorer_view(**p, heads_on=[False, True])[2])
+    np.testing.assert_array_equal(explorer.weights, weights)  # a switch changes no weight
+    explorer.combine = "sum"
+    assert explorer.output.shape == (4, 2)
+    explorer.set_state({"combine": "concat", "heads_on": [True, True]})  # from the browser
+    np.testing.assert_array_equal(explorer.output, explorer_view(**p)[2])
+    state = explorer.get_state()
+    assert state["heads_on"] == [True, True] and state["combine"] == "concat"
+    assert json.loads(json.dumps(state["W_o"])) == p["W_o"].tolist()
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("heads_on", [True], r"heads_on must be 2 booleans, one per head, got \[True\]"),
+        ("heads_on", [True, True, False], "heads_on must be 2 booleans"),
+        ("combine", "add", r"combine must be one of \('concat', 'sum'\), got 'add'"),
+        ("W_o", np.zeros((3, 3)), r"W_o must have one row per column of the heads' outputs, shape \(n_heads \* d_head_v=4, d_out\), got \(3, 3\)"),
+        ("W_o", [[np.nan] * 3] * 4, "W_o has NaN or infinite entries"),
+    ],
+)
+def test_a_bad_head_input_is_refused_and_changes_nothing(name, value, message):
+    explorer = AttentionExplorer(TOKENS, **heads_problem(22), editable=("W_o", "heads_on"))
+    before = explorer.get_state()
+    with pytest.raises(InvalidExplorerInput, match=message):
+        setattr(explorer, name, value)
+    assert explorer.get_state() == before
+
+
+@pytest.mark.parametrize("heads_on", [[0.5, 1], ["False", True], [np.nan, True], [2, 1]])
+def test_heads_on_must_be_booleans(heads_on):
+    with pytest.raises(traitlets.TraitError, match="expected a bool"):
+        AttentionExplorer(TOKENS, **heads_problem(23), heads_on=heads_on)
+
+
+def test_w_o_must_be_given_to_be_editable():
+    p = random_problem(23, n_heads=2)
+    with pytest.raises(InvalidExplorerInput, match="cannot make 'W_o' editable: it was not given"):
+        AttentionExplorer(TOKENS, **p, editable=("W_o",))
+
+
+def test_javascript_joins_heads_as_numpy_does():
+    problems = [heads_problem(seed, n_heads=n_heads) | {"heads_on": on, "combine": combine}
+                for seed, (n_heads, on, combine) in enumerate(
+                    [(2, [True, True], "concat"), (2, [False, True], "concat"),
+                     (3, [True, False, True], "sum"), (2, None, "sum"), (1, [False], "concat")])]
+    problems.append(heads_problem(9) | {"W_o": None, "heads_on": [True, False]})
+    for p, js in zip(problems, run_explorer_js(problems)):
+        np.testing.assert_allclose(js["output"], explorer_view(**p)[2], rtol=0, atol=1e-9)

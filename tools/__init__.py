@@ -23,7 +23,7 @@ SITE = ROOT / "_build" / "html"
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
 # Playwright cannot download browsers here; it drives the system's Chromium instead
-# (Debian's, from `make chromium`), or the one ATTNCOURSE_CHROMIUM names.
+# (Debian's, from `make system-packages`), or the one ATTNCOURSE_CHROMIUM names.
 CHROMIUM: dict[str, Any] = {
     "executable_path": os.environ.get("ATTNCOURSE_CHROMIUM") or "/usr/bin/chromium",
     "args": [

@@ -18,7 +18,8 @@ Three environment variables, read at every call:
   raises unless the check reported "not implemented" (CI on the student version: a stub
   that passes means a solution leaked into it).
 * ``ATTNCOURSE_CHECK_LOG``: a file to which every result is appended as one JSON line
-  ``{"exercise", "status", "message", "kind"}``; the grader reads it.
+  ``{"exercise", "status", "message", "kind"}`` (``grade`` does not trust it: it reads
+  results on a channel of its own, see :mod:`attncourse.checks.core`).
 * ``ATTNCOURSE_CHECK_TIMEOUT``: the time budget of one check in seconds (default 10).
 
 The machinery lives in :mod:`attncourse.checks.core`; each chapter's checks in their own
@@ -45,8 +46,32 @@ from attncourse.checks.ch1 import (
     predict_doubling,
     stable_softmax,
 )
-from attncourse.checks.ch2 import ball_ignores_it, log_weight_ratio, predict_he_and_ball
-from attncourse.checks.ch3 import attention_head, it_attends_to_ball, predict_rotation
+from attncourse.checks.ch2 import (
+    ball_ignores_it,
+    predict_weight_back,
+    stationary_distribution,
+)
+from attncourse.checks.ch3 import (
+    attention_head,
+    it_attends_to_ball,
+    predict_rotation,
+)
+from attncourse.checks.ch4 import (
+    indispensable_head,
+    multi_head_attention,
+    predict_parameter_count,
+)
+from attncourse.checks.ch5 import (
+    attention_rollout,
+    cycle_above_two,
+    predict_cycle_ratio,
+)
+from attncourse.checks.ch6 import (
+    conv1d_as_attention,
+    predict_heads_for_5x5,
+    predict_heads_for_kernel_7,
+    tune_alpha,
+)
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -67,10 +92,39 @@ from attncourse.checks.core import (
 )
 
 __all__ = [
-    "CHECKS", "DEFAULT_TIMEOUT", "FAILED", "LOG_VARIABLE", "MODE_VARIABLE", "NOT_IMPLEMENTED",
-    "PASSED", "TIMEOUT_VARIABLE", "CheckError", "Failed", "NotImplementedYet", "Result",
-    "exercise", "expect_array", "expect_function", "hidden_test",
-    "pool_prefers_badminton", "predict_doubling", "stable_softmax",
-    "ball_ignores_it", "log_weight_ratio", "predict_he_and_ball",
-    "attention_head", "it_attends_to_ball", "predict_rotation",
+    "CHECKS",
+    "CheckError",
+    "DEFAULT_TIMEOUT",
+    "FAILED",
+    "Failed",
+    "LOG_VARIABLE",
+    "MODE_VARIABLE",
+    "NOT_IMPLEMENTED",
+    "NotImplementedYet",
+    "PASSED",
+    "Result",
+    "TIMEOUT_VARIABLE",
+    "attention_head",
+    "attention_rollout",
+    "ball_ignores_it",
+    "conv1d_as_attention",
+    "cycle_above_two",
+    "exercise",
+    "expect_array",
+    "expect_function",
+    "hidden_test",
+    "indispensable_head",
+    "it_attends_to_ball",
+    "multi_head_attention",
+    "pool_prefers_badminton",
+    "predict_cycle_ratio",
+    "predict_doubling",
+    "predict_heads_for_5x5",
+    "predict_heads_for_kernel_7",
+    "predict_parameter_count",
+    "predict_rotation",
+    "predict_weight_back",
+    "stable_softmax",
+    "stationary_distribution",
+    "tune_alpha",
 ]

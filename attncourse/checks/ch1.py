@@ -8,21 +8,19 @@ from attncourse.attention import softmax
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _expect_choice,
     _show,
     exercise,
     expect_array,
     expect_function,
 )
+from attncourse.checks.predict import predict_exercise
+from attncourse.checks.pure import run_on_copies
+from attncourse.examples import pool_beats_badminton
 
-# The embeddings of "pool beats badminton" (seed 003), the starting point of chapter 1.
-_POOL, _BEATS, _BADMINTON = 0, 1, 2
-_CH1_EMBEDDINGS = np.array([
-    [0.5, 0.1, 0.1, 0.2],  # pool
-    [0.1, 0.5, 0.2, 0.1],  # beats
-    [0.5, 0.1, 0.2, 0.1],  # badminton
-])
-_CH1_TOKENS = ("pool", "beats", "badminton")
+# "pool beats badminton" (seed 003), the sentence of chapter 1.
+_SENTENCE = pool_beats_badminton()
+_CH1_EMBEDDINGS, _CH1_TOKENS = _SENTENCE.X, _SENTENCE.tokens
+_POOL, _BEATS, _BADMINTON = (_SENTENCE.index(w) for w in _CH1_TOKENS)
 
 
 def _softmax_cases() -> list[tuple[str, np.ndarray]]:
@@ -49,14 +47,8 @@ def stable_softmax(run, candidate) -> str:
     fn = expect_function(candidate, "stable_softmax")
     cases = _softmax_cases()
     for description, scores in cases:
-        given = scores.copy()
         what = f"stable_softmax of {description}"
-        weights = expect_array(run(fn, given), scores.shape, what)
-        if not np.array_equal(given, scores):
-            raise Failed(
-                f"{what} changed its input. Work on a new array "
-                "(scores = scores - ...) rather than in place (scores -= ...)."
-            )
+        weights = expect_array(run_on_copies(run, fn, [scores], what), scores.shape, what)
         if not np.isfinite(weights).all():
             raise Failed(f"{what} gave {_show(weights)}. {_overflow_hint(scores)}")
         if (weights < 0).any():
@@ -132,24 +124,24 @@ def pool_prefers_badminton(run, A_tuned) -> str:
     )
 
 
-_DOUBLING_ANSWERS = ("sharper", "flatter", "same")
+def _doubled_self_weight() -> float:
+    doubled = 2 * _CH1_EMBEDDINGS  # (seq, d_model)
+    return float(softmax(doubled @ doubled.T)[_POOL, _POOL])
 
 
-@exercise("ch1-predict-doubling")
-def predict_doubling(run, prediction) -> str:
-    """Exercise ch1-predict-doubling: doubling every embedding makes pool's weights ...?
-
-    The answer is "sharper": every score a_i . a_j is multiplied by 4, the same as a
-    temperature of 1/4.
-    """
-    choice = _expect_choice(prediction, _DOUBLING_ANSWERS)
-    before = softmax(_CH1_EMBEDDINGS @ _CH1_EMBEDDINGS.T)[_POOL]
-    doubled = 2 * _CH1_EMBEDDINGS
-    after = softmax(doubled @ doubled.T)[_POOL]
-    why = (
-        f"Doubling A multiplies every score by 4 (2a · 2b = 4 a · b), like a temperature of 1/4: "
-        f"pool's weights go from {_show(before)} to {_show(after)}."
-    )
-    if choice != "sharper":
-        raise Failed(f"you predicted {prediction.strip()!r}. {why}")
-    return why
+predict_doubling = predict_exercise(
+    "ch1-predict-doubling",
+    answer=_doubled_self_weight(),
+    tolerance=0.02,
+    hint=(
+        "(2a) · (2b) = 4 (a · b): every score is multiplied by 4, a temperature of 1/4. "
+        f"Multiply pool's scores {_show(_CH1_EMBEDDINGS[_POOL] @ _CH1_EMBEDDINGS.T, 2)} by 4 "
+        "and take their softmax: e^s / (sum of the three e^s)."
+    ),
+    explanation=(
+        "Every score is multiplied by 4, like a temperature of 1/4, and a lower temperature "
+        "sharpens the row: pool's weight on itself rises from "
+        f"{softmax(_CH1_EMBEDDINGS @ _CH1_EMBEDDINGS.T)[_POOL, _POOL]:.3f} to "
+        f"{_doubled_self_weight():.3f}."
+    ),
+)

@@ -8,87 +8,81 @@ from attncourse.attention import dot_product_scores, softmax
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _expect_choice,
     _show,
     exercise,
     expect_array,
     expect_function,
 )
+from attncourse.checks.predict import predict_exercise
+from attncourse.checks.pure import run_on_copies
 from attncourse.examples import tennis_sentence
-from attncourse.reciprocity import log_normalisers, repeated_attention
+from attncourse.reciprocity import log_normalisers
 
 # "He picked up the tennis ball and found it was wet", the sentence of chapters 2 and 3.
 _SENTENCE = tennis_sentence()
-_HE, _TENNIS, _BALL, _AND, _IT = (_SENTENCE.index(w) for w in ("He", "tennis", "ball", "and", "it"))
+_TENNIS, _BALL, _IT = (_SENTENCE.index(w) for w in ("tennis", "ball", "it"))
 
 
-def _reference_log_ratio(X: np.ndarray) -> np.ndarray:
-    log_Z = log_normalisers(dot_product_scores(X, X))  # (seq,)
-    return log_Z[None, :] - log_Z[:, None]  # (seq, seq): [i, j] = log Z_j - log Z_i
+def _reference_stationary(X: np.ndarray) -> np.ndarray:
+    """pi_i = Z_i / sum_k Z_k, from log Z so that no exponential overflows."""
+    return softmax(log_normalisers(dot_product_scores(X, X)))  # (seq,)
 
 
-def _log_ratio_cases() -> list[tuple[str, np.ndarray]]:
+def _stationary_cases() -> list[tuple[str, np.ndarray]]:
     rng = np.random.default_rng(2025)
     return [
         ("the sentence's X", _SENTENCE.X),
         ("a random X of shape (4, 3)", rng.standard_normal((4, 3))),
         ("a single token [[2, 1]]", np.array([[2.0, 1.0]])),
         ("X with a repeated token", np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 0.0]])),
-        ("20 X, whose scores reach 1300", 20 * _SENTENCE.X),
-        ("30 times a random X of shape (6, 4)", 30 * rng.standard_normal((6, 4))),
+        ("twice the sentence's X", 2 * _SENTENCE.X),
     ]
 
 
-@exercise("ch2-log-weight-ratio")
-def log_weight_ratio(run, candidate) -> str:
-    """Exercise ch2-log-weight-ratio: the matrix of log(W_ij / W_ji) for W = softmax(X Xᵀ).
+@exercise("ch2-stationary-distribution")
+def stationary_distribution(run, candidate) -> str:
+    """Exercise ch2-stationary-distribution: pi (seq,) with pi_i proportional to Z_i, the
+    row normaliser of W = softmax(X Xᵀ), summing to 1.
 
-    The answer is log Z_j - log Z_i. Tries small and random inputs, a single token, a
-    repeated token, and scores in the thousands, where the weights underflow to 0 and
-    np.log(W / W.T) gives nan. Also checks that the input is left unchanged.
+    Such a pi satisfies detailed balance, pi_i W_ij = pi_j W_ji, so pi W = pi. Tries the
+    sentence, random inputs, a single token and a repeated token; the input must be left
+    unchanged. The hints name the usual slips: Z itself, 1/Z, uniform, one step of W.
     """
-    fn = expect_function(candidate, "log_weight_ratio")
-    cases = _log_ratio_cases()
+    fn = expect_function(candidate, "stationary_distribution")
+    cases = _stationary_cases()
     for description, X in cases:
-        given = X.copy()
-        what = f"log_weight_ratio of {description}"
-        ratio = expect_array(run(fn, given), (len(X), len(X)), what)
-        if not np.array_equal(given, X):
-            raise Failed(f"{what} changed its input X; work on new arrays.")
-        expected = _reference_log_ratio(X)
-        if not np.isfinite(ratio).all():
-            scores = X @ X.T
-            cause = (
-                "Scores this large make some weights underflow to exactly 0, and log(0 / 0) "
-                "is nan. Hint: stay in logarithms, log W_ij = S_ij - log Z_i, and "
-                "log_normalisers(S) computes log Z without overflow."
-                if np.ptp(scores) > 700
-                else "Every entry should be a finite number."
-            )
-            raise Failed(f"{what} gave {_show(ratio)}. {cause}")
-        if not np.allclose(ratio, expected, rtol=1e-6, atol=1e-6):
-            raise Failed(
-                f"{what} gave {_show(ratio)}; expected {_show(expected)}. "
-                f"{_log_ratio_hint(ratio, expected)}"
-            )
+        what = f"stationary_distribution of {description}"
+        pi = expect_array(run_on_copies(run, fn, [X], what), (len(X),), what)
+        if not np.isfinite(pi).all():
+            raise Failed(f"{what} gave {_show(pi)}; every entry should be a finite number.")
+        expected = _reference_stationary(X)
+        if not np.allclose(pi, expected, rtol=1e-6, atol=1e-9):
+            raise Failed(f"{what} gave {_show(pi)}; expected {_show(expected)}. {_stationary_hint(pi, X)}")
+    W = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))
+    pi = _reference_stationary(_SENTENCE.X)
+    balance = np.abs(pi[:, None] * W - (pi[:, None] * W).T).max()
     return (
-        f"Your log ratios equal log Z_j - log Z_i on {len(cases)} inputs, including scores "
-        "of 1300, where np.log(W / W.T) gives nan."
+        f"Your pi equals Z / sum(Z) on {len(cases)} inputs. On the sentence, pi_i W_ij and "
+        f"pi_j W_ji differ by at most {balance:.1e}: detailed balance, so pi W = pi."
     )
 
 
-def _log_ratio_hint(ratio: np.ndarray, expected: np.ndarray) -> str:
-    with np.errstate(all="ignore"):
-        plain_ratio = np.exp(expected)
-    if np.allclose(ratio, -expected, rtol=1e-6, atol=1e-6):
-        return "That is log(W_ji / W_ij), its transpose: entry [i, j] is log(W_ij / W_ji)."
-    if np.allclose(ratio, 0.0):
-        return "The scores are symmetric, but the weights are not: W_ij / W_ji = Z_j / Z_i."
-    if np.allclose(ratio, plain_ratio, rtol=1e-6, atol=1e-6):
-        return "That is the ratio W_ij / W_ji itself: take its logarithm."
-    if not np.allclose(ratio, -ratio.T, rtol=1e-6, atol=1e-6):
-        return "log(W_ij / W_ji) = -log(W_ji / W_ij), so the matrix must be antisymmetric; yours is not."
-    return "Hint: log W_ij = S_ij - log Z_i, where Z_i is the sum of row i of exp(S)."
+def _stationary_hint(pi: np.ndarray, X: np.ndarray) -> str:
+    scores = dot_product_scores(X, X)  # (seq, seq)
+    Z = np.exp(log_normalisers(scores))  # (seq,)
+    close = lambda a, b: np.allclose(a, b, rtol=1e-6, atol=1e-9)
+    if close(pi, Z):
+        return "That is Z itself: divide it by its sum, so that pi is a probability distribution."
+    if close(pi, (1 / Z) / (1 / Z).sum()):
+        return (
+            "That is 1/Z, normalised: the wrong way round. W_ij / W_ji = Z_j / Z_i, so "
+            "pi_i W_ij = pi_j W_ji asks for pi_i / pi_j = Z_i / Z_j."
+        )
+    if close(pi, np.full(len(X), 1 / len(X))):
+        return "A uniform pi is stationary only when every row normaliser is the same. Hint: pi_i is proportional to Z_i."
+    if close(pi, softmax(scores).mean(axis=0)):
+        return "That is one step of the walk from the uniform distribution; the stationary pi does not move at all: pi W = pi."
+    return "Hint: Z_i is the sum of row i of exp(X Xᵀ); pi is Z divided by its sum."
 
 
 @exercise("ch2-ball-ignores-it")
@@ -143,23 +137,20 @@ def ball_ignores_it(run, X_tuned) -> str:
     )
 
 
-_HE_AND_BALL_ANSWERS = ("negative", "zero", "positive")
+_WEIGHTS = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))  # (seq, seq): W = softmax(X Xᵀ)
 
-
-@exercise("ch2-predict-he-and-ball")
-def predict_he_and_ball(run, prediction) -> str:
-    """Exercise ch2-predict-he-and-ball: He and ball score 0; after one round of
-    similarity attention their score is ...? "positive": every weight is positive, so
-    each word takes in a little of every other, and no entry of X is negative."""
-    choice = _expect_choice(prediction, _HE_AND_BALL_ANSWERS)
-    states, _ = repeated_attention(_SENTENCE.X, steps=1)  # (2, seq, d_model)
-    after = dot_product_scores(states[1], states[1])[_HE, _BALL]
-    why = (
-        f"He and ball share no dimension (score 0), but softmax weights are never 0: after "
-        f"one round each word holds a little of every other (He takes in ball, tennis and it, "
-        f"all things), and their score is {after:.3f}. No entry of X is negative, so no "
-        "mixture of them is, and no score can fall below 0."
-    )
-    if choice != "positive":
-        raise Failed(f"you predicted {prediction.strip()!r}. {why}")
-    return why
+predict_weight_back = predict_exercise(
+    "ch2-predict-weight-back",
+    answer=float(_WEIGHTS[_TENNIS, _IT]),
+    tolerance=0.005,
+    hint=(
+        "The shared score cancels in the ratio of a pair's two weights: "
+        "W[it, tennis] / W[tennis, it] = Z_tennis / Z_it. Divide W[it, tennis] by that ratio."
+    ),
+    explanation=(
+        "W[tennis, it] = W[it, tennis] / (Z_tennis / Z_it) = "
+        f"{_WEIGHTS[_IT, _TENNIS]:.3f} / {_WEIGHTS[_IT, _TENNIS] / _WEIGHTS[_TENNIS, _IT]:.3f}"
+        f" = {_WEIGHTS[_TENNIS, _IT]:.3f}: one number per word, its row normaliser, "
+        "decides how lopsided every pair is."
+    ),
+)

@@ -14,13 +14,15 @@ from attncourse.checks.ch2 import _BALL, _IT, _SENTENCE
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _expect_choice,
     _show,
     _type_name,
     exercise,
     expect_array,
     expect_function,
 )
+from attncourse.checks.predict import predict_exercise
+from attncourse.checks.pure import run_on_copies
+from attncourse.examples import keys_and_locks
 
 
 def _head_cases() -> list[tuple[str, tuple[np.ndarray, ...], np.ndarray | None]]:
@@ -57,11 +59,8 @@ def attention_head(run, candidate) -> str:
     fn = expect_function(candidate, "attention_head")
     cases = _head_cases()
     for description, arrays, mask in cases:
-        given = [a.copy() for a in arrays] + ([] if mask is None else [mask.copy()])
         what = f"attention_head on {description}"
-        result = run(fn, *given)
-        if not all(np.array_equal(a, b) for a, b in zip(given, [*arrays, mask])):
-            raise Failed(f"{what} changed one of its inputs; work on new arrays.")
+        result = run_on_copies(run, fn, [*arrays] + ([] if mask is None else [mask]), what)
         output, weights = _head_result(result, arrays, what)
         _check_head_weights(weights, arrays, mask, what)
         X, _, _, W_v = arrays
@@ -227,23 +226,25 @@ def _projection_matrix(value, name: str, d_model: int) -> np.ndarray:
     return matrix
 
 
-_ROTATION_ANSWERS = ("symmetric", "antisymmetric", "neither")
 _QUARTER_TURN = np.array([[0.0, -1.0], [1.0, 0.0]])  # turns a 2-D vector by 90 degrees
 
 
-@exercise("ch3-predict-rotation")
-def predict_rotation(run, prediction) -> str:
-    """Exercise ch3-predict-rotation: with W_K = W_Q R, R a quarter turn, the scores are
-    ...? "antisymmetric": M = W_Q Rᵀ W_Qᵀ and Rᵀ = -R, so Mᵀ = -M."""
-    choice = _expect_choice(prediction, _ROTATION_ANSWERS)
-    W_Q = np.random.default_rng(3).standard_normal((_SENTENCE.X.shape[1], 2))  # (d_model, d_k)
-    scores = dot_product_scores(_SENTENCE.X @ W_Q, _SENTENCE.X @ W_Q @ _QUARTER_TURN)
-    why = (
-        "With W_K = W_Q R the scores are X M Xᵀ with M = W_Q Rᵀ W_Qᵀ, and Rᵀ = -R makes "
-        "Mᵀ = -M, whatever W_Q is: S_ij = -S_ji, and every word scores itself 0. With a "
-        f"random W_Q, S[it, ball] = {scores[_IT, _BALL]:.2f} and S[ball, it] = "
-        f"{scores[_BALL, _IT]:.2f}."
-    )
-    if choice != "antisymmetric":
-        raise Failed(f"you predicted {prediction.strip()!r}. {why}")
-    return why
+def _turned_scores() -> np.ndarray:
+    W_Q, _ = keys_and_locks()
+    return dot_product_scores(_SENTENCE.X @ W_Q, _SENTENCE.X @ W_Q @ _QUARTER_TURN)  # (seq, seq)
+
+
+predict_rotation = predict_exercise(
+    "ch3-predict-rotation",
+    answer=float(_turned_scores()[_BALL, _IT]),
+    tolerance=0.05,
+    hint=(
+        "Write M = W_Q W_Kᵀ = W_Q Rᵀ W_Qᵀ and use Rᵀ = -R: what is Mᵀ, and so what is "
+        "S[ball, it] compared with S[it, ball]?"
+    ),
+    explanation=(
+        "M = W_Q Rᵀ W_Qᵀ and Rᵀ = -R make Mᵀ = -M, whatever W_Q is: the scores are "
+        f"antisymmetric, S[ball, it] = -S[it, ball] = {_turned_scores()[_BALL, _IT]:.1f}, "
+        "and every word scores itself 0."
+    ),
+)

@@ -3,16 +3,20 @@ every chapter's checks use (see ``attncourse.checks`` for how to write a check).
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import functools
+import hashlib
 import inspect
 import json
 import os
+import sys
 import threading
-import time
+import types
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +81,7 @@ def exercise(label: str):
         timeout_parameter = inspect.Parameter(
             "timeout", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="float | None"
         )
-        check.__signature__ = inspect.Signature(
+        vars(check)["__signature__"] = inspect.Signature(  # read by inspect.signature
             [*parameters, timeout_parameter], return_annotation=None
         )
         CHECKS[label] = check
@@ -113,24 +117,61 @@ def hidden_test(label: str, *, timeout: float | None = None):
 
 
 def _evaluate(label, kind, evaluate, answers, timeout) -> Result:
+    """Run the whole check in a worker thread under one time budget.
+
+    Everything a check does with the learner's answer (calling it, converting what it
+    returns to an array, ``len``, attribute access, ``repr``) may run the learner's code,
+    which may loop or raise anything, ``SystemExit`` too: all of it happens in the worker,
+    and only plain strings come back to the caller's thread.
+    """
     budget = _time_budget(timeout)
-    deadline = time.monotonic() + budget
+    calling: list[str] = []  # the learner's function being called by run(), if any
 
     def run(fn, *args, name=None):
-        return _call_with_deadline(fn, args, deadline, budget, name or _name_of(fn))
+        label_of_call = name or _name_of(fn)
+        calling.append(label_of_call)  # left in place when stopped: the message names it
+        try:
+            value = fn(*args)
+        except _Stop:
+            raise
+        except NotImplementedError:
+            calling.pop()
+            raise NotImplementedYet(
+                f"{label_of_call} raised NotImplementedError: replace the stub's `raise` with your code."
+            ) from None
+        except BaseException as error:  # learners' code may raise anything, SystemExit too
+            calling.pop()
+            raise Failed(f"{label_of_call} raised {_describe(error)}") from None
+        calling.pop()
+        return value
+
+    def check() -> tuple[str, str]:
+        try:
+            return PASSED, _text(evaluate(run, *answers))
+        except NotImplementedYet as reason:
+            return NOT_IMPLEMENTED, _text(reason)
+        except Failed as reason:
+            return FAILED, _text(reason)
+        except _Stop:
+            raise
+        except Exception as bug:  # a bug in the check itself must not crash the notebook
+            return FAILED, f"the check itself hit an error (please report it): {_describe(bug)}"
+        except BaseException as error:  # raised by the answer while the check examined it
+            return FAILED, f"your answer raised {_describe(error)} while the check examined it"
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the message explains; numpy's warnings only clutter
-        try:
-            message = evaluate(run, *answers)
-            return Result(label, PASSED, message, kind)
-        except NotImplementedYet as reason:
-            return Result(label, NOT_IMPLEMENTED, str(reason), kind)
-        except Failed as reason:
-            return Result(label, FAILED, str(reason), kind)
-        except Exception as bug:  # a bug in the check itself must not crash the notebook
-            message = f"the check itself hit an error (please report it): {_describe(bug)}"
-            return Result(label, FAILED, message, kind)
+        outcome, still_running = _call_with_deadline(check, budget)
+    if outcome is None:
+        doing = f"{calling[-1]} did not return" if calling else "your answer did not let the check finish"
+        still = (
+            " It is still running in the background: restart the kernel to free the processor."
+            if still_running
+            else ""
+        )
+        outcome = FAILED, f"{doing} within the time budget of {budget:g} s (an endless loop?).{still}"
+    status, message = outcome
+    return Result(label, status, message, kind)
 
 
 def _time_budget(timeout: float | None) -> float:
@@ -145,44 +186,26 @@ def _time_budget(timeout: float | None) -> float:
     return float(timeout)
 
 
-def _call_with_deadline(fn, args, deadline, budget, name):
-    """Call ``fn(*args)`` in a daemon thread; give up (and stop it) at ``deadline``."""
-    outcome = {}
+def _call_with_deadline(fn, budget: float):
+    """``(fn(), False)`` from a daemon thread, or ``(None, still_running)`` if it did not
+    finish within ``budget`` seconds (it is then stopped). ``fn`` must not raise."""
+    outcome = []
 
     def target():
         try:
             with np.errstate(all="ignore"):  # numpy's error state is per thread
-                outcome["value"] = fn(*args)
+                outcome.append(fn())
         except _Stop:
             pass
-        except BaseException as error:  # learners' code may raise anything, SystemExit too
-            outcome["error"] = error
 
-    worker = threading.Thread(target=target, name=f"attncourse check: {name}", daemon=True)
+    worker = threading.Thread(target=target, name="attncourse check", daemon=True)
     worker.start()
     try:
-        worker.join(max(0.0, deadline - time.monotonic()))
+        worker.join(budget)
     finally:
         if worker.is_alive():  # out of time, or the learner interrupted the kernel
             _stop(worker)
-    if not outcome:
-        still = (
-            " It is still running in the background: restart the kernel to free the processor."
-            if worker.is_alive()
-            else ""
-        )
-        raise Failed(
-            f"{name} did not return within the time budget of {budget:g} s "
-            f"(an endless loop?).{still}"
-        )
-    if "error" in outcome:
-        error = outcome["error"]
-        if isinstance(error, NotImplementedError):
-            raise NotImplementedYet(
-                f"{name} raised NotImplementedError: replace the stub's `raise` with your code."
-            )
-        raise Failed(f"{name} raised {_describe(error)}")
-    return outcome["value"]
+    return (outcome[0], False) if outcome else (None, worker.is_alive())
 
 
 def _stop(worker: threading.Thread) -> None:
@@ -191,8 +214,18 @@ def _stop(worker: threading.Thread) -> None:
     This ends a Python loop, though not a call stuck in C code: such a worker runs on as a
     daemon thread until the kernel stops.
     """
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(_Stop))
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident or 0), ctypes.py_object(_Stop))
     worker.join(1.0)
+
+
+def _text(value) -> str:
+    """``str(value)``, or a placeholder if the learner's object breaks ``str``."""
+    try:
+        return str(value)
+    except _Stop:
+        raise
+    except BaseException:
+        return f"(a {type(value).__name__} that cannot be shown)"
 
 
 def _name_of(fn) -> str:
@@ -200,7 +233,8 @@ def _name_of(fn) -> str:
 
 
 def _describe(error: BaseException, limit: int = 200) -> str:
-    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    message = _text(error)
+    text = f"{type(error).__name__}: {message}" if message else type(error).__name__
     text = " ".join(text.split())  # a message is one line
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -219,7 +253,7 @@ def _show(values, decimals: int = 3) -> str:
 
 
 def _report(result: Result) -> None:
-    """Print the message, append it to the log, and apply the CI mode."""
+    """Print the message, append it to the log, send it to the grader, apply the CI mode."""
     mode = os.environ.get(MODE_VARIABLE, "")
     if mode not in ("", "learner", *_EXPECTED_IN_MODE):
         raise ValueError(
@@ -231,6 +265,8 @@ def _report(result: Result) -> None:
     if log:
         with open(log, "a", encoding="utf-8") as file:
             file.write(json.dumps(asdict(result)) + "\n")
+    if _grading.nonce is not None:
+        _send_to_grader(asdict(result))
     expected = _EXPECTED_IN_MODE.get(mode)
     if expected and result.status != expected:
         hint = " A solution may have leaked into the student version." if mode == "student" else ""
@@ -238,6 +274,86 @@ def _report(result: Result) -> None:
             f"{MODE_VARIABLE}={mode}: {result.exercise} should be '{expected}', "
             f"got '{result.status}': {result.message}{hint}"
         )
+
+
+# ---------------------------------------------------------------------------------------
+# The grader's channel (see attncourse.instructor.grading and the instructor guide)
+#
+# `grade` runs each submission with its own cells in between, which it takes from the
+# course's source: an opening cell before the learner's first cell, and each exercise's
+# check and hidden tests. Each of those cells starts with _grading_cell(NONCE), a fresh
+# random NONCE that only that cell's source holds. A check then sends its result as a
+# display output of type RESULT_MIMETYPE carrying the nonce and a fingerprint of the
+# checks' code; the grader reads results only from the cells it wrote, accepts only its
+# nonce there, and compares each fingerprint with the one the opening cell sent before
+# any learner code ran. A learner's code that prints a record, replaces a check or the
+# machinery, or swaps numpy's functions is detected, not prevented: one Python process
+# cannot protect one part of itself from another.
+
+RESULT_MIMETYPE = "application/vnd.attncourse.check-result+json"
+_grading = types.SimpleNamespace(nonce=None)  # not a dict: _fingerprint looks into dicts
+
+
+def _grading_cell(nonce: str, opening: bool = False) -> None:
+    """Called first in each cell the grader wrote; the opening cell sends the fingerprint."""
+    _grading.nonce = nonce
+    if opening:
+        _send_to_grader({"exercise": "", "status": "", "message": "", "kind": "opening"})
+
+
+def _send_to_grader(record: dict) -> None:
+    from IPython.display import display
+
+    record = {**record, "nonce": _grading.nonce, "fingerprint": _fingerprint()}
+    display({RESULT_MIMETYPE: record}, raw=True)
+
+
+def _fingerprint() -> str:
+    """A digest of what every check depends on in this process: the identity of each
+    attribute of the checks' modules (functions down to their code, defaults and closure
+    cells; classes' methods; the registry's entries), of numpy's and of the builtins'.
+    Identities are enough: the grader compares it with the same process's earlier value.
+    Never raises: if the learner broke what it uses, that is a fingerprint of its own."""
+    try:
+        return hashlib.sha256(repr(_identities()).encode()).hexdigest()
+    except BaseException as error:  # noqa: BLE001  (e.g. builtins.isinstance replaced)
+        return f"unreadable ({type(error).__name__})"
+
+
+def _identities() -> list[tuple]:
+    parts: list[tuple] = []
+    for name in sorted(n for n in sys.modules if n == "numpy" or n.startswith("attncourse.checks")):
+        module = sys.modules[name]
+        parts.append((name, id(module), [
+            (key, *_identity(value)) for key, value in sorted(vars(module).items())
+            if not _dunder(key) and not (name == "numpy" and inspect.ismodule(value))
+        ]))
+    parts.append(("builtins", [(key, id(value)) for key, value in sorted(vars(builtins).items())
+                               if callable(value) and not key.startswith("_") and key not in _SWAPPED_BY_JUPYTER]))
+    return parts
+
+
+_SWAPPED_BY_JUPYTER = {"input", "get_ipython", "exit", "quit"}  # replaced at every cell
+
+
+def _dunder(name: str) -> bool:
+    """``__builtins__``, ``__warningregistry__`` (added by any warning a check's code
+    meets), ``__name__``...: the module's own bookkeeping, not what a check calls."""
+    return name.startswith("__") and name.endswith("__")
+
+
+def _identity(value) -> tuple:
+    if inspect.isfunction(value):
+        cells = tuple(_identity(cell.cell_contents) for cell in value.__closure__ or ()
+                      if cell.cell_contents is not value)
+        wrapped = getattr(value, "__wrapped__", None)
+        return (id(value), id(value.__code__), id(value.__defaults__), id(value.__kwdefaults__),
+                cells, _identity(wrapped) if inspect.isfunction(wrapped) else ())
+    if isinstance(value, type):
+        return (id(value), tuple((key, id(item)) for key, item in sorted(vars(value).items())))
+    if isinstance(value, dict):
+        return (id(value), tuple((key, _identity(item)) for key, item in value.items()))
+    return (id(value),)
 
 
 # ---------------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 // widget state). Conventions follow attncourse.attention and attncourse.widgets:
 // rows are tokens; Q = X W_q, K = X W_k, V = X W_v (an empty W means the identity);
 // the columns of Q, K, V are split into n_heads equal blocks, one per head;
-// weights[h] = softmax(scale * Q_h K_h^T, masked) row by row; output = the heads'
-// outputs side by side. Token labels are only ever written with textContent.
+// weights[h] = softmax(scale * Q_h K_h^T, masked) row by row; a head switched off
+// (heads_on) outputs zeros; output = the heads' outputs side by side, times W_o when
+// given (combine "concat"), or their sum (combine "sum", W_o unused).
+// Token labels are only ever written with textContent.
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -36,8 +38,8 @@ export function softmaxRows(scores, allowed) {
 
 // The same computation as attncourse.widgets.explorer_view in Python.
 // Returns per-head scores (n_heads, seq, seq), weights (n_heads, seq, seq) and the
-// concatenated output (seq, d_v).
-export function attend({ X, W_q, W_k, W_v, scale, mask, n_heads }) {
+// output: concatenated (seq, d_v), times W_o (seq, d_out), or summed (seq, d_head_v).
+export function attend({ X, W_q, W_k, W_v, scale, mask, n_heads, W_o, heads_on, combine }) {
   const project = (W) => (W && W.length ? matmul(X, W) : X);
   const Q = project(W_q); // (seq, n_heads * d_head)
   const K = project(W_k); // (seq, n_heads * d_head)
@@ -57,9 +59,16 @@ export function attend({ X, W_q, W_k, W_v, scale, mask, n_heads }) {
     const w = softmaxRows(s.map((row) => row.map((x) => x * scale)), allowed);
     scores.push(s);
     weights.push(w);
-    headOutputs.push(matmul(w, Vh)); // (seq, d_head_v)
+    const on = !heads_on || !heads_on.length || heads_on[h]; // none given: all on
+    headOutputs.push(on ? matmul(w, Vh) : Vh.map((row) => row.map(() => 0))); // (seq, d_head_v)
   }
-  const output = X.map((_, i) => headOutputs.flatMap((out) => out[i])); // (seq, d_v)
+  if (combine === "sum") {
+    const output = X.map((_, i) => headOutputs[0][i].map((_, k) =>
+      headOutputs.reduce((sum, out) => sum + out[i][k], 0))); // (seq, d_head_v)
+    return { scores, weights, output };
+  }
+  const concatenated = X.map((_, i) => headOutputs.flatMap((out) => out[i])); // (seq, d_v)
+  const output = W_o && W_o.length ? matmul(concatenated, W_o) : concatenated;
   return { scores, weights, output };
 }
 
@@ -458,6 +467,8 @@ const TITLES = {
   scores: "Scores Q Kᵀ (before scaling and softmax)",
   weights: "Attention weights (each row sums to 1)",
   output: "Output rows: weights × values",
+  outputProjected: "Output rows: heads side by side × W_O",
+  outputSummed: "Output rows: the sum of the raw heads (no W_O)",
   graph: "Attention as a graph (arrow j → i: i reads from j)",
   mask: "Mask (checked: may attend)",
 };
@@ -495,9 +506,12 @@ const VIEW_BUILDERS = {
     return heatmapFigure(title, map, (r) => map.update(r.weights[h], (v) => v));
   }),
   output: (layout) => {
-    const map = heatmap({ rowLabels: layout.tokens, colLabels: labels(layout.dv, "v"),
-      decimals: layout.decimals, role: "output", caption: TITLES.output });
-    return [heatmapFigure(TITLES.output, map, (r) => {
+    const title = layout.combine === "sum" ? TITLES.outputSummed
+      : layout.projected ? TITLES.outputProjected : TITLES.output;
+    const map = heatmap({ rowLabels: layout.tokens,
+      colLabels: labels(layout.dv, layout.projected && layout.combine !== "sum" ? "o" : "v"),
+      decimals: layout.decimals, role: "output", caption: title });
+    return [heatmapFigure(title, map, (r) => {
       const largest = Math.max(...finiteRange(r.output).map(Math.abs));
       map.update(r.output, (v) => (largest > 0 ? (0.85 * v) / largest : 0));
     })];
@@ -525,6 +539,7 @@ function viewLayout(model, result) {
     tokens: model.get("tokens"), views: model.get("views"), decimals: model.get("decimals"),
     heads: result.weights.length, dv: result.output[0].length, editable,
     mask: editable.includes("mask") ? [] : model.get("mask") || [],
+    combine: model.get("combine"), projected: (model.get("W_o") || []).length > 0,
   };
 }
 
@@ -549,6 +564,8 @@ function inputGrids(model, edit) {
     return matrix;
   };
   return model.get("editable").map((name) => {
+    if (name === "heads_on") return headSwitches(model, edit);
+    if (name === "combine") return combineChoice(model, edit);
     if (name === "mask") {
       // A row's last allowed key cannot be taken (refused: the box springs back): a token
       // attending to nothing has no weights (0/0), and Python refuses such a mask too.
@@ -560,25 +577,82 @@ function inputGrids(model, edit) {
       });
     }
     const matrix = model.get(name);
-    const rowLabels = name === "X" ? tokens : dims;
+    const rowLabels = name === "X" ? tokens : name === "W_o" ? headRows(model) : dims;
     const colLabels = name === "X" ? dims : labels(matrix[0].length, name.slice(2));
     return editableTable(name, matrix, rowLabels, colLabels,
       (i, j, value) => edit(name, edited(name, i, j, value)));
   });
 }
 
+// W_o's rows, one block per head: "h0 v0", "h0 v1", ..., "h1 v0", ...
+function headRows(model) {
+  const heads = model.get("n_heads") || 1;
+  const perHeadRows = model.get("W_o").length / heads;
+  return Array.from({ length: heads * perHeadRows },
+    (_, r) => `h${Math.floor(r / perHeadRows)} v${r % perHeadRows}`);
+}
+
+// A switch per head (checked: on); a head switched off outputs zeros (zero ablation).
+function headSwitches(model, edit) {
+  const heads = model.get("n_heads") || 1;
+  const box = el("fieldset", "attn-heads");
+  box.dataset.role = "heads_on";
+  box.appendChild(el("legend", null, "heads on (off = its output is zero)"));
+  for (let h = 0; h < heads; h++) {
+    const label = el("label", "attn-head-switch");
+    const input = el("input");
+    input.type = "checkbox"; // checked by syncControls
+    input.setAttribute("aria-label", `head ${h} on`);
+    input.addEventListener("change", () => {
+      const next = [...box.querySelectorAll("input")].map((other) => other.checked);
+      edit("heads_on", next);
+    });
+    label.append(input, document.createTextNode(` head ${h}`));
+    box.appendChild(label);
+  }
+  return box;
+}
+
+// Concatenate the heads then apply W_O, or add the raw heads.
+function combineChoice(model, edit) {
+  const select = el("select", "attn-combine");
+  select.dataset.role = "combine";
+  select.setAttribute("aria-label", "how the heads are combined");
+  for (const [value, text] of [["concat", "concatenate, then W_O"], ["sum", "sum the raw heads"]]) {
+    const option = el("option", null, text);
+    option.value = value;
+    select.appendChild(option);
+  }
+  select.addEventListener("change", () => edit("combine", select.value));
+  return select;
+}
+
+// The head switches and the combination choice show the model's current values.
+function syncControls(box, model) {
+  const on = model.get("heads_on");
+  box.querySelectorAll('[data-role="heads_on"] input').forEach((input, h) => {
+    input.checked = !on || !on.length || on[h];
+  });
+  const choice = box.querySelector('select[data-role="combine"]');
+  if (choice) choice.value = model.get("combine");
+}
+
 // The traits the explorer reads, and what a change to each redraws: the input grids
 // ("inputs": the grids and every view) or only the views ("views").
 const REDRAWS = {
-  X: "inputs", W_q: "inputs", W_k: "inputs", W_v: "inputs", mask: "inputs",
-  tokens: "inputs", dims: "inputs", editable: "inputs",
-  scale: "views", n_heads: "views", views: "views", decimals: "views",
+  X: "inputs", W_q: "inputs", W_k: "inputs", W_v: "inputs", W_o: "inputs", mask: "inputs",
+  tokens: "inputs", dims: "inputs", editable: "inputs", n_heads: "inputs",
+  // The switches and the choice are set in place (syncControls): rebuilding every input
+  // grid for a click would cost a frame.
+  scale: "views", views: "views", decimals: "views", heads_on: "views", combine: "views",
 };
 
-// A button that puts back what the reader can change (the editable matrices and the
-// scale) as the page first showed it: exercises send readers "back to the explorer above".
+// A button that puts back what the reader can change (the editable matrices, the scale,
+// the head switches and the combination) as the page first showed it: exercises send
+// readers "back to the explorer above".
 function resetButton(model) {
-  const names = [...model.get("editable"), "scale"];
+  const names = [...model.get("editable"), "scale", "heads_on", "combine"]
+    .filter((name) => model.get(name) !== undefined);
   const initial = JSON.stringify(names.map((name) => model.get(name)));
   const button = el("button", "attn-reset", "Reset");
   button.type = "button";
@@ -603,8 +677,10 @@ function render({ model, el: root }) {
   function redraw() {
     if (pending === "inputs") inputsBox.replaceChildren(...inputGrids(model, edit));
     pending = null;
+    syncControls(inputsBox, model);
     const result = attend(Object.fromEntries(
-      ["X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads"].map((k) => [k, model.get(k)])));
+      ["X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads", "W_o", "heads_on", "combine"]
+        .map((k) => [k, model.get(k)])));
     const layout = viewLayout(model, result);
     const key = JSON.stringify(layout);
     if (key !== builtFor) {

@@ -222,7 +222,8 @@ class ExplorerCheck:
                 cell.fill(repr(value))  # fires the input event, as typing does
             self.inputs[name] = np.array(self.inputs[name], dtype=matrix.dtype)
             self.inputs[name][i, j] = value
-            self.changed(f"editing {name}[{i}][{j}]", "output" if name == "W_v" else "weights")
+            self.changed(f"editing {name}[{i}][{j}]",
+                         "output" if name in ("W_v", "W_o") else "weights")
 
     def move_every_slider(self):
         """Each slider linked to the explorer and shown in the same box moves one step."""
@@ -357,3 +358,33 @@ def test_token_labels_are_text_never_html(site, visit, watched_page):
     page.wait_for_timeout(300)  # time for an injected image to fail to load and fire onerror
     assert not [url for url in requested if url.endswith("/x")], "an <img src=x> was created"
     # watched_page fails the test on any dialog (alert) the labels opened
+
+
+def test_heads_switched_off_and_combined_two_ways_show_numpy_s_numbers(site, visit, watched_page):
+    """Several heads joined by an editable W_O: after an edit of W_O, after switching a head
+    off and after choosing "sum the raw heads", every number shown is explorer_view's."""
+    rng = np.random.default_rng(5)
+    tokens = ["the", "dog", "bit", "a", "man"]
+    X = rng.standard_normal((5, 6)).round(2)
+    W_q, W_k, W_v = (rng.standard_normal((6, 6)).round(2) for _ in range(3))
+    W_o = rng.standard_normal((6, 4)).round(2)
+    explorer = AttentionExplorer(tokens, X, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, n_heads=3,
+                                 editable=("W_o", "heads_on", "combine"))
+    visit(site.write_page("heads.html", [explorer], "Heads"))
+    watched_page.wait_for_selector(".attn-explorer canvas[data-role=weights]")
+    check = ExplorerCheck(watched_page, watched_page.evaluate(_WIDGET_STATE), 0)
+    check.edit_every_grid()  # W_O: one entry, through its input
+    switches = check.explorer.locator('[data-role="heads_on"] input')
+    assert switches.count() == 3
+    weights = check.read["tables"]["weights"]
+    switches.nth(1).uncheck()
+    check.inputs["heads_on"] = [True, False, True]
+    check.changed("switching head 1 off", "output")
+    assert check.read["tables"]["weights"] == weights  # a head switched off still attends
+    check.explorer.locator('select[data-role="combine"]').select_option("sum")
+    check.inputs["combine"] = "sum"
+    check.changed("summing the raw heads", "output")
+    assert np.array(check.read["tables"]["output"]).shape == (1, 5, 2)  # d_head_v wide, no W_O
+    switches.nth(1).check()
+    check.inputs["heads_on"] = [True, True, True]
+    check.changed("switching head 1 back on", "output")

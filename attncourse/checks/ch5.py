@@ -1,0 +1,195 @@
+"""Checks of chapter 5's exercises: attention as a graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from attncourse.attention import dot_product_scores, softmax
+from attncourse.checks.core import (
+    Failed,
+    NotImplementedYet,
+    _show,
+    exercise,
+    expect_array,
+    expect_function,
+)
+from attncourse.checks.predict import predict_exercise
+from attncourse.examples import tennis_sentence
+from attncourse.graph import attention_rollout as reference_rollout
+from attncourse.graph import cycle_ratio
+
+# Three tokens' scores from separate queries and keys (the predict exercise's matrix).
+_THREE_SCORES = np.array([[3.0, 2.0, 0.5], [1.5, 0.0, 1.0], [0.0, 0.5, -1.0]])
+
+predict_cycle_ratio = predict_exercise(
+    "ch5-predict-cycle-ratio",
+    answer=cycle_ratio(softmax(_THREE_SCORES), [0, 1, 2]),
+    tolerance=0.05,
+    hint=(
+        "write each weight as exp(S_ij) / Z_i. Going round the cycle, each token is the "
+        "reader once, and coming back too: what happens to the Z's? Is the diagonal on "
+        "the cycle?"
+    ),
+    explanation=(
+        "The normalisers cancel, so the ratio is exp((S_01 + S_12 + S_20) - (S_10 + S_21 + "
+        "S_02)) = exp((2 + 1 + 0) - (1.5 + 0.5 + 0.5)) = exp(0.5). The diagonal is not on "
+        "the cycle."
+    ),
+)
+
+_SENTENCE = tennis_sentence()
+_CYCLE = [_SENTENCE.index(word) for word in ("He", "it", "ball")]  # He reads it, ...
+
+
+def _log_cycle_ratio(scores: np.ndarray, cycle: list[int]) -> float:
+    """log of the cycle ratio of softmax(scores), from the scores alone (the normalisers
+    cancel), so huge scores that underflow some weights still give an exact answer."""
+    return float(sum(scores[a, b] - scores[b, a] for a, b in zip(cycle, cycle[1:] + cycle[:1])))
+
+
+@exercise("ch5-cycle-above-two")
+def cycle_above_two(run, W_q, W_k=None) -> str:
+    """Exercise ch5-cycle-above-two: W_q and W_k, (5, 5) with entries in [-10, 10], such
+    that on the tennis sentence (scale 1, no mask) the cycle He -> it -> ball (He reads
+    it, it reads ball, ball reads He) has a cycle ratio above 2.
+
+    The log ratio is x_He B x_it + x_it B x_ball + x_ball B x_He with B = M - Mᵀ,
+    M = W_q W_kᵀ: only the antisymmetric part of M counts.
+    """
+    if W_k is None:
+        raise Failed("pass both matrices: check.cycle_above_two(W_q, W_k).")
+    X = _SENTENCE.X
+    d_model = X.shape[1]
+    matrices = []
+    for name, value in (("W_q", W_q), ("W_k", W_k)):
+        matrix = expect_array(value, (d_model, d_model), name)
+        if not np.isfinite(matrix).all():
+            raise Failed(f"{name} contains nan or inf: {_show(matrix)}")
+        if np.abs(matrix).max() > 10:
+            raise Failed(f"an entry of {name} is outside [-10, 10]; keep the matrices of a sensible size.")
+        matrices.append(matrix)
+    if all(np.array_equal(matrix, np.eye(d_model)) for matrix in matrices):
+        raise NotImplementedYet("W_q and W_k are still the identity: edit them.")
+    queries, keys = (X @ matrix for matrix in matrices)  # (seq, d_k) each
+    scores = dot_product_scores(queries, keys)  # (seq, seq)
+    log_ratio = _log_cycle_ratio(scores, _CYCLE)
+    with np.errstate(over="ignore"):
+        ratio = float(np.exp(log_ratio))
+    if ratio > 2:
+        return (
+            f"the cycle He -> it -> ball has ratio {ratio:.3g} (log {log_ratio:.3f}): going "
+            "that way round is more than twice as likely as going back, which no symmetric "
+            "score allows."
+        )
+    M = matrices[0] @ matrices[1].T  # (d_model, d_model)
+    if np.allclose(M, M.T):
+        same = " (W_q = W_k)" if np.allclose(matrices[0], matrices[1]) else ""
+        raise Failed(
+            f"M = W_q W_kᵀ is symmetric{same}, so the scores are symmetric and every cycle "
+            f"ratio is 1 (yours: {ratio:.3f}). Hint: make one entry of W_q differ from the "
+            "same entry of W_k, for instance let a pronoun ask for things."
+        )
+    if ratio < 0.5:
+        raise Failed(
+            f"the ratio is {ratio:.3f}: your cycle runs the other way (He -> ball -> it has "
+            f"ratio {1 / ratio:.3g}). Hint: flip the sign of what you changed."
+        )
+    raise Failed(
+        f"the ratio is {ratio:.3f}, not above 2. Hint: its logarithm is "
+        "x_He B x_it + x_it B x_ball + x_ball B x_He with B = M - Mᵀ; make it larger than "
+        "log 2 = 0.693."
+    )
+
+
+def _rollout_cases() -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(2027)
+    random_layers = softmax(2 * rng.standard_normal((3, 5, 5)))  # (n_layers, seq, seq)
+    heads = softmax(2 * rng.standard_normal((2, 3, 4, 4)))  # (n_layers, n_heads, seq, seq)
+    faint = softmax(2 * rng.standard_normal((4, 6, 6)))
+    thresholded = np.where(faint > 0.15, faint, 0.0)  # rows sum to less than 1
+    return [
+        ("one layer in which every token reads token 1", np.array([[[0.0, 1.0], [0.0, 1.0]]])),
+        ("three layers of 5 tokens", random_layers),
+        ("two layers of three heads each, shape (2, 3, 4, 4)", heads),
+        ("four thresholded layers (edges below 0.15 removed, rows sum to less than 1)",
+         thresholded),
+        ("two layers of a single token", np.ones((2, 1, 1))),
+    ]
+
+
+def _rollout_variant(layers, *, heads="mean", normalise="rows", transpose=False,
+                     later_on_left=True, residual=0.5) -> np.ndarray:
+    """Rollout computed with one of the mistakes the check diagnoses."""
+    if layers.ndim == 4:
+        layers = layers.mean(axis=1) if heads == "mean" else layers.sum(axis=1)
+    if transpose:
+        layers = np.swapaxes(layers, -1, -2)
+    seq = layers.shape[-1]
+    mixed = residual * np.eye(seq) + (1 - residual) * layers  # (n_layers, seq, seq)
+    if normalise == "rows":
+        mixed = mixed / mixed.sum(axis=-1, keepdims=True)
+    elif normalise == "columns":
+        mixed = mixed / mixed.sum(axis=-2, keepdims=True)
+    result = np.eye(seq)
+    for layer in mixed:
+        result = layer @ result if later_on_left else result @ layer
+    return result
+
+
+_ROLLOUT_MISTAKES: list[tuple[dict[str, Any], str]] = [
+    (dict(normalise=None), "You did not renormalise: after r I + (1 - r) A, divide each row "
+     "by its sum, so that it is a distribution again."),
+    (dict(normalise="columns"), "You renormalised the columns: each ROW of a layer is one "
+     "reader's distribution (sum over axis=-1)."),
+    (dict(transpose=True), "The edge direction is reversed: you used each layer's transpose. "
+     "weights[i, j] is the edge j -> i, row i is what reader i takes."),
+    (dict(later_on_left=False), "The layers are multiplied in the wrong order: the first "
+     "layer acts first, so it stands rightmost, A_hat_L ... A_hat_1."),
+    (dict(heads="sum"), "Average the heads (mean over axis 1), do not add them."),
+    (dict(residual=0.0), "The residual is missing: each layer is r I + (1 - r) A with r = "
+     "residual (0.5 by default), not A alone."),
+]
+
+
+@exercise("ch5-attention-rollout")
+def attention_rollout(run, candidate) -> str:
+    """Exercise ch5-attention-rollout: ``attention_rollout(layer_weights, residual=0.5)``
+    returns A_hat_L ... A_hat_1 with A_hat = r I + (1 - r) A (heads averaged), rows
+    renormalised.
+
+    Diagnoses: no renormalisation, columns instead of rows, edge direction reversed
+    (layers or result transposed), layer order reversed, heads summed, residual missing.
+    """
+    fn = expect_function(candidate, "attention_rollout")
+    cases = _rollout_cases()
+    for description, layers in cases:
+        given = layers.copy()
+        what = f"attention_rollout on {description}"
+        seq = layers.shape[-1]
+        result = expect_array(run(fn, given), (seq, seq), what)
+        if not np.array_equal(given, layers):
+            raise Failed(f"{what} changed its input; work on new arrays.")
+        expected = reference_rollout(layers)
+        if np.allclose(result, expected, rtol=1e-6, atol=1e-9):
+            continue
+        if not np.isfinite(result).all():
+            raise Failed(f"{what} gave {_show(result)}: every entry should be a finite number.")
+        if np.allclose(result, expected.T, rtol=1e-6, atol=1e-9):
+            raise Failed(
+                f"{what}: you returned the transpose of the rollout, so the edge direction is "
+                "reversed. Row i should be output token i's distribution over the input tokens."
+            )
+        for mistake, hint in _ROLLOUT_MISTAKES:
+            if np.allclose(result, _rollout_variant(layers, **mistake), rtol=1e-6, atol=1e-9):
+                raise Failed(f"{what}: {hint}")
+        raise Failed(
+            f"{what} gave {_show(result)}; expected {_show(expected)}, whose rows sum to 1 "
+            f"(yours: {_show(result.sum(axis=-1))}). Hint: average the heads, mix in the "
+            "identity, renormalise the rows, multiply with the later layer on the left."
+        )
+    return (
+        f"Your rollout matches on {len(cases)} inputs: one layer, several, several heads, "
+        "thresholded layers whose rows need renormalising, and a single token."
+    )

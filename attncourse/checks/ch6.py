@@ -1,0 +1,230 @@
+"""Checks of chapter 6's exercises: attention versus convolution."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attncourse.checks.core import (
+    Failed,
+    NotImplementedYet,
+    _show,
+    _type_name,
+    exercise,
+    expect_array,
+    expect_function,
+)
+from attncourse.checks.predict import predict_exercise
+from attncourse.convolution import conv1d_as_attention as _reference
+from attncourse.convolution import shift_weights, shifts
+
+predict_heads_for_5x5 = predict_exercise(
+    "ch6-predict-heads-for-5x5",
+    answer=float(len(shifts(5)) ** 2),
+    tolerance=0.5,
+    hint="One head per relative position the kernel reads: count the pixels a 5 × 5 "
+    "window covers around its centre.",
+    explanation="Each head becomes one shift Delta = (Delta_1, Delta_2) with both in "
+    "-2..2, and a 5 × 5 kernel has a matrix for each of those 25 shifts; by Theorem 1, "
+    "N_h heads give a sqrt(N_h) × sqrt(N_h) kernel.",
+)
+
+predict_heads_for_kernel_7 = predict_exercise(
+    "ch6-predict-heads-for-kernel-7",
+    answer=float(len(shifts(7))),
+    tolerance=0.5,
+    hint="In 1-D a shift is one number: which shifts Delta does a kernel of 7 taps read?",
+    explanation="The taps sit at Delta = -3, ..., 3, one head each: K heads for a 1-D "
+    "kernel of K taps, where a 2-D kernel needs K².",
+)
+
+
+def _conv_cases() -> list[tuple[str, np.ndarray, np.ndarray, float]]:
+    """(description, x (seq, c_in), kernel (c_out, c_in, K), alpha), K and channels varied."""
+    rng = np.random.default_rng(606)
+
+    def case(seq, c_in, c_out, K, alpha):
+        x = rng.standard_normal((seq, c_in))  # (seq, c_in)
+        kernel = rng.standard_normal((c_out, c_in, K))  # (c_out, c_in, K)
+        return f"seq {seq}, c_in {c_in}, c_out {c_out}, K {K}, alpha {alpha:g}", x, kernel, alpha
+
+    return [
+        case(8, 1, 1, 3, 40.0),
+        case(9, 2, 3, 5, 40.0),
+        case(7, 3, 2, 3, 2.0),
+        case(6, 2, 2, 7, 0.5),
+        case(1, 1, 2, 3, 10.0),
+    ]
+
+
+@exercise("ch6-conv1d-as-attention")
+def conv1d_as_attention(run, candidate) -> str:
+    """Exercise ch6-conv1d-as-attention: ``conv1d_as_attention(x, kernel, alpha)`` returns
+    ``(output (seq, c_out), weights (K, seq, seq + 2 * (K//2)))``: K heads with positional
+    scores -alpha (j - i - Delta)², a row softmax, value maps the kernel's taps, summed.
+
+    Compared with attncourse.convolution on kernels of 3, 5 and 7 taps, one to three
+    channels, a single token, and at small alpha (where a plain convolution is wrong:
+    it must be attention). The weights tell a reversed shift from a flipped kernel, which
+    give the same output.
+    """
+    fn = expect_function(candidate, "conv1d_as_attention")
+    cases = _conv_cases()
+    for description, x, kernel, alpha in cases:
+        what = f"conv1d_as_attention on {description}"
+        result = run(fn, x.copy(), kernel.copy(), alpha)
+        output, weights = _conv_result(result, x, kernel, what)
+        _check_weights(weights, x, kernel, alpha, what)
+        expected = _reference(x, kernel, alpha)  # (seq, c_out)
+        if not np.allclose(output, expected, rtol=1e-6, atol=1e-9):
+            raise Failed(f"{what}: {_output_hint(output, expected, x, kernel, alpha)}")
+    return (
+        f"Your heads match the course's construction on {len(cases)} problems: soft bumps at "
+        "small alpha, the convolution at large alpha, every border padded."
+    )
+
+
+def _conv_result(result, x, kernel, what: str) -> tuple[np.ndarray, np.ndarray]:
+    seq, (c_out, _, K) = len(x), kernel.shape
+    padded = seq + 2 * (K // 2)
+    if result is None:
+        raise Failed(f"{what} returned None: did you forget `return`? Return (output, weights).")
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise Failed(f"{what} returned {_type_name(result)}; return the pair (output, weights).")
+    if _shape(result[1]) == (K, seq, seq) and K > 1:
+        raise Failed(
+            f"{what}: the weights have shape {(K, seq, seq)}, so the keys are the {seq} tokens "
+            f"alone. Pad x with K//2 = {K // 2} zero tokens on each side (np.pad) so that "
+            f"the keys are {padded} tokens, as F.conv1d(..., padding=K//2) pads its input."
+        )
+    weights = expect_array(result[1], (K, seq, padded), f"{what} (the weights, its second item)")
+    output = expect_array(result[0], (seq, c_out), f"{what} (the output, its first item)")
+    return output, weights
+
+
+def _shape(value) -> tuple[int, ...] | None:
+    try:
+        return np.shape(value)
+    except Exception:  # a ragged list: expect_array names the problem
+        return None
+
+
+def _check_weights(weights, x, kernel, alpha, what: str) -> None:
+    K = kernel.shape[-1]
+    expected = shift_weights(len(x), K, alpha)  # (K, seq, seq_padded)
+    close = lambda a, b: np.allclose(a, b, rtol=1e-6, atol=1e-9)
+    if close(weights, expected):
+        return
+    if not np.isfinite(weights).all() or not np.allclose(weights.sum(-1), 1.0, atol=1e-6):
+        raise Failed(
+            f"{what}: each head's rows should be a softmax summing to 1, got row sums "
+            f"{_show(weights.sum(-1))}. Hint: softmax(scores, axis=-1) over the keys."
+        )
+    if close(weights, expected[::-1]):
+        raise Failed(
+            f"{what}: the shift's sign is reversed: the head of Delta = -1 looks at token "
+            "i + 1. The score is -alpha (j - i - Delta)², largest at key j = i + Delta, so "
+            "Delta = -1 is the previous token."
+        )
+    if close(weights, shift_weights(len(x), K, 1.0)) and alpha != 1.0:
+        raise Failed(f"{what}: the weights do not depend on alpha; multiply the scores by it.")
+    raise Failed(
+        f"{what}: the weights of head 0 (Delta = {-(K // 2)}) at token 0 are "
+        f"{_show(weights[0, 0])}; expected {_show(expected[0, 0])}. Hint: query i sits at "
+        "padded position i + K//2 and scores padded key j with -alpha (j - (i + K//2) - Delta)²."
+    )
+
+
+def _output_hint(output, expected, x, kernel, alpha) -> str:
+    close = lambda a, b: np.allclose(a, b, rtol=1e-6, atol=1e-9)
+    if close(output, _reference(x, kernel[..., ::-1], alpha)):
+        return (
+            "the weights are right but the kernel is flipped: you computed a true convolution. "
+            "torch's conv1d is a cross-correlation: the head of Delta takes tap "
+            "kernel[:, :, Delta + K//2], with no flip."
+        )
+    if close(output, _reference(x, kernel, 1e6)) and not close(expected, _reference(x, kernel, 1e6)):
+        return (
+            f"this is the exact convolution, but at alpha = {alpha:g} the heads are still soft "
+            "bumps: the output must be the weights times the values, not F.conv1d."
+        )
+    return (
+        f"the weights are right but the output {_show(output)} is not {_show(expected)}. Hint: "
+        "head h maps the padded tokens with kernel[:, :, h].T (c_in, c_out); sum the heads."
+    )
+
+
+def tuning_problem() -> tuple[np.ndarray, np.ndarray]:
+    """The problem of exercise ch6-tune-alpha: x (16, 2), kernel (3, 2, 5)."""
+    rng = np.random.default_rng(6)
+    return rng.standard_normal((16, 2)), rng.standard_normal((3, 2, 5))
+
+
+def _convolution(x, kernel) -> np.ndarray:
+    """The alpha -> infinity limit: each head one-hot on its shift (F.conv1d, padding K//2)."""
+    return _reference(x, kernel, 1e6)
+
+
+def construction_error(alpha: float) -> float:
+    """The largest error of the construction against the convolution on the tuning problem."""
+    x, kernel = tuning_problem()
+    return float(np.abs(_reference(x, kernel, alpha) - _convolution(x, kernel)).max())
+
+
+def score_gradient(alpha: float) -> float:
+    """The largest derivative of a weight with respect to its own score, w (1 - w), over
+    the heads and tokens of the tuning problem: what reaches the scores in training."""
+    x, _ = tuning_problem()
+    weights = shift_weights(len(x), 5, alpha)  # (K, seq, seq_padded)
+    return float((weights * (1 - weights)).max())
+
+
+ERROR_TARGET = 1e-3
+STARTING_ALPHA = 1.0  # the stub's value: an untouched stub is "not implemented"
+
+
+def smallest_alpha() -> float:
+    """The smallest alpha whose error is below ERROR_TARGET (bisection; the error falls)."""
+    low, high = 0.0, 50.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if construction_error(middle) >= ERROR_TARGET else (low, middle)
+    return high
+
+
+@exercise("ch6-tune-alpha")
+def tune_alpha(run, alpha) -> str:
+    """Exercise ch6-tune-alpha: an alpha at which the construction's error on the tuning
+    problem is below 1e-3, but no more than 1 above the smallest such alpha: beyond it
+    the softmax saturates and the gradient reaching the scores shrinks like e^-alpha."""
+    if alpha is None or alpha is Ellipsis:
+        raise NotImplementedYet("set alpha to a number.")
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.number)):
+        raise Failed(f"alpha should be one number, got {_type_name(alpha)}.")
+    alpha = float(alpha)
+    if alpha == STARTING_ALPHA:
+        raise NotImplementedYet(f"alpha is still the stub's {STARTING_ALPHA:g}: change it.")
+    if not (np.isfinite(alpha) and alpha >= 0):
+        raise Failed(f"alpha should be a finite number >= 0, got {alpha}.")
+    error, gradient = construction_error(alpha), score_gradient(alpha)
+    best = smallest_alpha()
+    if error >= ERROR_TARGET:
+        raise Failed(
+            f"at alpha = {alpha:g} the largest error is {error:.2g}, not below 1e-3. "
+            "Hint: the error falls about e-fold per unit of alpha; try larger values."
+        )
+    if alpha > best + 1:
+        shrunk = (
+            f"{score_gradient(best) / gradient:.0f} times less than it needs to be"
+            if gradient > 0
+            else "exactly 0 in float64"
+        )
+        raise Failed(
+            f"at alpha = {alpha:g} the error is {error:.2g}, below 1e-3, but the largest "
+            f"gradient reaching the scores, w (1 - w), is only {gradient:.2g}, {shrunk}: the "
+            "softmax is saturated. Find the smallest alpha (to within 1) that meets the target."
+        )
+    return (
+        f"at alpha = {alpha:g} the error is {error:.2g} (the smallest alpha that gets below "
+        f"1e-3 is {best:.2f}) and the gradient reaching the scores is still {gradient:.2g}. "
+        "Both fall like e^-alpha: the sharper the heads, the less a training step can move them."
+    )

@@ -1,0 +1,187 @@
+"""Convolution as multi-head self-attention (Cordonnier, Loukas & Jaggi, ICLR 2020).
+
+A convolution with a kernel of K taps applies one matrix per relative position. Attention
+with purely positional scores can do the same with K heads, one per shift Delta:
+
+* the queries and keys carry no content (W_q = W_k = 0), so the score of query i on key j
+  is positional only: ``-alpha (j - i - Delta)**2``, largest at j = i + Delta;
+* a row softmax turns it into weights that tend to a one-hot shift as alpha grows;
+* each head's value map is the kernel's slice for its shift, ``kernel[:, :, Delta + K//2]``
+  transposed to (c_in, c_out); the output maps are identities, so the heads are summed.
+
+The input is padded with K//2 zero tokens on each side, as ``F.conv1d(..., padding=K//2)``
+pads it, and the output keeps the rows of the original tokens (the crop). As alpha grows,
+the result tends to torch's convolution, which is a cross-correlation: tap k of the kernel
+multiplies the token k - K//2 places away, with no flip.
+
+Rows are tokens: a sequence is ``(seq, c_in)``, an image ``(height, width, c_in)``; the
+kernels are in torch's layouts, ``(c_out, c_in, K)`` and ``(c_out, c_in, K, K)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jaxtyping import Float
+
+from attncourse.attention import softmax
+
+__all__ = [
+    "conv1d_as_attention",
+    "conv2d_as_attention",
+    "shift_weights",
+    "shifts",
+]
+
+
+def _kernel_size(kernel_size) -> int:
+    if isinstance(kernel_size, bool) or not isinstance(kernel_size, (int, np.integer)):
+        raise TypeError(f"the kernel size must be an integer, got {kernel_size!r}")
+    if kernel_size < 1 or kernel_size % 2 == 0:
+        raise ValueError(
+            f"the kernel size must be odd and positive (one centre tap, K//2 on each side), "
+            f"got K={kernel_size}"
+        )
+    return int(kernel_size)
+
+
+def _alpha(alpha) -> float:
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise ValueError(f"alpha must be a number, got {alpha!r}") from None
+    if not (np.isfinite(value) and value >= 0):
+        raise ValueError(f"alpha must be finite and >= 0, got {alpha!r}")
+    return value
+
+
+def _numeric(array, name: str, ndim: int, layout: str) -> np.ndarray:
+    values = np.asarray(array)
+    if values.dtype == object or not np.issubdtype(values.dtype, np.number):
+        raise ValueError(f"{name} must be numeric, got dtype {values.dtype}")
+    if values.ndim != ndim:
+        raise ValueError(f"{name} must have shape {layout}, got shape {values.shape}")
+    if 0 in values.shape:
+        raise ValueError(f"{name} of shape {values.shape} is empty; expected {layout}")
+    return values.astype(np.float64)
+
+
+def shifts(kernel_size: int) -> np.ndarray:
+    """The shifts Delta = -(K//2) .. K//2 of a kernel of K taps: tap k has Delta = k - K//2.
+
+    >>> shifts(5).tolist()
+    [-2, -1, 0, 1, 2]
+    """
+    half = _kernel_size(kernel_size) // 2
+    return np.arange(-half, half + 1)
+
+
+def shift_weights(
+    seq: int, kernel_size: int, alpha: float, padding: bool = True
+) -> Float[np.ndarray, "K seq seq_padded"]:
+    """The attention weights of the K heads on the padded sequence.
+
+    Query i (an original token, at padded position i + K//2) scores padded key j with
+    ``-alpha (j - (i + K//2) - Delta)**2``; each row is a softmax. Returns an array of shape
+    ``(K, seq, seq + 2 * (K//2))``: ``weights[h, i, j]`` is how much head h (shift
+    ``shifts(K)[h]``) at token i takes from padded token j. With ``padding=False`` the keys
+    are the original tokens only, ``(K, seq, seq)``: what goes wrong at the borders.
+
+    >>> shift_weights(3, 3, 50.0).round(3)[0].tolist()  # Delta = -1: the previous token
+    [[1.0, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0]]
+    """
+    if isinstance(seq, bool) or not isinstance(seq, (int, np.integer)) or seq < 1:
+        raise ValueError(f"seq must be a positive integer, got {seq!r}")
+    deltas = shifts(kernel_size)
+    half = len(deltas) // 2 if padding else 0
+    queries = np.arange(seq) + half  # padded positions of the original tokens
+    keys = np.arange(seq + 2 * half)
+    offsets = keys[None, :] - queries[:, None]  # (seq, seq_padded): j - i
+    scores = -_alpha(alpha) * (offsets[None] - deltas[:, None, None]) ** 2  # (K, seq, seq_padded)
+    return softmax(scores, axis=-1)
+
+
+def _heads_summed(weights, tokens, value_maps) -> np.ndarray:
+    """Multi-head attention with identity output maps: sum_h weights_h tokens value_map_h.
+
+    weights (n_heads, seq, seq_padded), tokens (seq_padded, c_in),
+    value_maps (n_heads, c_in, c_out) -> (seq, c_out).
+    """
+    values = tokens @ value_maps  # (n_heads, seq_padded, c_out)
+    heads = weights @ values  # (n_heads, seq, c_out)
+    n_heads, seq, c_out = heads.shape
+    concatenated = heads.transpose(1, 0, 2).reshape(seq, n_heads * c_out)  # (seq, n_heads * c_out)
+    output_map = np.tile(np.eye(c_out), (n_heads, 1))  # (n_heads * c_out, c_out): W_O
+    return concatenated @ output_map  # (seq, c_out)
+
+
+def conv1d_as_attention(
+    x: Float[np.ndarray, "seq c_in"],
+    kernel: Float[np.ndarray, "c_out c_in K"],
+    alpha: float,
+    padding: bool = True,
+) -> Float[np.ndarray, "seq c_out"]:
+    """A kernel-K ``conv1d`` built as K attention heads with positional scores.
+
+    x (seq, c_in); kernel (c_out, c_in, K) in ``torch.nn.functional.conv1d``'s layout, K odd.
+    Returns (seq, c_out), which tends to ``F.conv1d(x.T[None], kernel, padding=K//2)[0].T``
+    as alpha grows (the error falls like e^-alpha). ``padding=False`` leaves out the K//2
+    zero tokens on each side: the heads at the borders then find no token at their shift
+    and settle on the nearest one, so the border rows never converge.
+
+    >>> x = np.arange(4.0)[:, None]  # (seq, c_in) = (4, 1)
+    >>> difference = np.array([[[-1.0, 0.0, 1.0]]])  # x[i+1] - x[i-1]
+    >>> conv1d_as_attention(x, difference, alpha=50.0).round(6).ravel().tolist()
+    [1.0, 2.0, 2.0, -2.0]
+    """
+    tokens = _numeric(x, "x", 2, "(seq, c_in)")
+    taps = _numeric(kernel, "kernel", 3, "(c_out, c_in, K)")
+    _, c_in, kernel_size = taps.shape
+    if c_in != tokens.shape[1]:
+        raise ValueError(
+            f"the kernel {taps.shape} expects c_in={c_in} channels but x {tokens.shape} "
+            f"has {tokens.shape[1]}"
+        )
+    half = _kernel_size(kernel_size) // 2 if padding else 0
+    weights = shift_weights(len(tokens), kernel_size, alpha, padding)  # (K, seq, seq_padded)
+    padded = np.pad(tokens, ((half, half), (0, 0)))  # (seq_padded, c_in)
+    value_maps = taps.transpose(2, 1, 0)  # (K, c_in, c_out): head h maps with tap h
+    return _heads_summed(weights, padded, value_maps)
+
+
+def conv2d_as_attention(
+    image: Float[np.ndarray, "height width c_in"],
+    kernel: Float[np.ndarray, "c_out c_in K K"],
+    alpha: float,
+) -> Float[np.ndarray, "height width c_out"]:
+    """A K x K ``conv2d`` built as K**2 attention heads with the quadratic encoding.
+
+    image (height, width, c_in); kernel (c_out, c_in, K, K) in ``F.conv2d``'s layout, K odd.
+    Every pixel is a token. The head of shift Delta = (Delta_1, Delta_2) scores pixel q on
+    pixel k with ``-alpha ||(k - q) - Delta||**2``. Returns (height, width, c_out), which
+    tends to ``F.conv2d(..., padding=K//2)`` as alpha grows.
+    """
+    pixels = _numeric(image, "image", 3, "(height, width, c_in)")
+    taps = _numeric(kernel, "kernel", 4, "(c_out, c_in, K, K)")
+    c_out, c_in, kernel_size, kernel_width = taps.shape
+    if kernel_size != kernel_width:
+        raise ValueError(f"the kernel must be square, (c_out, c_in, K, K); got {taps.shape}")
+    if c_in != pixels.shape[2]:
+        raise ValueError(
+            f"the kernel {taps.shape} expects c_in={c_in} channels but the image "
+            f"{pixels.shape} has {pixels.shape[2]}"
+        )
+    deltas = shifts(kernel_size)
+    half = len(deltas) // 2
+    height, width, _ = pixels.shape
+    padded = np.pad(pixels, ((half, half), (half, half), (0, 0)))
+    tokens = padded.reshape(-1, c_in)  # (n_padded, c_in), row-major pixels
+    rows, cols = np.divmod(np.arange(len(tokens)), width + 2 * half)
+    inside = (rows >= half) & (rows < height + half) & (cols >= half) & (cols < width + half)
+    offsets = np.stack([rows[None, :] - rows[inside, None],
+                        cols[None, :] - cols[inside, None]], axis=-1)  # (n_pixels, n_padded, 2)
+    head_shifts = np.stack(np.meshgrid(deltas, deltas, indexing="ij"), -1).reshape(-1, 2)  # (K*K, 2)
+    distances = ((offsets[None] - head_shifts[:, None, None]) ** 2).sum(-1)  # (K*K, n_pixels, n_padded)
+    weights = softmax(-_alpha(alpha) * distances, axis=-1)
+    value_maps = taps.reshape(c_out, c_in, -1).transpose(2, 1, 0)  # (K*K, c_in, c_out)
+    output = _heads_summed(weights, tokens, value_maps)  # (n_pixels, c_out)
+    return output.reshape(height, width, c_out)  # (height, width, c_out)

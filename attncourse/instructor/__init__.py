@@ -1,0 +1,39 @@
+"""Instructor tools: hand out the exercises without their solutions, grade what comes back.
+
+    python -m attncourse.instructor list
+    python -m attncourse.instructor student --out handout [--assign LABEL,LABEL]
+    python -m attncourse.instructor grade submissions --out report [--time-limit 120]
+
+``python -m attncourse.instructor --help`` explains the workflow and the tag convention
+(also in the book's instructor guide). One module per concern: ``tags`` (the tag
+convention), ``student`` (the student version), ``grading`` and ``sandbox`` (running
+submissions), ``report`` (grades.csv and summary.md), ``cli`` (the command line). The
+functions behind the commands are importable from here.
+"""
+
+from attncourse.instructor.cli import main
+from attncourse.instructor.grading import (
+    CRASHED,
+    ERROR,
+    FAILED,
+    NOT_ATTEMPTED,
+    PASSED,
+    Grade,
+    grade_submissions,
+)
+from attncourse.instructor.report import summary, write_report
+from attncourse.instructor.sandbox import SandboxUnavailable
+from attncourse.instructor.student import (
+    SolutionLeak,
+    make_student_notebook,
+    solution_leaks,
+    write_student_version,
+)
+from attncourse.instructor.tags import convention_problems, exercise_labels
+
+__all__ = [
+    "CRASHED", "ERROR", "FAILED", "NOT_ATTEMPTED", "PASSED",
+    "Grade", "SandboxUnavailable", "SolutionLeak",
+    "convention_problems", "exercise_labels", "grade_submissions", "main",
+    "make_student_notebook", "solution_leaks", "summary", "write_report", "write_student_version",
+]

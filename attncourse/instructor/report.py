@@ -1,0 +1,68 @@
+"""The report of a grading: ``grades.csv`` (one row per learner and exercise) and
+``summary.md``, with names and messages escaped for a spreadsheet and for markdown."""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import astuple, fields
+from pathlib import Path
+
+from attncourse.instructor.grading import PASSED, Grade
+
+
+def csv_cell(text: str) -> str:
+    """``text`` safe in a spreadsheet: a leading = + - @, tab or carriage return (which
+    start a formula) is neutralised by a leading apostrophe."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def markdown_text(text: str) -> str:
+    """``text`` on one line, with the characters markdown or HTML would act on escaped."""
+    return re.sub(r"([\\`*_\[\]<>|~#])", r"\\\1", " ".join(str(text).split()))
+
+
+def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
+    """A readable report in markdown: a table of learners by exercises, the rows flagged
+    for review, then the details per learner."""
+    learners = list(dict.fromkeys(g.learner for g in grades)) + [
+        learner for learner in problems if learner not in {g.learner for g in grades}
+    ]
+    exercises = list(dict.fromkeys(g.exercise for g in grades))
+    status = {(g.learner, g.exercise): g for g in grades}
+    md = markdown_text
+    lines = [
+        "# Grades", "",
+        f"{len(learners)} learner(s), {len(exercises)} exercise(s).", "",
+        "| learner | " + " | ".join(map(md, exercises)) + " |",
+        "|---" * (len(exercises) + 1) + "|",
+    ]
+    lines += [f"| {md(learner)} | " + " | ".join(status[learner, e].status if (learner, e) in status else ""
+                                                   for e in exercises) + " |" for learner in learners]
+    flagged = [g for g in grades if g.review]
+    if flagged:
+        lines += ["", "## Flagged for review", ""]
+        lines += [f"- {md(g.learner)}, {md(g.exercise)} ({g.status}): {md(g.review)}" for g in flagged]
+    for learner in learners:
+        lines += ["", f"## {md(learner)}", ""]
+        for exercise in exercises:
+            grade = status.get((learner, exercise))
+            if grade:
+                detail = f": {md(grade.message)}" if grade.status != PASSED and grade.message else ""
+                lines.append(f"- {md(exercise)}: **{grade.status}**{detail}")
+        if problems.get(learner):
+            lines += ["", "While running the notebooks:", ""] + [f"- {md(note)}" for note in problems[learner]]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(grades: list[Grade], problems: dict[str, list[str]], out: Path) -> tuple[Path, Path]:
+    """Write ``grades.csv`` (one row per learner and exercise) and ``summary.md`` into ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    table, text = out / "grades.csv", out / "summary.md"
+    with open(table, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow([f.name for f in fields(Grade)])
+        writer.writerows([csv_cell(str(value)) for value in astuple(grade)] for grade in grades)
+    text.write_text(summary(grades, problems), encoding="utf-8")
+    return table, text

@@ -1,0 +1,32 @@
+"""What every test of a check needs: the learner's mode, and the one line a check prints.
+
+Import the fixture with the helper, ``from tests.checks_feedback import feedback,
+learner_mode``: pytest applies an autouse fixture to every test of the module that holds
+it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from attncourse import checks
+from attncourse.checks import predict
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(autouse=True)
+def learner_mode(monkeypatch):
+    """The learner's mode (no CI mode, no log, the default budget) and no earlier misses."""
+    for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr(predict, "_misses", predict.Counter())
+
+
+def feedback(capsys, check, *answers, **options) -> str:
+    """Run a check; assert it returned None and printed exactly one line; return that line."""
+    assert check(*answers, **options) is None
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]

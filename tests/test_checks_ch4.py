@@ -1,0 +1,221 @@
+"""The checks of chapter 4's exercises: right answers pass, each typical mistake is named,
+stubs are "not implemented", and no answer crashes a check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from attncourse import checks
+from attncourse.attention import scaled_dot_product_attention
+from attncourse.checks import ch4
+from attncourse.checks import predict as predict_module
+from attncourse.multihead import multi_head_attention as reference
+from attncourse.multihead import projection_shapes
+from attncourse.verb_roles import ablation_losses, chapter_tasks, train_heads
+
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(autouse=True)
+def learner_mode(monkeypatch):
+    for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
+    predict_module._misses.clear()
+
+
+def feedback(capsys, check, *answers, **options) -> str:
+    """Run a check; assert it returned None and printed exactly one line; return that line."""
+    assert check(*answers, **options) is None
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+# --- ch4-predict-parameter-count ---------------------------------------------------------
+
+
+def test_the_parameter_count_is_that_of_the_shapes_and_of_a_model_built_with_them():
+    shapes = projection_shapes(512, 8, 64, n_kv_heads=2)
+    rng = np.random.default_rng(0)
+    matrices = [rng.standard_normal(shape) for shape in shapes.values()]
+    output, weights = reference(rng.standard_normal((3, 512)), *matrices, 8, n_kv_heads=2)
+    assert output.shape == (3, 512) and weights.shape == (8, 3, 3)
+    count = sum(matrix.size for matrix in matrices)
+    assert count == 655_360  # 2 * 512**2 + 2 * 512 * 128, worked out by hand
+    assert checks.predict.PREDICTIONS["ch4-predict-parameter-count"].answer == count
+
+
+def test_predict_parameter_count_passes_the_count_and_hints_before_it_tells(capsys):
+    assert "Passed." in feedback(capsys, checks.predict_parameter_count, 655_360)
+    first = feedback(capsys, checks.predict_parameter_count, 1_048_576)
+    assert "Hint: W_Q and W_O keep one block per query head" in first
+    assert "655" not in first
+    second = feedback(capsys, checks.predict_parameter_count, 1_048_576)
+    assert "655,360" in second and "62.5%" in second
+
+
+def test_predict_parameter_count_reports_no_prediction_as_not_implemented(capsys):
+    assert "Not implemented yet." in feedback(capsys, checks.predict_parameter_count, None)
+
+
+# --- ch4-multi-head-attention --------------------------------------------------------------
+
+
+def per_head_loop(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    """A correct answer written differently from the reference: one head at a time."""
+    d_head = W_q.shape[1] // n_heads
+    heads, weights = [], []
+    for h in range(n_heads):
+        block = slice(h * d_head, (h + 1) * d_head)
+        out, w = scaled_dot_product_attention(X @ W_q[:, block], X @ W_k[:, block], X @ W_v[:, block], mask=mask)
+        heads.append(out)
+        weights.append(w)
+    return np.concatenate(heads, axis=-1) @ W_o, np.stack(weights, axis=-3)
+
+
+def variant(split="right", scale=None, merge="right", project=True, average=False, use_mask=True):
+    """A multi-head attention with one of the typical mistakes."""
+
+    def attention(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
+        *lead, seq, _ = X.shape
+        d_head = W_q.shape[1] // n_heads
+
+        def to_heads(M):
+            if split == "reshape alone":
+                return M.reshape(*lead, n_heads, seq, d_head)
+            return np.swapaxes(M.reshape(*lead, seq, n_heads, d_head), -2, -3)
+
+        heads, weights = scaled_dot_product_attention(
+            to_heads(X @ W_q), to_heads(X @ W_k), to_heads(X @ W_v), mask=mask if use_mask else None, scale=scale)
+        if merge == "reshape alone":
+            joined = heads.reshape(*lead, seq, n_heads * d_head)
+        else:
+            joined = np.swapaxes(heads, -2, -3).reshape(*lead, seq, n_heads * d_head)
+        output = joined @ W_o if project else joined
+        return output, weights.mean(axis=-3) if average else weights
+
+    return attention
+
+
+@pytest.mark.parametrize("answer", [reference, per_head_loop, variant(), lambda *a: tuple(x.tolist() for x in reference(*a))])
+def test_multi_head_attention_passes_correct_answers(capsys, answer):
+    line = feedback(capsys, checks.multi_head_attention, answer)
+    assert line.startswith("[ch4-multi-head-attention] Passed. Your multi-head attention matches the course's on 6 inputs")
+    assert "torch.nn.MultiheadAttention on a batch of 2 sentences" in line
+
+
+def test_multi_head_attention_reports_the_stub_as_not_implemented(capsys):
+    def multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
+        raise NotImplementedError("write multi_head_attention")
+
+    line = feedback(capsys, checks.multi_head_attention, multi_head_attention)
+    assert "Not implemented yet. multi_head_attention() raised NotImplementedError" in line
+
+
+def in_place(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    X *= 1.0
+    W_q[0, 0] += 1.0
+    return reference(X, W_q, W_k, W_v, W_o, n_heads, mask)
+
+
+FIRST = "multi_head_attention on 2 heads of width 3, seq 4, d_model 5, d_out 4"
+
+
+@pytest.mark.parametrize(
+    "answer, expected",
+    [
+        (variant(split="reshape alone"), f"{FIRST}: you cut the projections into heads by a reshape alone"),
+        (variant(merge="reshape alone"), "joining the heads by a reshape alone mixes them up"),
+        (variant(scale=1 / np.sqrt(5)), "scale by 1/sqrt(d_head) = 1/sqrt(3), the width of one head, not by 1/sqrt(d_model) = 1/sqrt(5)"),
+        (variant(scale=1 / np.sqrt(6)), "not of all heads together (6)"),
+        (variant(scale=1.0), "the scores are not scaled"),
+        (variant(scale=1 / 3), "divide the scores by sqrt(d_head), not by d_head"),
+        (variant(project=False), "returned an output of shape (4, 6), the width of the concatenated heads. It is the concatenated heads, before W_o. Multiply by W_o"),
+        (variant(average=True), "returned weights of shape (4, 4), one map for all heads. They are the heads' maps averaged"),
+        (variant(use_mask=False), "with the causal mask: the mask was ignored"),
+        (lambda *a: reference(*a)[::-1], f"{FIRST} returned (weights, output); return (output, weights)"),
+        (lambda *a: reference(*a)[0], "it should return the pair (output, weights)"),
+        (lambda *a: None, "returned None: did you forget `return`?"),
+        (lambda *a: (reference(*a)[0], "w"), "(the weights, its second item) returned a str"),
+        (lambda *a: (reference(*a)[0] * 2, reference(*a)[1]), "the weights are right but the output"),
+        (in_place, f"{FIRST} changed one of its inputs"),
+        (lambda X, W_q, W_k, W_v, W_o: reference(X, W_q, W_k, W_v, W_o, 2), "raised TypeError"),
+        ("multi_head_attention", "expected the function multi_head_attention, got a str"),
+    ],
+)
+def test_multi_head_attention_names_the_mistake(capsys, answer, expected):
+    line = feedback(capsys, checks.multi_head_attention, answer)
+    assert line.startswith("[ch4-multi-head-attention] Not right yet. ")
+    assert expected in line
+
+
+def test_the_attention_cases_include_what_the_exercise_is_about():
+    cases = ch4._attention_cases()
+    widths = [(X.shape[-1], W_q.shape[1], W_o.shape[1]) for _, (X, W_q, _, _, W_o), _, _ in cases]
+    d_heads = [W_q.shape[1] // n for _, (_, W_q, *_), n, _ in cases]
+    assert any(len({*w, d}) == 4 for w, d in zip(widths, d_heads))  # d_model, width, d_out, d_head
+    assert any(X.ndim == 3 for _, (X, *_), _, _ in cases)  # a batch
+    assert any(mask is not None for *_, mask in cases)
+    assert any(n == 1 for _, _, n, _ in cases) and any(X.shape[-2] == 1 for _, (X, *_), _, _ in cases)
+    # the reshape bug changes the answer in the first case (it cannot in one head or one token)
+    _, arrays, n_heads, _ = cases[0]
+    assert not np.allclose(variant(split="reshape alone")(*arrays, n_heads)[1], reference(*arrays, n_heads)[1])
+
+
+@FUZZ
+@given(
+    output=st.none() | st.floats() | hnp.arrays(np.float64, (4, 4)) | hnp.arrays(np.float64, (4, 6)),
+    weights=st.none() | st.text(max_size=3) | hnp.arrays(np.float64, (2, 4, 4)) | hnp.arrays(np.float64, (4, 4)),
+)
+def test_arbitrary_results_never_crash_the_multi_head_check(capsys, output, weights):
+    line = feedback(capsys, checks.multi_head_attention, lambda *args: (output, weights))
+    assert line.startswith("[ch4-multi-head-attention] Not right yet. ")
+    assert "the check itself hit an error" not in line
+
+
+# --- ch4-indispensable-head ----------------------------------------------------------------
+
+
+@pytest.mark.slow  # trains the model twice: once here, once for the check
+def test_the_exercise_model_has_one_head_it_cannot_lose():
+    train_task, test_task = chapter_tasks()
+    model = train_heads(train_task, **ch4.EXERCISE_MODEL)
+    losses = ablation_losses(test_task, model)
+    assert np.array_equal(losses, ch4._exercise_ablation()[1])
+    ordered = np.sort(losses)
+    assert ordered[-1] > ordered[-2] + 0.2  # a clear answer, not a near tie
+
+
+def test_indispensable_head_passes_the_head_found_by_ablation(capsys):
+    answer = int(np.argmax(ch4._exercise_ablation()[1]))
+    for head in (answer, np.int64(answer)):
+        line = feedback(capsys, checks.indispensable_head, head)
+        assert line.startswith("[ch4-indispensable-head] Passed. without head")
+
+
+@pytest.mark.parametrize(
+    "head, expected",
+    [
+        (None, "Not implemented yet. set indispensable to a head number, 0 to 2."),
+        (3, "there are 3 heads, numbered 0 to 2; got 3"),
+        (-1, "there are 3 heads"),
+        (2.0, "write the head as a whole number from 0 to 2; got 2.0"),
+        (True, "write the head as a whole number"),
+        ("2", "write the head as a whole number"),
+    ],
+)
+def test_indispensable_head_names_the_mistake(capsys, head, expected):
+    assert expected in feedback(capsys, checks.indispensable_head, head)
+
+
+def test_a_dispensable_head_gets_its_loss_and_a_hint_not_the_answer(capsys):
+    losses = ch4._exercise_ablation()[1]
+    answer = int(np.argmax(losses))
+    for head in {0, 1, 2} - {answer}:
+        line = feedback(capsys, checks.indispensable_head, head)
+        assert f"without head {head} the held-out loss is {losses[head]:.3f}" in line
+        assert "Hint: compute verb_loss" in line and f"head {answer}" not in line

@@ -1,0 +1,550 @@
+"""Tests for ``attncourse.instructor.grading`` and ``.sandbox``: grading a class in which
+some learners are honest and others hostile.
+
+One class of fabricated submissions is graded once, in parallel, in the sandbox (the
+module fixture ``graded``): learners who are right, wrong, empty, raising, endless or
+crashing, and learners who attack the grader (delete or overwrite other submissions and
+the course, read the solutions and the instructor's environment, use the network, leave
+a process behind to forge the report, forge or malform results, replace the checks'
+machinery, hand back objects that loop or exit inside the check, submit twice or under
+a name that breaks a spreadsheet or a table). The tests then check every honest grade,
+that no attack got a pass, that every attack is reported, that no file outside the
+scratch folders changed and that no process survived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import copy
+import csv
+import hashlib
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attncourse import instructor
+from attncourse.checks.predict import PREDICTIONS
+from attncourse.instructor import (
+    CRASHED,
+    ERROR,
+    FAILED,
+    NOT_ATTEMPTED,
+    PASSED,
+    SandboxUnavailable,
+    grade_submissions,
+    grading,
+    make_student_notebook,
+    sandbox,
+    write_report,
+)
+from attncourse.instructor.report import csv_cell, markdown_text
+from attncourse.instructor.tags import exercise_of, role_of
+
+# One worker grades the class once (make test runs pytest-xdist with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("grade-a-class")
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTER_1 = ROOT / "chapters" / "01_dot_product_similarity.ipynb"
+SOFTMAX, DOUBLING = "ch1-stable-softmax", "ch1-predict-doubling"
+RIGHT_PREDICTION = f"prediction = {PREDICTIONS[DOUBLING].answer!r}"
+TIME_LIMIT = 25.0  # the endless learner takes all of it; the others need a few seconds
+CHECK_TIMEOUT = 2.0
+SECRET = "attncourse-secret-7f3a"  # in the instructor's environment during grading
+TOKEN = "attncourse-leftover-9c1e"  # in the command line of the process left behind
+
+CORRECT_SOFTMAX = """\
+def stable_softmax(scores):
+    scores = np.asarray(scores, dtype=float)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)"""
+NAIVE_SOFTMAX = """\
+def stable_softmax(scores):
+    e = np.exp(scores)
+    return e / e.sum(axis=-1, keepdims=True)"""
+FLOAT64_ONLY = CORRECT_SOFTMAX.replace("scores = np.asarray(scores, dtype=float)", "assert scores.dtype == np.float64")
+STUB = None  # keep the stub as handed out
+
+
+def _cells(nb, label, role):
+    return [cell for cell in nb.cells if exercise_of(cell) == label and role_of(cell) == role]
+
+
+def submission(softmax=STUB, prediction=STUB, before=""):
+    """A learner's notebook in the student format: ch1's stubs and checks for the two
+    assigned exercises, filled in; ``before``: a cell of their own before the exercises."""
+    student = make_student_notebook(nbformat.read(CHAPTER_1, as_version=4), [SOFTMAX, DOUBLING])
+    cells = [nbformat.v4.new_code_cell("import numpy as np\nfrom attncourse import checks as check")]
+    if before:
+        cells.append(nbformat.v4.new_code_cell(before))
+    for label, answer in ((SOFTMAX, softmax), (DOUBLING, prediction)):
+        for role in ("stub", "check"):
+            cell = copy.deepcopy(_cells(student, label, role)[0])
+            if role == "stub" and answer is not None:
+                cell.source = answer
+            cells.append(cell)
+    student.cells = cells
+    return student
+
+
+def hostile_class(folder: Path, chapters: Path, report: Path, port: int) -> dict[str, object]:
+    """learner file name -> notebook (or bytes for a file that is not one)."""
+    submissions = folder / "submissions"
+    vandal = f"""\
+import os, pathlib, shutil
+attempts = []
+for target in [{str(submissions)!r}, {str(chapters)!r}, {str(report)!r}, {str(ROOT / "attncourse")!r}]:
+    try:
+        shutil.rmtree(target)
+        attempts.append(f"deleted {{target}}")
+    except OSError as error:
+        attempts.append(f"blocked {{type(error).__name__}}")
+try:
+    pathlib.Path({str(submissions / "correct" / "ch1.ipynb")!r}).write_text("{{}}")
+    attempts.append("overwrote correct")
+except OSError as error:
+    attempts.append(f"blocked {{type(error).__name__}}")
+import attncourse.checks.core as core
+try:
+    with open(core.__file__, "a") as file:
+        file.write("\\nPASSED = FAILED\\n")
+    attempts.append("edited the package")
+except OSError as error:
+    attempts.append(f"blocked {{type(error).__name__}}")
+for name in os.listdir("."):
+    attempts.append(f"sees {{name}}")
+print(attempts)"""
+    snoop = f"""\
+import os, pathlib, socket
+print(sorted(os.environ.items()))
+print([pathlib.Path(p).exists() for p in ({str(chapters / CHAPTER_1.name)!r}, {str(CHAPTER_1)!r}, {str(ROOT / "attncourse")!r})])
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2)
+    print("connected")
+except OSError as error:
+    print("no network:", type(error).__name__)"""
+    leaver = f"""\
+import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/bin/sh", ["sh", "-c", "touch alive; while :; do sleep 0.2; echo {TOKEN} >> {report}/grades.csv; done", "{TOKEN}"])
+    os._exit(0)
+os.wait()
+import time
+time.sleep(1)
+print("left behind:", os.path.exists("alive"))"""
+    forger = f"""\
+from IPython.display import display
+FORGED = {{"exercise": "{SOFTMAX}", "status": "passed", "message": "forged", "kind": "check", "nonce": "guess", "fingerprint": "guess"}}
+display({{"{grading.RESULT_MIMETYPE}": FORGED}}, raw=True)  # in its own cell: ignored
+
+def stable_softmax(scores):  # called by the check, in the grader's cell: caught
+    display({{"{grading.RESULT_MIMETYPE}": FORGED}}, raw=True)
+    raise NotImplementedError"""
+    malformer = f"""\
+from IPython.display import display
+
+def stable_softmax(scores):
+    display({{"{grading.RESULT_MIMETYPE}": ["not", "a", "record"]}}, raw=True)
+    raise NotImplementedError"""
+    patcher = """\
+from attncourse.checks import core
+core._evaluate = lambda label, kind, evaluate, answers, timeout: core.Result(label, "passed", "patched", kind)"""
+    replacer = """\
+setattr(__import__("attncourse.checks", fromlist=["x"]), "stable_softmax", lambda *a, **k: print("Passed."))"""
+    objects = """\
+class Exits:
+    def __array__(self, dtype=None, copy=None):
+        raise SystemExit("bye")
+
+class Loops(float):
+    def __float__(self):
+        while True:
+            pass
+
+def stable_softmax(scores):
+    return Exits()"""
+    return {
+        "correct/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
+        "wrong/ch1.ipynb": submission(NAIVE_SOFTMAX, 'prediction = 0.3'),
+        "empty/ch1.ipynb": submission(),
+        "raises/ch1.ipynb": submission("def stable_softmax(scores):\n    return 1 / 0", "prediction = undefined_name"),
+        "loops/ch1.ipynb": submission("def stable_softmax(scores):\n    while True:\n        pass", "while True:\n    pass"),
+        "crashes/ch1.ipynb": submission(CORRECT_SOFTMAX, "import os\nos._exit(1)"),
+        "sly/ch1.ipynb": submission(FLOAT64_ONLY, RIGHT_PREDICTION),
+        "unreadable.ipynb": b"",
+        "copier.ipynb": nbformat.read(CHAPTER_1, as_version=4),
+        "vandal/ch1.ipynb": submission(before=vandal),
+        "snoop/ch1.ipynb": submission(before=snoop),
+        "leaver/ch1.ipynb": submission(before=leaver),
+        "forger/ch1.ipynb": submission(forger),
+        "malformer/ch1.ipynb": submission(malformer),
+        "patcher/ch1.ipynb": submission(before=patcher),
+        "replacer/ch1.ipynb": submission(before=replacer),
+        "objects/ch1.ipynb": submission(objects, 'prediction = Loops(0.4)'),
+        "twice.ipynb": submission(CORRECT_SOFTMAX),
+        "twice/ch1.ipynb": submission(NAIVE_SOFTMAX),
+        "twice/resubmit/ch1.ipynb": submission(),
+        "=HYPERLINK(1)|x.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
+        "@line\nbreak.ipynb": submission(),
+    }
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (links not followed) -> a digest of its content."""
+    found = {}
+    for parent, _, files in os.walk(folder):
+        for name in files:
+            path = Path(parent) / name
+            found[str(path.relative_to(folder))] = "link" if path.is_symlink() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _processes_with(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and token.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("grading")
+    chapters = folder / "chapters"
+    shutil.copytree(ROOT / "chapters", chapters, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    report = folder / "report"
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    connections = []
+
+    def accept():
+        while listener.fileno() != -1:
+            with contextlib.suppress(OSError):
+                connections.append(listener.accept())
+
+    threading.Thread(target=accept, daemon=True).start()
+    submissions = folder / "submissions"
+    for name, content in hostile_class(folder, chapters, report, listener.getsockname()[1]).items():
+        (submissions / name).parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            (submissions / name).write_bytes(content)
+        else:
+            nbformat.write(content, submissions / name)
+    (submissions / "linked.ipynb").symlink_to(chapters / CHAPTER_1.name)  # the solved chapter
+    (submissions / "nobody").mkdir()
+    before = {"submissions": _tree(submissions), "chapters": _tree(chapters), "package": _tree(ROOT / "attncourse")}
+    scratch_roots = []  # the folders grade makes its sandbox's scratch folders in
+    make_folder = sandbox.tempfile.mkdtemp
+    spans = []  # when each notebook ran
+    run_notebook = grading._run_notebook
+
+    def timed_run(*args):
+        started = time.monotonic()
+        try:
+            return run_notebook(*args)
+        finally:
+            spans.append((started, time.monotonic()))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATTNCOURSE_TEST_SECRET", SECRET)
+        patch.setattr(sandbox.tempfile, "mkdtemp", lambda **kw: scratch_roots.append(make_folder(**kw)) or scratch_roots[-1])
+        patch.setattr(grading, "_run_notebook", timed_run)
+        grades, problems = grade_submissions(
+            submissions, chapters, assign=[DOUBLING, SOFTMAX], time_limit=TIME_LIMIT,
+            check_timeout=CHECK_TIMEOUT, executed_dir=report / "executed", jobs=2,
+        )
+    table, text = write_report(grades, problems, report)
+    report_written = table.read_bytes()
+    time.sleep(1.0)  # what a process left behind would need to append to the report
+    listener.close()
+    return {
+        "grades": {(g.learner, g.exercise): g for g in grades}, "rows": grades, "table": table,
+        "text": text, "report": report, "folder": folder, "spans": spans, "before": before,
+        "after": {"submissions": _tree(submissions), "chapters": _tree(chapters), "package": _tree(ROOT / "attncourse")},
+        "report_written": report_written, "connections": connections, "scratch_roots": scratch_roots,
+    }
+
+
+def executed_text(graded, notebook: str) -> str:
+    nb = nbformat.read(graded["report"] / "executed" / notebook, as_version=4)
+    return "\n".join(str(output) for cell in nb.cells for output in cell.get("outputs", []))
+
+
+# --- honest learners -------------------------------------------------------------------
+
+
+def test_honest_learners_get_the_grades_they_earned(graded):
+    grades = graded["grades"]
+    assert grades["correct", SOFTMAX].status == grades["correct", DOUBLING].status == PASSED
+    assert grades["wrong", SOFTMAX].status == FAILED and "overflows to inf" in grades["wrong", SOFTMAX].message
+    assert grades["wrong", DOUBLING].status == FAILED
+    assert grades["wrong", DOUBLING].message.startswith("you predicted 0.3")
+    assert grades["empty", SOFTMAX].status == grades["empty", DOUBLING].status == NOT_ATTEMPTED
+    assert "NotImplementedError" in grades["empty", SOFTMAX].message
+    assert not any(g.review for (learner, _), g in grades.items() if learner in ("correct", "wrong", "empty", "copier"))
+
+
+def test_code_that_raises_loops_or_crashes_is_a_grade(graded):
+    grades = graded["grades"]
+    assert grades["raises", SOFTMAX].status == FAILED and "ZeroDivisionError" in grades["raises", SOFTMAX].message
+    assert grades["raises", DOUBLING] .message == "the check cell raised NameError: name 'prediction' is not defined"
+    assert grades["loops", SOFTMAX].status == FAILED
+    assert f"did not return within the time budget of {CHECK_TIMEOUT:g} s" in grades["loops", SOFTMAX].message
+    assert grades["loops", DOUBLING].status == CRASHED
+    assert grades["loops", DOUBLING].message.startswith(f"did not finish within the time limit of {TIME_LIMIT:g} s")
+    assert grades["crashes", SOFTMAX].status == PASSED  # graded before the kernel died
+    assert grades["crashes", DOUBLING].status == CRASHED and grades["crashes", DOUBLING].message.startswith("the kernel died")
+    assert grades["unreadable", SOFTMAX].status == CRASHED
+    assert grades["unreadable", SOFTMAX].message.startswith("could not read the notebook")
+
+
+def test_the_hidden_tests_come_from_the_course_and_run(graded):
+    grades = graded["grades"]
+    assert grades["sly", SOFTMAX].status == FAILED and grades["sly", SOFTMAX].message.startswith("hidden test:")
+    executed = nbformat.read(graded["report"] / "executed" / "correct" / "ch1.ipynb", as_version=4)
+    hidden = _cells(executed, SOFTMAX, "hidden-test")
+    assert len(hidden) == 1 and "hidden test: Passed." in hidden[0].outputs[0]["text"]
+
+
+def test_a_submitted_solved_chapter_passes_and_is_noted(graded):
+    grades = graded["grades"]
+    assert grades["copier", SOFTMAX].status == grades["copier", DOUBLING].status == PASSED
+    assert "copier.ipynb: holds the course's solution cells" in graded["text"].read_text(encoding="utf-8")
+
+
+# --- hostile learners ------------------------------------------------------------------
+
+
+def test_no_attack_earns_a_pass(graded):
+    hostile = ("vandal", "snoop", "leaver", "forger", "malformer", "patcher", "replacer", "objects", "linked")
+    passed = [key for key, grade in graded["grades"].items() if key[0] in hostile and grade.status == PASSED]
+    assert passed == []
+
+
+def test_no_file_outside_the_scratch_folders_changed(graded):
+    assert graded["after"] == graded["before"]
+    assert "deleted" not in executed_text(graded, "vandal/ch1.ipynb")
+    assert "blocked" in executed_text(graded, "vandal/ch1.ipynb")
+    assert "edited the package" not in executed_text(graded, "vandal/ch1.ipynb")
+    assert "'sees ch1.ipynb'" in executed_text(graded, "vandal/ch1.ipynb")  # its own copy, alone
+    assert "sees" not in executed_text(graded, "vandal/ch1.ipynb").replace("'sees ch1.ipynb'", "")
+    assert len(graded["scratch_roots"]) == 1 and not Path(graded["scratch_roots"][0]).exists()  # removed
+
+
+def test_the_instructors_environment_solutions_and_network_are_out_of_reach(graded):
+    seen = executed_text(graded, "snoop/ch1.ipynb")
+    assert SECRET not in seen and "ATTNCOURSE_TEST_SECRET" not in seen
+    assert "[False, False, False]" in seen  # the chapters, their copy, the repository's package
+    assert "no network" in seen and graded["connections"] == []
+
+
+def test_no_process_survives_and_the_report_is_not_forged(graded):
+    assert "left behind: True" in executed_text(graded, "leaver/ch1.ipynb")  # it did start one
+    assert _processes_with(TOKEN) == []
+    assert graded["table"].read_bytes() == graded["report_written"]
+    assert TOKEN.encode() not in graded["report_written"]
+
+
+def test_forged_and_malformed_results_are_that_learners_error_and_flagged(graded):
+    grades = graded["grades"]
+    forged = grades["forger", SOFTMAX]
+    assert forged.status == ERROR and "the grader did not ask for (forged?)" in forged.message and forged.review
+    assert grades["forger", DOUBLING].status == NOT_ATTEMPTED  # the record in its own cell is ignored
+    malformed = grades["malformer", SOFTMAX]
+    assert malformed.status == ERROR and malformed.message.startswith("a malformed result in cell")
+
+
+def test_replacing_the_checks_machinery_is_detected_and_flagged(graded):
+    grades = graded["grades"]
+    for label in (SOFTMAX, DOUBLING):
+        patched = grades["patcher", label]
+        assert patched.status == ERROR and "were changed by the notebook" in patched.message
+        assert "touches the checks' internals (`from attncourse.checks import core`)" in patched.review
+        assert "touches the checks' internals (`_evaluate`)" in patched.review
+    replaced = grades["replacer", SOFTMAX]  # the source names nothing the scan knows
+    assert replaced.status == ERROR and "ran but sent no result" in replaced.message and replaced.review
+
+
+def test_an_answer_that_exits_or_loops_inside_the_check_is_a_failed_check(graded):
+    grades = graded["grades"]
+    assert grades["objects", SOFTMAX].status == FAILED and "raised SystemExit: bye" in grades["objects", SOFTMAX].message
+    assert grades["objects", DOUBLING].status == FAILED and "time budget" in grades["objects", DOUBLING].message
+
+
+def test_a_linked_notebook_is_refused_not_followed(graded):
+    linked = graded["grades"]["linked", SOFTMAX]
+    assert linked.status == CRASHED and "symbolic link" in linked.message
+
+
+def test_duplicate_submissions_are_reported_not_merged(graded):
+    grades = graded["grades"]
+    twice = grades["twice", SOFTMAX]
+    assert twice.status == ERROR
+    assert twice.message == ("duplicate submissions hold this exercise: twice/ch1.ipynb (failed), "
+                             "twice/resubmit/ch1.ipynb (not attempted), twice.ipynb (passed); keep one and grade again")
+    for notebook in ("twice.ipynb", "twice/ch1.ipynb", "twice/resubmit/ch1.ipynb"):  # each kept apart
+        assert (graded["report"] / "executed" / notebook).exists()
+    assert "submitted both as a file and as a folder" in graded["text"].read_text(encoding="utf-8")
+
+
+def test_every_learner_has_a_row_for_every_exercise(graded):
+    learners = {path.split("/")[0].removesuffix(".ipynb") for path in hostile_class(Path("x"), Path("y"), Path("z"), 0)}
+    learners |= {"linked", "nobody"}
+    assert {g.learner for g in graded["rows"]} == learners
+    assert len(graded["rows"]) == 2 * len(learners)
+    assert graded["grades"]["nobody", SOFTMAX].status == NOT_ATTEMPTED
+    assert all(g.status in (PASSED, FAILED, NOT_ATTEMPTED, CRASHED, ERROR) and (g.message or g.status == PASSED)
+               for g in graded["rows"])
+
+
+def test_names_cannot_inject_a_formula_or_break_the_table(graded):
+    with open(graded["table"], newline="", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == len(graded["rows"])
+    learners = {row["learner"] for row in rows}
+    assert "'=HYPERLINK(1)|x" in learners and "'@line\nbreak" in learners
+    assert not [row for row in rows for value in row.values() if value[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    assert graded["grades"]["=HYPERLINK(1)|x", SOFTMAX].status == PASSED
+    summary = graded["text"].read_text(encoding="utf-8")
+    table = [line for line in summary.splitlines() if line.startswith("| ")]
+    assert all(line.count(" | ") == 2 for line in table)  # learner + two exercises on every row
+    assert "| =HYPERLINK(1)\\|x | passed | passed |" in summary and "| @line break |" in summary
+
+
+def test_the_class_was_graded_in_parallel_up_to_the_jobs_asked_for(graded):
+    events = sorted([(start, 1) for start, _ in graded["spans"]] + [(end, -1) for _, end in graded["spans"]])
+    running = [sum(change for _, change in events[: k + 1]) for k in range(len(events))]
+    assert len(graded["spans"]) == 23 and max(running) == 2  # every notebook but the folder without one; jobs=2
+
+
+# --- reports, arguments, the sandbox ---------------------------------------------------
+
+
+def test_csv_and_markdown_escaping():
+    assert [csv_cell(t) for t in ("=1+1", "+1", "-1", "@A1", "\tx", "\rx", "ada", "")] == [
+        "'=1+1", "'+1", "'-1", "'@A1", "'\tx", "'\rx", "ada", ""]
+    assert markdown_text("a|b\n<script>*x*_y_ `z` [l](u)") == "a\\|b \\<script\\>\\*x\\*\\_y\\_ \\`z\\` \\[l\\](u)"
+
+
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        (["--time-limit", "0"], "--time-limit: must be positive, got 0"),
+        (["--time-limit", "-5"], "--time-limit: must be positive, got -5"),
+        (["--check-timeout", "0"], "--check-timeout: must be positive, got 0"),
+        (["--check-timeout", "nan"], "--check-timeout: must be positive, got nan"),
+        (["--jobs", "0"], "--jobs: must be positive, got 0"),
+    ],
+)
+def test_limits_must_be_positive(tmp_path, capsys, arguments, expected):
+    with pytest.raises(SystemExit):
+        instructor.main(["grade", str(tmp_path), "--out", str(tmp_path / "r"), *arguments])
+    assert expected in capsys.readouterr().err
+    with pytest.raises(ValueError, match="must be a positive number of seconds"):
+        grade_submissions(tmp_path, time_limit=-1.0)
+
+
+def test_out_inside_the_submissions_is_refused(tmp_path, capsys):
+    (tmp_path / "subs").mkdir()
+    for out in (tmp_path / "subs", tmp_path / "subs" / "report"):
+        assert instructor.main(["grade", str(tmp_path / "subs"), "--out", str(out)]) == 2
+        assert "is inside the submissions folder" in capsys.readouterr().err
+    assert not (tmp_path / "subs" / "report").exists()
+
+
+def test_without_a_sandbox_grade_refuses_unless_told_and_says_what_that_means(tmp_path, capsys, monkeypatch):
+    submissions = tmp_path / "subs"
+    submissions.mkdir()
+    nbformat.write(submission(CORRECT_SOFTMAX), submissions / "ada.ipynb")
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)  # no bwrap on this machine
+    with pytest.raises(SandboxUnavailable, match="bubblewrap is not installed"):
+        grade_submissions(submissions, ROOT / "chapters", assign=[SOFTMAX])
+    command = ["grade", str(submissions), "--chapters", str(ROOT / "chapters"), "--out", str(tmp_path / "r"), "--assign", SOFTMAX]
+    assert instructor.main(command) == 2
+    err = capsys.readouterr().err
+    assert "can read, change and delete any file you can" in err and "--unsafe-no-sandbox" in err
+    assert not (tmp_path / "r").exists()
+    assert instructor.main([*command, "--unsafe-no-sandbox", "--time-limit", "60"]) == 0
+    assert "| ada | passed |" in capsys.readouterr().out
+
+
+def test_the_sandbox_command_hides_everything_but_the_system_and_its_scratch(tmp_path):
+    box = sandbox.Sandbox(tmp_path, isolated=True)
+    scratch = box.scratch("0001")
+    env = box.environment(scratch, 3.0)
+    command = box.command(scratch, env)
+    assert command[1:7] == ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL"]
+    assert command[-2:] == ["--remount-ro", "/"]
+    writable = [command[i + 1] for i, arg in enumerate(command) if arg == "--bind"]
+    assert writable == [str(scratch)]
+    mounted = {command[i + 1] for i, arg in enumerate(command) if arg in ("--ro-bind", "--bind")}
+    assert str(ROOT) not in mounted and str(ROOT / "chapters") not in mounted and str(tmp_path) not in mounted
+    assert env["ATTNCOURSE_CHECK_TIMEOUT"] == "3.0" and "ATTNCOURSE_TEST_SECRET" not in env
+    assert set(env) <= {"HOME", "TMPDIR", "LANG", "PATH", "USER", "PYTHONPATH", "PYTHONNOUSERSITE",
+                        "PYTHONDONTWRITEBYTECODE", "MPLCONFIGDIR", "JUPYTER_PLATFORM_DIRS",
+                        "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ATTNCOURSE_CHECK_TIMEOUT"}
+
+
+def test_the_instructors_walkthrough(tmp_path, capsys):
+    """Two exercises assigned; the learner gets one right and one wrong; grade says so."""
+    handout = tmp_path / "handout"
+    assert instructor.main(["student", "--out", str(handout), "--assign", f"{SOFTMAX},{DOUBLING}",
+                            "--chapters", str(ROOT / "chapters")]) == 0
+    nb = nbformat.read(handout / CHAPTER_1.name, as_version=4)
+    _cells(nb, SOFTMAX, "stub")[0].source = CORRECT_SOFTMAX
+    _cells(nb, DOUBLING, "stub")[0].source = 'prediction = 0.3'
+    (tmp_path / "submissions" / "ada").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "submissions" / "ada" / CHAPTER_1.name)
+    report = tmp_path / "report"
+    assert instructor.main(["grade", str(tmp_path / "submissions"), "--chapters", str(ROOT / "chapters"),
+                            "--out", str(report)]) == 0
+    with open(report / "grades.csv", newline="", encoding="utf-8") as file:
+        rows = [(r["learner"], r["exercise"], r["status"], r["review"]) for r in csv.DictReader(file)]
+    assert rows == [("ada", DOUBLING, FAILED, ""), ("ada", SOFTMAX, PASSED, "")]
+    assert "| ada | failed | passed |" in capsys.readouterr().out
+
+
+def test_grade_works_where_an_event_loop_is_already_running(tmp_path):
+    """As in Jupyter, or in a pytest worker that ran Playwright's sync API before."""
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    nbformat.write(submission(CORRECT_SOFTMAX), submissions / "ada.ipynb")
+
+    async def grade_inside_a_loop():
+        return grade_submissions(submissions, ROOT / "chapters", assign=[SOFTMAX], time_limit=60.0)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:
+        grades, _ = thread.submit(asyncio.run, grade_inside_a_loop()).result()
+    assert [g.status for g in grades] == [PASSED]
+
+
+def test_a_failure_of_the_grader_on_one_notebook_is_that_learners_error(tmp_path, monkeypatch):
+    submissions = tmp_path / "subs"
+    submissions.mkdir()
+    for learner in ("ada", "bob"):
+        nbformat.write(submission(CORRECT_SOFTMAX), submissions / f"{learner}.ipynb")
+    run_notebook = grading._run_notebook
+
+    def fails_on_bob(submissions, relative, *args):
+        if relative.name == "bob.ipynb":
+            raise RuntimeError("a bug in grade")
+        return run_notebook(submissions, relative, *args)
+
+    monkeypatch.setattr(grading, "_run_notebook", fails_on_bob)
+    grades, _ = grade_submissions(submissions, ROOT / "chapters", assign=[SOFTMAX], time_limit=60.0)
+    assert [(g.learner, g.status, g.message) for g in grades] == [
+        ("ada", PASSED, grades[0].message),
+        ("bob", ERROR, "the grader failed on this notebook: RuntimeError: a bug in grade"),
+    ]
