@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+import tools
 from attncourse.answer_box import answer_box
 from attncourse.checks import core, predict
 
@@ -64,3 +65,43 @@ def test_answer_boxes_with_no_kernel(prediction, site, visit, watched_page):
     for value in (0.3, 0.295, 0.3095, 0.2895, 0.32, -0.3):
         verdict, _ = try_answer(second, repr(value))
         assert (verdict == "right") == prediction.accepts(value), value
+
+
+# Each exercise on a page: its label (the admonition's id), title, answer box and links.
+_EXERCISES = """() => [...document.querySelectorAll('div.exercise.admonition')].map((node) => ({
+  label: node.id,
+  title: node.querySelector('.admonition-title').textContent,
+  boxes: [...node.querySelectorAll('.attn-answer')].map((box) => box.dataset.label),
+  launch: [...node.querySelectorAll('a.attn-launch')].map((a) => [a.textContent, a.href]),
+}))"""
+
+
+@pytest.mark.parametrize("entry", tools.notebook_pages())
+def test_every_predict_exercise_answers_and_every_implement_one_opens_live(entry, visit,
+                                                                          watched_page):
+    import attncourse.checks  # noqa: F401  (declares every predict exercise)
+
+    page = watched_page
+    visit(f"{entry}.html")
+    exercises = page.evaluate(_EXERCISES)
+    # The theme's launch buttons: every link outside the article's text.
+    buttons = set(page.eval_on_selector_all(
+        "a[href]", "links => links.filter((a) => !a.closest('article')).map((a) => a.href)"))
+    predicts = [e for e in exercises if e["label"] in predict.PREDICTIONS]
+    implements = [e for e in exercises if "(Implement" in e["title"]]
+    assert predicts and implements, f"{entry}: {[e['title'] for e in exercises]}"
+    for exercise in predicts:
+        label = exercise["label"]
+        assert exercise["boxes"] == [label], f"{entry}: {label} has boxes {exercise['boxes']}"
+        declared = predict.PREDICTIONS[label]
+        box = page.locator(f'.attn-answer[data-label="{label}"]')
+        wrong = declared.answer + 10 * declared.tolerance + 1
+        verdict, text = try_answer(box, repr(wrong))
+        assert verdict == "hint" and declared.hint in text, (label, text)
+        verdict, text = try_answer(box, repr(declared.answer))
+        assert verdict == "right" and declared.explanation in text, (label, text)
+    for exercise in implements:
+        services = {name: href for name, href in exercise["launch"]}
+        assert set(services) == {"Colab", "Binder"}, (entry, exercise["title"])
+        for href in services.values():  # the same addresses as the theme's launch buttons
+            assert f"{entry}.ipynb" in href and href in buttons, href
