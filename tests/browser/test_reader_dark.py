@@ -1,6 +1,6 @@
-"""Dark mode (the reader's system asks for it; the theme follows): every explorer's text,
-titles, grid labels, inputs, readouts, Reset and its slider, and every number printed in a
-heatmap, at >= 4.5:1 contrast (WCAG AA), computed in the browser on every chapter page."""
+"""Dark mode (the reader's system asks for it; the theme follows): every explorer's text
+(titles, grid labels, inputs, readouts, Reset, linked sliders; the attention, graph and
+convolution explorers alike), and every number printed in an attention heatmap, at >= 4.5:1 contrast (WCAG AA), computed in the browser on every chapter page."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ pytestmark = pytest.mark.browser
 
 AA = 4.5
 
-# WCAG contrast of each visible text element of an explorer (and its linked controls)
+# WCAG contrast of each visible element of an explorer (and its linked controls) that holds
+# text of its own or a typed value (SVG labels aside: they carry their own halo; disabled
+# controls aside, as WCAG exempts them),
 # against the colour behind it: the first opaque background up the tree, with translucent
 # layers and text composited over it.
 _TEXT_CONTRAST = """(area) => {
@@ -32,11 +34,11 @@ _TEXT_CONTRAST = """(area) => {
     }
     return layers.reverse().reduce((below, layer) => over(layer, [...below, 1]), [255, 255, 255]);
   };
-  const selector = 'figcaption, th, .attn-readout, .attn-input, .attn-reset, .attn-answer, ' +
-    '.widget-label, .widget-readout';
-  return [...area.querySelectorAll(selector)]
-    .filter((node) => node.checkVisibility({ visibilityProperty: true }) &&
-                      (node.value || node.textContent).trim())
+  const ownText = (node) => [...node.childNodes]
+    .some((child) => child.nodeType === Node.TEXT_NODE && child.textContent.trim());
+  return [...area.querySelectorAll('*')]
+    .filter((node) => !node.closest('svg') && !node.disabled && node.checkVisibility({ visibilityProperty: true }) &&
+                      ((node.tagName === 'INPUT' && ['text', 'number'].includes(node.type) && node.value) || ownText(node)))
     .map((node) => {
       const background = behind(node);
       const ink = over(parse(getComputedStyle(node).color), [...background, 1]);
@@ -82,12 +84,13 @@ def browser_context_args(browser_context_args):
 def assert_readable(page, where, themed=True):
     if themed:  # a chapter page: the theme has followed the system into dark mode
         assert page.evaluate("document.documentElement.dataset.theme") == "dark", where
-    areas = page.locator(".widget-subarea:has(.attn-explorer)")
+    areas = page.locator(".widget-subarea:has(.attn-explorer, .attn-graph-explorer, "
+                         ".conv-explorer)")
     assert areas.count(), f"{where}: no explorer"
     for k in range(areas.count()):
         for text in areas.nth(k).evaluate(_TEXT_CONTRAST):
             assert text["ratio"] >= AA, f"{where}, explorer {k}: {text}"
-        canvases = areas.nth(k).locator("canvas[data-role]")
+        canvases = areas.nth(k).locator(".attn-explorer canvas[data-grid]")  # attention heatmaps
         for c in range(canvases.count()):
             canvas = canvases.nth(c)
             if int(canvas.evaluate("(c) => JSON.parse(c.dataset.rows).length")) > 12:

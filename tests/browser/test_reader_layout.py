@@ -27,7 +27,8 @@ _FIT = """() => {
   const box = article.getBoundingClientRect();
   const column = { left: box.left + parseFloat(style.paddingLeft),
                    right: box.right - parseFloat(style.paddingRight) };
-  const explorers = [...document.querySelectorAll('.attn-explorer')].map((root) => {
+  const roots = '.attn-explorer, .attn-graph-explorer, .conv-explorer';
+  const explorers = [...document.querySelectorAll(roots)].map((root) => {
     const own = root.getBoundingClientRect();
     const parts = [...root.querySelectorAll('figure, .attn-inputs > table, canvas, svg')]
       .filter((node) => !node.closest('figure') || node.tagName === 'FIGURE')
@@ -39,8 +40,21 @@ _FIT = """() => {
 }"""
 
 
-@pytest.mark.parametrize("screen", WIDTHS)
-@pytest.mark.parametrize("entry", NOTEBOOK_PAGES)
+# Found by this test and left open (issue 16): at 390 px these pages are wider than the
+# viewport (436 and 636 px), not because of an explorer's width (checked below) but of
+# something else on the page, not yet traced. Strict: the test fails once they fit.
+PANS_ON_A_PHONE = {"chapters/05_attention_as_a_graph", "chapters/06_attention_versus_convolution"}
+
+
+def fit_cases():
+    for entry in NOTEBOOK_PAGES:
+        for screen in WIDTHS:
+            known = screen == "phone" and entry in PANS_ON_A_PHONE
+            marks = [pytest.mark.xfail(strict=True, reason="pans sideways at 390 px")] if known else []
+            yield pytest.param(entry, screen, marks=marks, id=f"{entry}-{screen}")
+
+
+@pytest.mark.parametrize(("entry", "screen"), fit_cases())
 def test_explorers_fit_their_column_and_pages_their_viewport(entry, screen, visit,
                                                              watched_page):
     page = watched_page
