@@ -14,6 +14,12 @@
    the chapter's own settings, against the 30 s the course allows it.
 4. Grading: ``grade`` on a fabricated class of CLASS_SIZE learners who hand in chapter 1
    (right, wrong and untouched answers in turn), each in its sandbox, in parallel.
+5. Each chapter page from a local server in Chromium (no cache): time from navigation to
+   the first contentful paint and to the first painted explorer, the bytes it loads, and
+   the heaviest of them (where the time goes), against the figures issue 16 started from.
+
+``python -m tools.bench first-explorer`` (or any section names: build, latency, graph,
+convolution, training, grading, first-explorer) runs only those sections.
 """
 
 from __future__ import annotations
@@ -380,14 +386,78 @@ def grading_time():
           f"{taken:.1f} s, {taken / CLASS_SIZE:.1f} s per learner ({', '.join(statuses)})")
 
 
-def main():
-    build_times()
-    latencies()
-    graph_explorer_time()
-    convolution_explorer_time()
-    training_time()
-    grading_time()
+
+# Recorded from the start of every navigation: when the first explorer's first heatmap or
+# graph is in the DOM, and when the frame that paints it has been rendered (a message
+# posted from a requestAnimationFrame callback arrives after that frame's paint).
+_FIRST_EXPLORER = """(() => {
+  const seen = () => document.querySelector('.attn-explorer canvas, .attn-explorer svg');
+  new MutationObserver((changes, observer) => {
+    if (!seen()) return;
+    observer.disconnect();
+    window.__attnInDom = performance.now();
+    requestAnimationFrame(() => {
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () => { window.__attnPainted = performance.now(); };
+      channel.port2.postMessage(null);
+    });
+  }).observe(document, { childList: true, subtree: true });
+})()"""
+_PAGE_FIGURES = """() => {
+  const paint = performance.getEntriesByName('first-contentful-paint')[0];
+  const navigation = performance.getEntriesByType('navigation')[0];
+  const entries = [performance.getEntriesByType('navigation')[0],
+                   ...performance.getEntriesByType('resource')];
+  return {
+    firstPaint: paint ? paint.startTime : null, inDom: window.__attnInDom,
+    painted: window.__attnPainted, ready: navigation.domContentLoadedEventEnd,
+    loaded: navigation.loadEventEnd,
+    resources: entries.map((e) => [e.name.replace(location.origin, ''), e.decodedBodySize,
+                                   e.responseEnd]),
+  };
+}"""
+TARGET_FIRST_EXPLORER_MS = 1000.0
+BEFORE = "issue 16, before: first explorer 3-4 s, 7.6 MB per chapter page"
+
+
+def first_explorer():
+    print(f"\nChapter pages from 127.0.0.1, no cache ({BEFORE})")
+    print(f"  {'':<40}{'first paint':>12}{'DOM ready':>10}{'load':>9}{'explorer':>10}{'bytes':>9}")
+    with contextlib.ExitStack() as stack:
+        generated = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        site_url = stack.enter_context(tools.serve(generated))
+        browser = stack.enter_context(sync_playwright()).chromium.launch(**tools.CHROMIUM)
+        slowest = 0.0
+        for entry in tools.notebook_pages():
+            context = browser.new_context()
+            page = context.new_page()
+            page.add_init_script(_FIRST_EXPLORER)
+            page.goto(f"{site_url}{entry}.html")
+            page.wait_for_function("() => window.__attnPainted !== undefined", timeout=30_000)
+            page.wait_for_load_state("networkidle")
+            figures = page.evaluate(_PAGE_FIGURES)
+            context.close()
+            total = sum(size for _, size, _ in figures["resources"])
+            slowest = max(slowest, figures["painted"])
+            print(f"  {entry:<40}{figures['firstPaint']:9.0f} ms{figures['ready']:7.0f} ms"
+                  f"{figures['loaded']:6.0f} ms{figures['painted']:7.0f} ms{total / 1e6:6.1f} MB")
+            heaviest = sorted(figures["resources"], key=lambda r: -r[1])[:4]
+            for name, size, loaded in heaviest:
+                print(f"      {name[-56:]:<56}{size / 1e6:5.2f} MB, loaded at {loaded:5.0f} ms")
+    verdict = "met" if slowest <= TARGET_FIRST_EXPLORER_MS else "MISSED"
+    print(f"Target: first explorer painted within {TARGET_FIRST_EXPLORER_MS:.0f} ms of "
+          f"navigation on every chapter page: slowest {slowest:.0f} ms, {verdict}")
+
+
+SECTIONS = {"build": build_times, "latency": latencies, "graph": graph_explorer_time,
+            "convolution": convolution_explorer_time, "training": training_time,
+            "grading": grading_time, "first-explorer": first_explorer}
+
+
+def main(names=()):
+    for name in names or SECTIONS:
+        SECTIONS[name]()
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

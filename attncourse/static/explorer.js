@@ -109,7 +109,7 @@ function headerRow(table, corner, colLabels) {
 const CELL = { height: 22, padding: 6, maxLabel: 96, font: 13 };
 const NUMBERS_UP_TO = 12;
 const SHADES = 100; // colour steps per sign: finer than the eye tells apart
-const DARK_TEXT = "#222";
+const DARK_TEXT = "#000"; // black or white: every cell's number at >= 4.58:1 (WCAG AA)
 
 // A colour at each opacity step over white, and the text colour that contrasts most
 // with it (WCAG relative luminance): white only on the darkest blues.
@@ -117,7 +117,7 @@ function palette([r, g, b]) {
   const linear = (c) => ((c /= 255) <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
   const luminance = (rgb) =>
     0.2126 * linear(rgb[0]) + 0.7152 * linear(rgb[1]) + 0.0722 * linear(rgb[2]);
-  const dark = luminance([0x22, 0x22, 0x22]);
+  const dark = luminance([0, 0, 0]); // DARK_TEXT
   return Array.from({ length: SHADES + 1 }, (_, k) => {
     const a = k / SHADES;
     const over = (c) => 255 + a * (c - 255);
@@ -266,6 +266,7 @@ function heatmap({ rowLabels, colLabels, decimals, role, head, caption }) {
     `${caption}: arrow keys select a cell, the line below reads it`);
   const hint = "Point at a cell, or focus the map and use the arrow keys, for its exact value.";
   readout.textContent = hint;
+  readout.dataset.idle = ""; // showing the hint: explorer.css shows it under one map only
 
   const ctx = canvas.getContext("2d");
   // The explorer's own font (explorer.css); the canvas may be drawn before it is attached.
@@ -293,6 +294,7 @@ function heatmap({ rowLabels, colLabels, decimals, role, head, caption }) {
       : "";
     canvas.title = text;
     readout.textContent = text || hint;
+    readout.toggleAttribute("data-idle", !text);
   }
 
   function pointAt(event) {
@@ -645,11 +647,27 @@ const REDRAWS = {
   scale: "views", views: "views", decimals: "views", heads_on: "views", combine: "views",
 };
 
+// A button that puts back what the reader can change (the editable matrices, the scale,
+// the head switches and the combination) as the page first showed it: exercises send
+// readers "back to the explorer above".
+function resetButton(model) {
+  const names = [...model.get("editable"), "scale", "heads_on", "combine"]
+    .filter((name) => model.get(name) !== undefined);
+  const initial = JSON.stringify(names.map((name) => model.get(name)));
+  const button = el("button", "attn-reset", "Reset");
+  button.type = "button";
+  button.setAttribute("aria-label", "Reset the explorer to its first values");
+  button.addEventListener("click", () => {
+    JSON.parse(initial).forEach((value, k) => saveEdit(model, names[k], value));
+  });
+  return button;
+}
+
 function render({ model, el: root }) {
   root.classList.add("attn-explorer");
   const inputsBox = el("div", "attn-inputs");
   const viewsBox = el("div", "attn-views");
-  root.append(inputsBox, viewsBox);
+  root.append(resetButton(model), inputsBox, viewsBox);
   let figures = []; // the views' figures, for the layout they were built for
   let builtFor = null;
   let editing = false; // while the reader's edit is set: its grid already shows it
