@@ -33,13 +33,14 @@ def feedback(capsys, check, *answers) -> str:
 # --- predict: how many heads ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("check", "answer"), [(checks.predict_heads_for_5x5, 25),
-                                               (checks.predict_heads_for_kernel_7, 7)])
-def test_predicting_the_number_of_heads(capsys, check, answer):
+@pytest.mark.parametrize(("check", "answer", "wrong"), [(checks.predict_heads_for_5x5, 25, 9),
+                                                        (checks.predict_heads_for_dilated_3x3, 9, 25)])
+def test_predicting_the_number_of_heads(capsys, check, answer, wrong):
     assert "Not implemented yet." in feedback(capsys, check, None)
-    first_miss = feedback(capsys, check, 9)
+    first_miss = feedback(capsys, check, wrong)
     assert "Hint:" in first_miss and f"the answer is {answer}" not in first_miss
-    assert f"the answer is {answer}" in feedback(capsys, check, 9)
+    assert str(answer) not in first_miss.split("Hint:")[1]  # the hint does not give it away
+    assert f"the answer is {answer}" in feedback(capsys, check, wrong)
     assert "Passed." in feedback(capsys, check, answer)
     assert "Passed." in feedback(capsys, check, float(answer) + 0.4)
 
@@ -48,7 +49,7 @@ def test_the_answers_come_from_the_construction():
     assert checks.CHECKS["ch6-predict-heads-for-5x5"] is checks.predict_heads_for_5x5
     from attncourse.checks.predict import PREDICTIONS
     assert PREDICTIONS["ch6-predict-heads-for-5x5"].answer == 25.0
-    assert PREDICTIONS["ch6-predict-heads-for-kernel-7"].answer == 7.0
+    assert PREDICTIONS["ch6-predict-heads-for-dilated-3x3"].answer == 9.0
 
 
 # --- implement: conv1d_as_attention ---------------------------------------------------------

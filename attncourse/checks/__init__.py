@@ -69,7 +69,7 @@ from attncourse.checks.ch5 import (
 from attncourse.checks.ch6 import (
     conv1d_as_attention,
     predict_heads_for_5x5,
-    predict_heads_for_kernel_7,
+    predict_heads_for_dilated_3x3,
     tune_alpha,
 )
 from attncourse.checks.ch7 import (
@@ -127,7 +127,7 @@ __all__ = [
     "predict_cycle_ratio",
     "predict_doubling",
     "predict_heads_for_5x5",
-    "predict_heads_for_kernel_7",
+    "predict_heads_for_dilated_3x3",
     "predict_parameter_count",
     "predict_rank",
     "predict_rotation",

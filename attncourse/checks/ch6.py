@@ -21,22 +21,31 @@ predict_heads_for_5x5 = predict_exercise(
     "ch6-predict-heads-for-5x5",
     answer=float(len(shifts(5)) ** 2),
     tolerance=0.5,
-    hint="One head per relative position the kernel reads: count the pixels a 5 × 5 "
-    "window covers around its centre.",
+    hint="Each head copies the token at one relative position; list the relative positions "
+    "a 5 × 5 kernel multiplies by its own matrix.",
     explanation="Each head becomes one shift Delta = (Delta_1, Delta_2) with both in "
     "-2..2, and a 5 × 5 kernel has a matrix for each of those 25 shifts; by Theorem 1, "
     "N_h heads give a sqrt(N_h) × sqrt(N_h) kernel.",
 )
 
-predict_heads_for_kernel_7 = predict_exercise(
-    "ch6-predict-heads-for-kernel-7",
-    answer=float(len(shifts(7))),
-    tolerance=0.5,
-    hint="In 1-D a shift is one number: which shifts Delta does a kernel of 7 taps read?",
-    explanation="The taps sit at Delta = -3, ..., 3, one head each: K heads for a 1-D "
-    "kernel of K taps, where a 2-D kernel needs K².",
-)
 
+def _dilated_shifts(kernel_size: int, dilation: int) -> np.ndarray:
+    """The distinct relative positions (Delta_1, Delta_2) a dilated K × K kernel reads."""
+    one_axis = dilation * shifts(kernel_size)  # (K,)
+    grid = np.stack(np.meshgrid(one_axis, one_axis, indexing="ij"), -1).reshape(-1, 2)  # (K², 2)
+    return np.unique(grid, axis=0)
+
+
+predict_heads_for_dilated_3x3 = predict_exercise(
+    "ch6-predict-heads-for-dilated-3x3",
+    answer=float(len(_dilated_shifts(3, 2))),
+    tolerance=0.5,
+    hint="A head is needed for each relative position the kernel has a matrix for, not for "
+    "each pixel inside its footprint. Which positions does dilation 2 read?",
+    explanation="With dilation 2 the taps sit at Delta in {-2, 0, 2} on each axis: 9 "
+    "positions spread over a 5 × 5 window, one head each. The head count follows the taps, "
+    "not the receptive field; only the shifts Delta of the scores change.",
+)
 
 def _conv_cases() -> list[tuple[str, np.ndarray, np.ndarray, float]]:
     """(description, x (seq, c_in), kernel (c_out, c_in, K), alpha), K and channels varied."""
@@ -171,8 +180,9 @@ def construction_error(alpha: float) -> float:
 
 
 def score_gradient(alpha: float) -> float:
-    """The largest derivative of a weight with respect to its own score, w (1 - w), over
-    the heads and tokens of the tuning problem: what reaches the scores in training."""
+    """The softmax's slope: the largest derivative of a weight with respect to its own
+    score, w (1 - w), over the heads and tokens of the tuning problem. Every gradient that
+    reaches the scores in training is multiplied by such slopes."""
     x, _ = tuning_problem()
     weights = shift_weights(len(x), 5, alpha)  # (K, seq, seq_padded)
     return float((weights * (1 - weights)).max())
@@ -194,8 +204,9 @@ def smallest_alpha() -> float:
 @exercise("ch6-tune-alpha")
 def tune_alpha(run, alpha) -> str:
     """Exercise ch6-tune-alpha: an alpha at which the construction's error on the tuning
-    problem is below 1e-3, but no more than 1 above the smallest such alpha: beyond it
-    the softmax saturates and the gradient reaching the scores shrinks like e^-alpha."""
+    problem is below 1e-3, but no more than 1 above the smallest such alpha (a teaching
+    device: beyond it the softmax saturates and its slope w (1 - w), which multiplies every
+    gradient reaching the scores, shrinks like e^-alpha)."""
     if alpha is None or alpha is Ellipsis:
         raise NotImplementedYet("set alpha to a number.")
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.number)):
@@ -219,12 +230,12 @@ def tune_alpha(run, alpha) -> str:
             else "exactly 0 in float64"
         )
         raise Failed(
-            f"at alpha = {alpha:g} the error is {error:.2g}, below 1e-3, but the largest "
-            f"gradient reaching the scores, w (1 - w), is only {gradient:.2g}, {shrunk}: the "
+            f"at alpha = {alpha:g} the error is {error:.2g}, below 1e-3, but the softmax's "
+            f"largest slope w (1 - w) is only {gradient:.2g}, {shrunk}: the "
             "softmax is saturated. Find the smallest alpha (to within 1) that meets the target."
         )
     return (
         f"at alpha = {alpha:g} the error is {error:.2g} (the smallest alpha that gets below "
-        f"1e-3 is {best:.2f}) and the gradient reaching the scores is still {gradient:.2g}. "
+        f"1e-3 is {best:.2f}) and the softmax's largest slope w (1 - w) is still {gradient:.2g}. "
         "Both fall like e^-alpha: the sharper the heads, the less a training step can move them."
     )
