@@ -189,7 +189,7 @@ def test_predict_doubling_expects_the_weight_of_pool_on_itself_for_2A(capsys):
 
 def test_predict_doubling_hints_first_and_answers_on_the_second_miss(capsys):
     first = feedback(capsys, checks.predict_doubling, 0.353)  # "the same": doubling changes nothing
-    assert "Not right yet." in first and "Hint: (2a) · (2b) = 4 (a · b)" in first
+    assert "Not right yet." in first and "Hint: Doubling both vectors multiplies each score by how much?" in first
     assert "0.405" not in first
     second = feedback(capsys, checks.predict_doubling, 0.3)  # "flatter"
     assert "the answer is 0.4053" in second

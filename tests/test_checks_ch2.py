@@ -156,6 +156,7 @@ def test_predict_weight_back_expects_what_tennis_gives_it(capsys):
 def test_predict_weight_back_hints_first_and_answers_on_the_second_miss(capsys):
     W = softmax(X @ X.T)
     first = feedback(capsys, checks.predict_weight_back, W[IT, TENNIS])  # "the same weight back"
-    assert "Hint: The shared score cancels" in first and f"{W[TENNIS, IT]:.3f}" not in first
+    assert "Hint: What happens to the shared e^S when you divide" in first
+    assert "Z_tennis / Z_it" not in first and f"{W[TENNIS, IT]:.3f}" not in first
     second = feedback(capsys, checks.predict_weight_back, W[IT, TENNIS])
     assert f"the answer is {W[TENNIS, IT]:.4g}" in second

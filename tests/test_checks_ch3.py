@@ -231,5 +231,6 @@ def test_predict_rotation_expects_minus_the_score_of_it_on_ball(capsys):
 def test_predict_rotation_hints_first_and_answers_on_the_second_miss(capsys):
     first = feedback(capsys, checks.predict_rotation, 6.0)  # "symmetric"
     assert "Hint: Write M = W_Q W_Kᵀ" in first and "-6" not in first
+    assert "What does that make Mᵀ?" in first and "Rᵀ = -R" not in first
     second = feedback(capsys, checks.predict_rotation, 0.0)
     assert "the answer is -6. M = W_Q Rᵀ W_Qᵀ" in second

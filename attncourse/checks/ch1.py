@@ -134,9 +134,8 @@ predict_doubling = predict_exercise(
     answer=_doubled_self_weight(),
     tolerance=0.02,
     hint=(
-        "(2a) · (2b) = 4 (a · b): every score is multiplied by 4, a temperature of 1/4. "
-        f"Multiply pool's scores {_show(_CH1_EMBEDDINGS[_POOL] @ _CH1_EMBEDDINGS.T, 2)} by 4 "
-        "and take their softmax: e^s / (sum of the three e^s)."
+        "Doubling both vectors multiplies each score by how much? "
+        "What does that do to the temperature?"
     ),
     explanation=(
         "Every score is multiplied by 4, like a temperature of 1/4, and a lower temperature "

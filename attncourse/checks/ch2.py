@@ -144,8 +144,7 @@ predict_weight_back = predict_exercise(
     answer=float(_WEIGHTS[_TENNIS, _IT]),
     tolerance=0.005,
     hint=(
-        "The shared score cancels in the ratio of a pair's two weights: "
-        "W[it, tennis] / W[tennis, it] = Z_tennis / Z_it. Divide W[it, tennis] by that ratio."
+        "What happens to the shared e^S when you divide W[it, tennis] by W[tennis, it]?"
     ),
     explanation=(
         "W[tennis, it] = W[it, tennis] / (Z_tennis / Z_it) = "

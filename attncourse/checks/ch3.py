@@ -239,8 +239,8 @@ predict_rotation = predict_exercise(
     answer=float(_turned_scores()[_BALL, _IT]),
     tolerance=0.05,
     hint=(
-        "Write M = W_Q W_Kᵀ = W_Q Rᵀ W_Qᵀ and use Rᵀ = -R: what is Mᵀ, and so what is "
-        "S[ball, it] compared with S[it, ball]?"
+        "Write M = W_Q W_Kᵀ = W_Q Rᵀ W_Qᵀ. Compute Rᵀ and compare it with R. "
+        "What does that make Mᵀ?"
     ),
     explanation=(
         "M = W_Q Rᵀ W_Qᵀ and Rᵀ = -R make Mᵀ = -M, whatever W_Q is: the scores are "
