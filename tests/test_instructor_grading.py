@@ -49,7 +49,8 @@ from attncourse.instructor.report import csv_cell, markdown_text
 from attncourse.instructor.tags import exercise_of, role_of
 
 # One worker grades the class once (make test runs pytest-xdist with --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("grade-a-class")
+# Every test here starts real kernels in the sandbox: `make test` runs them, `make unit` does not.
+pytestmark = [pytest.mark.xdist_group("grade-a-class"), pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_1 = ROOT / "chapters" / "01_dot_product_similarity.ipynb"
