@@ -56,7 +56,7 @@ predict_rank = predict_exercise(
     ),
     explanation=(
         f"M_h = W_q^h W_k^{{hT}} with W_q^h and W_k^h of shape ({D_MODEL}, {D_HEAD}): its rank "
-        f"is at most d_head = {D_HEAD}, and a trained head uses all {D_HEAD} directions. "
+        f"is at most d_head = {D_HEAD}, and it reaches it, as any generic product of such matrices does. "
         f"Each head scores pairs of tokens through a {D_HEAD}-dimensional window of the "
         f"{D_MODEL}-dimensional space."
     ),
