@@ -9,7 +9,6 @@ import pytest
 from attncourse import checks
 from attncourse.attention import scaled_dot_product_attention
 from attncourse.checks import ch7
-from attncourse.checks import predict as predict_module
 from attncourse.pretrained import (
     N_HEADS,
     bilinear_form,
@@ -17,22 +16,7 @@ from attncourse.pretrained import (
     layer_parameters,
     run_model,
 )
-
-
-@pytest.fixture(autouse=True)
-def learner_mode(monkeypatch):
-    for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
-        monkeypatch.delenv(variable, raising=False)
-    predict_module._misses.clear()
-
-
-def feedback(capsys, check, *answers, **options) -> str:
-    """Run a check; assert it returned None and printed exactly one line; return that line."""
-    assert check(*answers, **options) is None
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
-
+from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
 
 # --- ch7-predict-rank ----------------------------------------------------------------------
 
