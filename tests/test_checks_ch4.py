@@ -109,11 +109,11 @@ def test_multi_head_attention_passes_correct_answers(capsys, answer):
 
 
 def test_multi_head_attention_reports_the_stub_as_not_implemented(capsys):
-    def multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
-        raise NotImplementedError("write multi_head_attention")
+    def my_multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
+        raise NotImplementedError("write my_multi_head_attention")
 
-    line = feedback(capsys, checks.multi_head_attention, multi_head_attention)
-    assert "Not implemented yet. multi_head_attention() raised NotImplementedError" in line
+    line = feedback(capsys, checks.multi_head_attention, my_multi_head_attention)
+    assert "Not implemented yet. my_multi_head_attention() raised NotImplementedError" in line
 
 
 def in_place(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
@@ -122,7 +122,7 @@ def in_place(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
     return reference(X, W_q, W_k, W_v, W_o, n_heads, mask)
 
 
-FIRST = "multi_head_attention on 2 heads of width 3, seq 4, d_model 5, d_out 4"
+FIRST = "my_multi_head_attention on 2 heads of width 3, seq 4, d_model 5, d_out 4"
 
 
 @pytest.mark.parametrize(
@@ -144,7 +144,7 @@ FIRST = "multi_head_attention on 2 heads of width 3, seq 4, d_model 5, d_out 4"
         (lambda *a: (reference(*a)[0] * 2, reference(*a)[1]), "the weights are right but the output"),
         (in_place, f"{FIRST} changed one of its inputs"),
         (lambda X, W_q, W_k, W_v, W_o: reference(X, W_q, W_k, W_v, W_o, 2), "raised TypeError"),
-        ("multi_head_attention", "expected the function multi_head_attention, got a str"),
+        ("multi_head_attention", "expected the function my_multi_head_attention, got a str"),
     ],
 )
 def test_multi_head_attention_names_the_mistake(capsys, answer, expected):
