@@ -16,7 +16,7 @@ Modules, one idea each:
 * ``attncourse.multihead``: multi-head attention (split and merge heads, W_O,
   grouped-query attention), equal to torch's.
 * ``attncourse.verb_roles``: a verb reading its subject and object; one head vs several,
-  trained in torch; the one-head floor; head ablation.
+  trained in torch; the one-head lower bound; head ablation.
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.
 * ``attncourse.multihead_figures``: chapter 4's figures (heads side by side, ablation).
 * ``attncourse.pretrained``: a real model offline (all-MiniLM-L6-v2): its attention,

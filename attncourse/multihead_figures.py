@@ -42,12 +42,12 @@ def head_attention_rows(weights, words, titles) -> Figure:
     return fig
 
 
-def ablation_bars(losses, head_labels, intact, floor, title="") -> Figure:
-    """The loss with each head ablated, grouped by head, against the intact model and a floor.
+def ablation_bars(losses, head_labels, intact, bound, title="") -> Figure:
+    """The loss with each head ablated, grouped by head, against the intact model and a bound.
 
     losses: mapping from a kind of ablation (e.g. "zero", "mean") to an (n_heads,) array;
-    head_labels: one per head; intact: the loss of the whole model; floor: a reference
-    level drawn as a dashed line (e.g. what one head can reach at best).
+    head_labels: one per head; intact: the loss of the whole model; bound: a reference
+    level drawn as a dashed line (e.g. the one-head lower bound).
     """
     series = {kind: np.asarray(values, dtype=float) for kind, values in losses.items()}
     if not series or any(v.shape != (len(head_labels),) for v in series.values()):
@@ -61,7 +61,7 @@ def ablation_bars(losses, head_labels, intact, floor, title="") -> Figure:
     for k, (kind, values) in enumerate(series.items()):
         bars = ax.bar(positions + (k - (len(series) - 1) / 2) * width, values, width, label=f"{kind} ablation")
         ax.bar_label(bars, fmt="%.3f", fontsize=8)
-    ax.axhline(floor, color="0.3", linestyle="--", lw=1, label=f"one-head floor {floor:.3f}")
+    ax.axhline(bound, color="0.3", linestyle="--", lw=1, label=f"one-head lower bound {bound:.3f}")
     ax.axhline(intact, color="tab:green", lw=1, label=f"all heads {intact:.3f}")
     ax.set_xticks(positions, labels=list(head_labels))
     ax.set(ylabel="mean squared error at the verb", title=title)

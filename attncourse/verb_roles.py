@@ -12,7 +12,7 @@ the grammar, queries and keys read only the role and values only the properties 
 other rows of W_q, W_k and W_v are held at 0). That makes the limit of one head exact:
 its output at the verb is m W_v W_o with m = sum_j w_j p_j, a vector of d_property
 numbers, so whatever the weights, the prediction lies in a subspace of dimension at
-most d_property of the 2 * d_property outputs (see ``one_head_floor``).
+most d_property of the 2 * d_property outputs (see ``one_head_lower_bound``).
 
 Training is torch (Adam, mean squared error, float64, one CPU thread, seeded and pure);
 evaluation and ablation are numpy, through ``attncourse.multihead``.
@@ -34,7 +34,7 @@ __all__ = [
     "ablation_losses",
     "chapter_tasks",
     "make_role_task",
-    "one_head_floor",
+    "one_head_lower_bound",
     "train_heads",
     "verb_loss",
     "verb_predictions",
@@ -232,14 +232,16 @@ def ablation_losses(task: RoleTask, model: TrainedHeads, how: str = "zero") -> F
     return np.array([verb_loss(task, model, ablate=h, how=how) for h in range(model.n_heads)])
 
 
-def one_head_floor(task: RoleTask) -> float:
-    """The lowest mean squared error one head can reach on ``task``, whatever its matrices.
+def one_head_lower_bound(task: RoleTask) -> float:
+    """A lower bound on the mean squared error of every one-head model on ``task``.
 
-    One head's prediction lies in a subspace of dimension d_property of the 2 * d_property
+    For this setting: one layer, values that read only the properties, no biases. One
+    head's prediction then lies in a subspace of dimension d_property of the 2 * d_property
     outputs. The best such subspace for the targets t_n is spanned by the leading
     eigenvectors of their second-moment matrix (1/N) sum_n t_n t_n^T, and what it misses
     is the sum of the d_property smallest eigenvalues, spread over 2 * d_property outputs.
-    For independent standard normal properties that is 1/2.
+    For independent standard normal properties that is 1/2. It is a bound, not a loss
+    any head reaches: a head can produce only some of the subspaces.
     """
     wanted = task.wanted_output()  # (batch, 2 * d_property)
     second_moment = wanted.T @ wanted / len(wanted)  # (2 * d_property, 2 * d_property)

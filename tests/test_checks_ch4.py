@@ -12,27 +12,12 @@ from hypothesis.extra import numpy as hnp
 from attncourse import checks
 from attncourse.attention import scaled_dot_product_attention
 from attncourse.checks import ch4
-from attncourse.checks import predict as predict_module
 from attncourse.multihead import multi_head_attention as reference
 from attncourse.multihead import projection_shapes
 from attncourse.verb_roles import ablation_losses, chapter_tasks, train_heads
+from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@pytest.fixture(autouse=True)
-def learner_mode(monkeypatch):
-    for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
-        monkeypatch.delenv(variable, raising=False)
-    predict_module._misses.clear()
-
-
-def feedback(capsys, check, *answers, **options) -> str:
-    """Run a check; assert it returned None and printed exactly one line; return that line."""
-    assert check(*answers, **options) is None
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 # --- ch4-predict-parameter-count ---------------------------------------------------------
@@ -109,11 +94,11 @@ def test_multi_head_attention_passes_correct_answers(capsys, answer):
 
 
 def test_multi_head_attention_reports_the_stub_as_not_implemented(capsys):
-    def multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
-        raise NotImplementedError("write multi_head_attention")
+    def my_multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
+        raise NotImplementedError("write my_multi_head_attention")
 
-    line = feedback(capsys, checks.multi_head_attention, multi_head_attention)
-    assert "Not implemented yet. multi_head_attention() raised NotImplementedError" in line
+    line = feedback(capsys, checks.multi_head_attention, my_multi_head_attention)
+    assert "Not implemented yet. my_multi_head_attention() raised NotImplementedError" in line
 
 
 def in_place(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
@@ -122,7 +107,7 @@ def in_place(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
     return reference(X, W_q, W_k, W_v, W_o, n_heads, mask)
 
 
-FIRST = "multi_head_attention on 2 heads of width 3, seq 4, d_model 5, d_out 4"
+FIRST = "my_multi_head_attention on 2 heads of width 3, seq 4, d_model 5, d_out 4"
 
 
 @pytest.mark.parametrize(
@@ -144,7 +129,7 @@ FIRST = "multi_head_attention on 2 heads of width 3, seq 4, d_model 5, d_out 4"
         (lambda *a: (reference(*a)[0] * 2, reference(*a)[1]), "the weights are right but the output"),
         (in_place, f"{FIRST} changed one of its inputs"),
         (lambda X, W_q, W_k, W_v, W_o: reference(X, W_q, W_k, W_v, W_o, 2), "raised TypeError"),
-        ("multi_head_attention", "expected the function multi_head_attention, got a str"),
+        ("multi_head_attention", "expected the function my_multi_head_attention, got a str"),
     ],
 )
 def test_multi_head_attention_names_the_mistake(capsys, answer, expected):

@@ -21,7 +21,7 @@ def test_head_attention_rows_draws_one_panel_per_head_with_every_word_and_weight
 
 def test_ablation_bars_labels_each_bar_with_its_loss_and_draws_both_levels():
     fig = ablation_bars({"zero": [0.5, 0.01], "mean": [0.49, 0.02]}, ["head 0", "head 1"],
-                        intact=0.001, floor=0.45)
+                        intact=0.001, bound=0.45)
     ax = fig.axes[0]
     heights = [patch.get_height() for patch in ax.patches]
     assert heights == [0.5, 0.01, 0.49, 0.02]

@@ -1,6 +1,6 @@
-"""attncourse.verb_roles: the subject/object task, training, the one-head floor, ablation.
+"""attncourse.verb_roles: the subject/object task, training, the one-head lower bound, ablation.
 
-The floor is a theorem about every one-head model; the tests check it against trained
+The lower bound is a theorem about every one-head model; the tests check it against trained
 models and against random matrices, and check the numpy evaluation against the torch
 loss the training reports.
 """
@@ -18,7 +18,7 @@ from attncourse.verb_roles import (
     VERB,
     ablation_losses,
     make_role_task,
-    one_head_floor,
+    one_head_lower_bound,
     train_heads,
     verb_loss,
     verb_predictions,
@@ -71,12 +71,12 @@ def test_queries_and_keys_read_only_the_role_and_values_only_the_properties():
     assert model.W_q.shape == (n_roles + 2, 4) and model.W_o.shape == (4, 4)
 
 
-def test_one_head_stays_above_the_floor_and_two_heads_fall_far_below_it():
-    floor = one_head_floor(TASK)
+def test_one_head_stays_above_the_lower_bound_and_two_heads_fall_far_below_it():
+    bound = one_head_lower_bound(TASK)
     one = train_heads(TASK, n_heads=1, d_head=4, steps=100)
     two = train_heads(TASK, n_heads=2, d_head=2, steps=100)
-    assert one.losses.min() >= floor - 1e-12
-    assert two.losses[-1] < floor / 100
+    assert one.losses.min() >= bound - 1e-12
+    assert two.losses[-1] < bound / 100
 
 
 def test_identical_heads_stay_identical_and_summed_heads_share_one_map():
@@ -87,12 +87,12 @@ def test_identical_heads_stay_identical_and_summed_heads_share_one_map():
     summed = train_heads(TASK, n_heads=2, d_head=2, steps=30, sum_heads=True)
     np.testing.assert_array_equal(summed.W_o[:2], summed.W_o[2:])
     assert not np.array_equal(summed.W_q[:, :2], summed.W_q[:, 2:])
-    assert summed.losses.min() >= one_head_floor(TASK) - 1e-12
+    assert summed.losses.min() >= one_head_lower_bound(TASK) - 1e-12
 
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), d_head=st.integers(1, 6))
-def test_no_one_head_model_beats_the_floor(seed, d_head):
+def test_no_one_head_model_beats_the_lower_bound(seed, d_head):
     """Any one head whose values read only the properties, even with queries and keys that
     read everything, and the best possible read-out of its output (least squares)."""
     rng = np.random.default_rng(seed)
@@ -102,11 +102,11 @@ def test_no_one_head_model_beats_the_floor(seed, d_head):
     heads, _ = attention_heads(TASK.embeddings(), W_q, W_k, W_v, n_heads=1)
     at_verb = heads[np.arange(len(TASK.roles)), 0, TASK.position(VERB)]  # (batch, d_head)
     best = at_verb @ np.linalg.lstsq(at_verb, TASK.wanted_output(), rcond=None)[0]
-    assert np.mean((best - TASK.wanted_output()) ** 2) >= one_head_floor(TASK) - 1e-9
+    assert np.mean((best - TASK.wanted_output()) ** 2) >= one_head_lower_bound(TASK) - 1e-9
 
 
-def test_the_floor_is_near_one_half_for_many_sentences():
-    assert abs(one_head_floor(make_role_task(20000, seed=0)) - 0.5) < 0.02
+def test_the_lower_bound_is_near_one_half_for_many_sentences():
+    assert abs(one_head_lower_bound(make_role_task(20000, seed=0)) - 0.5) < 0.02
 
 
 def test_ablating_a_head_that_carries_a_role_costs_that_role():

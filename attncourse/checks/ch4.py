@@ -119,21 +119,21 @@ def _close(a, b) -> bool:
 
 @exercise("ch4-multi-head-attention")
 def multi_head_attention(run, candidate) -> str:
-    """Exercise ch4-multi-head-attention: ``multi_head_attention(X, W_q, W_k, W_v, W_o,
-    n_heads, mask=None)`` returns ``(output, weights)``, output (..., seq, d_out) and
+    """Exercise ch4-multi-head-attention: ``my_multi_head_attention(X, W_q, W_k, W_v, W_o,
+    n_heads, mask=None)`` (named so as not to shadow the course's imported function) returns ``(output, weights)``, output (..., seq, d_out) and
     weights (..., n_heads, seq, seq), built from chapter 3's attention alone.
 
     Compared with the course's function (itself equal to torch's to 1e-6) and, where
-    d_model = n_heads * d_head = d_out, with torch.nn.MultiheadAttention, on one sentence
+    X is 3-D and d_model = n_heads * d_head = d_out, with torch.nn.MultiheadAttention, on one sentence
     and a batch, with and without the causal mask, one head and one token. Diagnoses a
     reshape without transpose, a scale by the wrong width, a missing W_O, weights averaged
     over the heads and changed inputs.
     """
-    fn = expect_function(candidate, "multi_head_attention")
+    fn = expect_function(candidate, "my_multi_head_attention")
     cases = _attention_cases()
     for description, arrays, n_heads, mask in cases:
         given = [a.copy() for a in arrays] + [n_heads] + ([] if mask is None else [mask.copy()])
-        what = f"multi_head_attention on {description}"
+        what = f"my_multi_head_attention on {description}"
         result = run(fn, *given)
         if not all(np.array_equal(a, b) for a, b in zip(given[:5], arrays)) or (
                 mask is not None and not np.array_equal(given[-1], mask)):
@@ -219,7 +219,7 @@ def _weights_hint(weights, expected, arrays, n_heads, mask) -> str:
 
 
 def _compare_with_torch(fn, run, cases) -> str:
-    """Run ``fn`` where torch.nn.MultiheadAttention applies (d_model = width = d_out)."""
+    """Run ``fn`` where torch.nn.MultiheadAttention applies (3-D X, d_model = width = d_out)."""
     try:
         import torch
     except ImportError:  # torch is optional for the numpy chapters
@@ -239,7 +239,7 @@ def _compare_with_torch(fn, run, cases) -> str:
         arguments = [X.copy(), W_q.copy(), W_k.copy(), W_v.copy(), W_o.copy(), n_heads]
         output = np.asarray(run(fn, *arguments, *([] if mask is None else [mask.copy()]))[0], dtype=float)
         if not _close(output, expected):
-            raise Failed(f"multi_head_attention on {description} differs from torch.nn.MultiheadAttention.")
+            raise Failed(f"my_multi_head_attention on {description} differs from torch.nn.MultiheadAttention.")
         compared.append(description)
     return " and ".join(compared)
 
