@@ -15,25 +15,12 @@ from attncourse.attention import softmax
 from attncourse.checks import ch5, predict
 from attncourse.examples import tennis_sentence
 from attncourse.graph import attention_rollout, cycle_ratio
+from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
 
 SENTENCE = tennis_sentence()
 HE, IT, BALL = (SENTENCE.index(w) for w in ("He", "it", "ball"))
 THING, PERSON, PRONOUN = 0, 1, 2
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@pytest.fixture(autouse=True)
-def learner_mode(monkeypatch):
-    for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr(predict, "_misses", predict._MissCounter())
-
-
-def feedback(capsys, check, *answers) -> str:
-    assert check(*answers) is None
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 # --- ch5-predict-cycle-ratio -------------------------------------------------------------

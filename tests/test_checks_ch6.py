@@ -11,24 +11,9 @@ from hypothesis import strategies as st
 
 from attncourse import checks
 from attncourse.checks import ch6
-from attncourse.checks.predict import _misses
 from attncourse.convolution import conv1d_as_attention, shift_weights
+from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
 from tools import ROOT
-
-
-@pytest.fixture(autouse=True)
-def learner_mode(monkeypatch):
-    for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
-        monkeypatch.delenv(variable, raising=False)
-    _misses.clear()
-
-
-def feedback(capsys, check, *answers) -> str:
-    assert check(*answers) is None
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
-
 
 # --- predict: how many heads ---------------------------------------------------------------
 
