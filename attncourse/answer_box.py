@@ -14,17 +14,14 @@ the page's source, where a curious learner can read it; grading never relies on 
 
 from __future__ import annotations
 
-import pathlib
-
 import anywidget
 import traitlets
 
 from attncourse.checks import predict
 from attncourse.checks.predict import Prediction
+from attncourse.esm import STATIC, bundle
 
 __all__ = ["AnswerBox", "answer_box"]
-
-_STATIC = pathlib.Path(__file__).parent / "static"
 
 
 class AnswerBox(anywidget.AnyWidget):
@@ -34,8 +31,8 @@ class AnswerBox(anywidget.AnyWidget):
     (``answer_text``, ``tolerance_text``), so the page says exactly what the check says.
     """
 
-    _esm = _STATIC / "answer_box.js"
-    _css = _STATIC / "answer_box.css"
+    _esm = bundle("answer_box.js")
+    _css = STATIC / "answer_box.css"
 
     label = traitlets.Unicode().tag(sync=True)
     prompt = traitlets.Unicode().tag(sync=True)

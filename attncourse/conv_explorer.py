@@ -14,17 +14,15 @@ One channel in and out: the sequence is ``(seq,)``, the kernel ``(K,)`` taps, K 
 
 from __future__ import annotations
 
-import pathlib
-
 import anywidget
 import numpy as np
 import traitlets
 
 from attncourse.convolution import conv1d_as_attention, shift_weights
+from attncourse.esm import bundle
 
 __all__ = ["ConvolutionExplorer"]
 
-_STATIC = pathlib.Path(__file__).parent / "static"
 ALPHA_RANGE = (0.0, 30.0)  # the slider's range
 
 
@@ -51,7 +49,7 @@ class ConvolutionExplorer(anywidget.AnyWidget):
     True
     """
 
-    _esm = _STATIC / "conv_explorer.js"
+    _esm = bundle("conv_explorer.js")
 
     x = traitlets.List(traitlets.Float()).tag(sync=True)
     kernel = traitlets.List(traitlets.Float()).tag(sync=True)

@@ -15,18 +15,15 @@ the JavaScript must agree with it (tests/test_graph_explorer.py runs both).
 
 from __future__ import annotations
 
-import pathlib
-
 import anywidget
 import numpy as np
 import traitlets
 
 from attncourse.attention import causal_mask
+from attncourse.esm import STATIC, bundle
 from attncourse.graph import attention_rollout, largest_cycle_ratio, stacked_attention, window_mask
 
 __all__ = ["GraphExplorer", "graph_explorer_view"]
-
-_STATIC = pathlib.Path(__file__).parent / "static"
 
 
 def _layers(W, name: str, d_model: int) -> np.ndarray:
@@ -103,8 +100,8 @@ class GraphExplorer(anywidget.AnyWidget):
     [[[0.731, 0.269], [0.269, 0.731]]]
     """
 
-    _esm = _STATIC / "graph_explorer.js"
-    _css = _STATIC / "graph_explorer.css"
+    _esm = bundle("graph_explorer.js")
+    _css = STATIC / "graph_explorer.css"
 
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     X = _array_trait()

@@ -15,7 +15,8 @@ seeded and pure: the same arguments give the same numbers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,8 @@ import torch
 from jaxtyping import Float, Int
 
 __all__ = [
+    "minimise_with_adam",
+    "one_thread",
     "PRONOUN_REFERENTS",
     "VOCABULARY",
     "PronounTask",
@@ -117,6 +120,38 @@ class TrainedAttention:
     losses: Float[np.ndarray, " steps"]
 
 
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """torch on one CPU thread inside the block: tiny matrices gain nothing from more, and
+    one thread adds up the numbers in the same order on every machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def minimise_with_adam(
+    loss: Callable[[], torch.Tensor],
+    parameters: Sequence[torch.Tensor],
+    steps: int,
+    learning_rate: float,
+    progress: Callable[[Iterable[int]], Iterable[int]] | None = None,
+) -> Float[np.ndarray, " steps"]:
+    """Take ``steps`` Adam steps on ``parameters`` against ``loss()``; return the loss
+    before each step. ``progress`` wraps the loop, e.g. ``progress=tqdm``."""
+    optimiser = torch.optim.Adam(parameters, lr=learning_rate)
+    losses = []
+    for _ in (progress or iter)(range(steps)):
+        value = loss()
+        optimiser.zero_grad()
+        value.backward()
+        optimiser.step()
+        losses.append(value.item())
+    return np.array(losses)
+
+
 def train_pronoun_attention(
     task: PronounTask,
     d_k: int = 8,
@@ -146,9 +181,7 @@ def train_pronoun_attention(
     wanted = torch.tensor(task.wanted_output())  # (batch, d_property)
     d_model, d_v = X.shape[-1], wanted.shape[-1]
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             to_query, to_key, to_value = (
@@ -158,23 +191,18 @@ def train_pronoun_attention(
         if tied:
             to_key = to_query
         layers = (to_query, to_key, to_value)
-        parameters = list(dict.fromkeys(p for layer in layers for p in layer.parameters()))
-        optimiser = torch.optim.Adam(parameters, lr=learning_rate)
-        losses = []
-        for _ in (progress or iter)(range(steps)):
+
+        def loss() -> torch.Tensor:
             Q, K, V = to_query(X), to_key(X), to_value(X)  # (batch, seq, d_k), ..., (batch, seq, d_v)
             weights = torch.softmax(Q @ K.transpose(-1, -2) / d_k**0.5, dim=-1)  # (batch, seq, seq)
             prediction = (weights @ V)[:, -1, :]  # (batch, d_v): the pronoun's output row
-            loss = torch.mean((prediction - wanted) ** 2)
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            losses.append(loss.item())
-    finally:
-        torch.set_num_threads(threads)
+            return torch.mean((prediction - wanted) ** 2)
+
+        parameters = list(dict.fromkeys(p for layer in layers for p in layer.parameters()))
+        losses = minimise_with_adam(loss, parameters, steps, learning_rate, progress)
     # nn.Linear computes x W^T with weight (d_out, d_model): the row-convention W is its transpose.
     W_q, W_k, W_v = (layer.weight.detach().numpy().T.copy() for layer in layers)
-    return TrainedAttention(W_q=W_q, W_k=W_k, W_v=W_v, losses=np.array(losses))
+    return TrainedAttention(W_q=W_q, W_k=W_k, W_v=W_v, losses=losses)
 
 
 def referent_accuracy(

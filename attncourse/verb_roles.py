@@ -139,6 +139,8 @@ def train_heads(
     """
     import torch
 
+    from attncourse.training import minimise_with_adam, one_thread
+
     if n_heads < 1 or d_head < 1 or steps < 1 or learning_rate <= 0:
         raise ValueError(
             f"need n_heads, d_head, steps >= 1 and learning_rate > 0; got {n_heads}, "
@@ -150,9 +152,7 @@ def train_heads(
     n_roles, d_property = len(ROLES), task.properties.shape[-1]
     width, d_out = n_heads * d_head, wanted.shape[-1]
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             # nn.Linear's weight is (d_out, d_in): its transpose is the row-convention W.
@@ -164,24 +164,19 @@ def train_heads(
             if not sum_heads:
                 start[3] = _copy_head_zero(start[3], n_heads, d_head, axis=0)
         W_q, W_k, W_v, W_out = (W.clone().requires_grad_() for W in start)
-        optimiser = torch.optim.Adam([W_q, W_k, W_v, W_out], lr=learning_rate)
         rows = torch.arange(len(X))
         roles, properties = X[..., :n_roles], X[..., n_roles:]
         batch, seq = X.shape[:2]
-        losses = []
-        for _ in range(steps):
+
+        def loss() -> torch.Tensor:
             Q, K, V = roles @ W_q, roles @ W_k, properties @ W_v  # (batch, seq, width) each
             Q, K, V = (M.view(batch, seq, n_heads, d_head).transpose(1, 2) for M in (Q, K, V))  # (batch, n_heads, seq, d_head)
             heads = torch.nn.functional.scaled_dot_product_attention(Q, K, V)  # (batch, n_heads, seq, d_head)
             W_o = W_out.repeat(n_heads, 1) if sum_heads else W_out  # (n_heads * d_head, d_out)
             at_verb = heads[rows, :, verb].reshape(batch, width)  # (batch, n_heads * d_head)
-            loss = torch.mean((at_verb @ W_o - wanted) ** 2)
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            losses.append(loss.item())
-    finally:
-        torch.set_num_threads(threads)
+            return torch.mean((at_verb @ W_o - wanted) ** 2)
+
+        losses = minimise_with_adam(loss, [W_q, W_k, W_v, W_out], steps, learning_rate)
     zeros = np.zeros((d_property, width)), np.zeros((n_roles, width))
     as_numpy = lambda W: W.detach().numpy().copy()
     return TrainedHeads(
@@ -190,7 +185,7 @@ def train_heads(
         W_v=np.vstack([zeros[1], as_numpy(W_v)]),
         W_o=as_numpy(W_out.repeat(n_heads, 1) if sum_heads else W_out),
         n_heads=n_heads,
-        losses=np.array(losses),
+        losses=losses,
     )
 
 

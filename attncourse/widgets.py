@@ -43,7 +43,6 @@ version of the Transformer.
 from __future__ import annotations
 
 import math
-import pathlib
 
 import anywidget
 import ipywidgets
@@ -51,6 +50,7 @@ import numpy as np
 import traitlets
 
 from attncourse.attention import dot_product_scores, scaled_dot_product_attention
+from attncourse.esm import STATIC, bundle
 from attncourse.multihead import merge_heads, split_heads
 
 __all__ = [
@@ -61,7 +61,6 @@ __all__ = [
     "with_scale_slider",
 ]
 
-_STATIC = pathlib.Path(__file__).parent / "static"
 _PROJECTIONS = ("W_q", "W_k", "W_v")
 VIEWS = ("scores", "weights", "output", "graph", "mask")
 EDITABLE = ("X", "W_q", "W_k", "W_v", "W_o", "mask", "heads_on", "combine")
@@ -269,8 +268,8 @@ class AttentionExplorer(anywidget.AnyWidget):
     [[0.5, 0.5], [0.5, 0.5]]
     """
 
-    _esm = _STATIC / "explorer.js"
-    _css = _STATIC / "explorer.css"
+    _esm = bundle("explorer.js")
+    _css = STATIC / "explorer.css"
 
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     X = _matrix_trait()

@@ -1,17 +1,13 @@
 """attncourse.conv_explorer: the explorer's state, and its JavaScript maths against numpy."""
 
-import base64
-import json
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from attncourse.conv_explorer import _STATIC, ConvolutionExplorer
+from attncourse.conv_explorer import ConvolutionExplorer
 from attncourse.convolution import shift_weights
+from tests.node_module import call_in_node
 
 TOLERANCE = 1e-9  # the JavaScript against the numpy reference
 
@@ -62,19 +58,8 @@ def test_bad_input_names_the_fault(arguments, message):
 
 
 def run_construct_js(problems):
-    """Evaluate conv_explorer.js's construct() in Node on each problem."""
-    node = shutil.which("node")
-    assert node, "Node.js is needed to test the explorer's JavaScript"
-    source = base64.b64encode((_STATIC / "conv_explorer.js").read_bytes()).decode()
-    script = (
-        f"const m = await import('data:text/javascript;base64,{source}');"
-        "const problems = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-        "console.log(JSON.stringify(problems.map((p) => m.construct(p))));"
-    )
-    done = subprocess.run([node, "-e", f"(async () => {{ {script} }})()"],
-                          input=json.dumps(problems), capture_output=True, text=True,
-                          check=True, timeout=60)
-    return json.loads(done.stdout)
+    """construct() of conv_explorer.js in Node, on each problem."""
+    return call_in_node("conv_explorer.js", "construct", problems)
 
 
 def test_javascript_maths_agrees_with_numpy_to_1e9():

@@ -1,15 +1,13 @@
 """attncourse.graph_explorer: the Python side, and its JavaScript maths against numpy."""
 
-import base64
 import json
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 from attncourse.graph import attention_rollout, stacked_attention
-from attncourse.graph_explorer import _STATIC, GraphExplorer, explorer_mask, graph_explorer_view
+from attncourse.graph_explorer import GraphExplorer, explorer_mask, graph_explorer_view
+from tests.node_module import call_in_node
 
 TOKENS = ["He", "picked", "the", "ball", "it"]
 
@@ -98,20 +96,8 @@ def test_bad_input_names_what_is_wrong(change, message):
 
 
 def run_graph_explorer_js(problems):
-    """Evaluate graph_explorer.js's layersView() in Node on each problem."""
-    node = shutil.which("node")
-    assert node, "Node.js is needed to test the graph explorer's JavaScript"
-    source = base64.b64encode((_STATIC / "graph_explorer.js").read_bytes()).decode()
-    script = (
-        f"const m = await import('data:text/javascript;base64,{source}');"
-        "const problems = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-        "console.log(JSON.stringify(problems.map((p) => m.layersView(p))));"
-    )
-    payload = json.dumps([{k: (v.tolist() if isinstance(v, np.ndarray) else v)
-                           for k, v in p.items()} for p in problems])
-    done = subprocess.run([node, "-e", f"(async () => {{ {script} }})()"], input=payload,
-                          capture_output=True, text=True, check=True, timeout=60)
-    return json.loads(done.stdout)
+    """layersView() of graph_explorer.js in Node, on each problem."""
+    return call_in_node("graph_explorer.js", "layersView", problems)
 
 
 SETTINGS = [

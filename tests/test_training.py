@@ -14,6 +14,8 @@ from attncourse.training import (
     PRONOUN_REFERENTS,
     VOCABULARY,
     make_pronoun_task,
+    minimise_with_adam,
+    one_thread,
     referent_accuracy,
     train_pronoun_attention,
 )
@@ -161,3 +163,19 @@ def test_untied_training_never_moves_the_queries_of_words_the_loss_does_not_see(
     later = train_pronoun_attention(task, seed=0, **{**SMALL_BUDGET, "steps": 5})
     nouns = [VOCABULARY.index(noun) for nouns in PRONOUN_REFERENTS.values() for noun in nouns]
     assert np.array_equal(start.W_q[nouns], later.W_q[nouns])
+
+
+def test_adam_reports_the_loss_before_each_step_and_descends():
+    w = torch.tensor([3.0], dtype=torch.float64, requires_grad=True)
+    losses = minimise_with_adam(lambda: (w**2).sum(), [w], steps=50, learning_rate=0.1)
+    assert losses.shape == (50,)
+    assert losses[0] == 9.0  # before the first step: w still 3
+    assert losses[-1] < 0.1 * losses[0]
+
+
+def test_one_thread_restores_the_thread_count_even_after_an_error():
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError), one_thread():
+        assert torch.get_num_threads() == 1
+        raise RuntimeError("inside")
+    assert torch.get_num_threads() == before

@@ -1,9 +1,6 @@
 """attncourse.widgets: the explorer's Python side, and its JavaScript maths against numpy."""
 
-import base64
 import json
-import shutil
-import subprocess
 
 import ipywidgets
 import numpy as np
@@ -13,13 +10,13 @@ from ipywidgets.widgets.widget_link import Link
 
 from attncourse.attention import causal_mask, scaled_dot_product_attention, softmax
 from attncourse.widgets import (
-    _STATIC,
     MAX_TOKENS,
     AttentionExplorer,
     InvalidExplorerInput,
     explorer_view,
     with_scale_slider,
 )
+from tests.node_module import call_in_node
 
 TOKENS = ["he", "ball", "it", "wet"]
 
@@ -148,23 +145,8 @@ def test_scale_slider_is_linked_in_the_browser():
 
 
 def run_explorer_js(problems):
-    """Evaluate explorer.js's attend() in Node on each problem; return its results."""
-    node = shutil.which("node")
-    assert node, "Node.js is needed to test the explorer's JavaScript"
-    source = base64.b64encode((_STATIC / "explorer.js").read_bytes()).decode()
-    script = (
-        f"const m = await import('data:text/javascript;base64,{source}');"
-        "const problems = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-        "console.log(JSON.stringify(problems.map((p) => m.attend(p))));"
-    )
-    wrapped = f"(async () => {{ {script} }})()"
-    payload = json.dumps([
-        {k: ([] if v is None else np.asarray(v).tolist()) for k, v in p.items()}
-        for p in problems
-    ])
-    done = subprocess.run([node, "-e", wrapped], input=payload, capture_output=True,
-                          text=True, check=True, timeout=60)
-    return json.loads(done.stdout)
+    """attend() of explorer.js in Node, on each problem."""
+    return call_in_node("explorer.js", "attend", problems)
 
 
 def test_javascript_maths_agrees_with_numpy_to_1e9():

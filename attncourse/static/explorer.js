@@ -8,32 +8,12 @@
 // given (combine "concat"), or their sum (combine "sum", W_o unused).
 // Token labels are only ever written with textContent.
 
-const SVG_NS = "http://www.w3.org/2000/svg";
-
-export function matmul(A, B) {
-  return A.map((row) =>
-    B[0].map((_, j) => row.reduce((sum, a, k) => sum + a * B[k][j], 0)),
-  );
-}
-
-export function transpose(A) {
-  return A[0].map((_, j) => A.map((row) => row[j]));
-}
+import { el, svg } from "./dom.js";
+import { matmul, softmaxRows, transpose } from "./linalg.js";
 
 // Columns [start, start + width) of every row.
 function columns(A, start, width) {
   return A.map((row) => row.slice(start, start + width));
-}
-
-// Stable row softmax; entries where allowed[i][j] is false get weight exactly 0.
-export function softmaxRows(scores, allowed) {
-  return scores.map((row, i) => {
-    const keep = row.map((_, j) => !allowed || allowed[i][j]);
-    const max = Math.max(...row.filter((_, j) => keep[j]));
-    const exps = row.map((s, j) => (keep[j] ? Math.exp(s - max) : 0));
-    const total = exps.reduce((a, b) => a + b, 0);
-    return exps.map((e) => e / total);
-  });
 }
 
 // The same computation as attncourse.widgets.explorer_view in Python.
@@ -70,19 +50,6 @@ export function attend({ X, W_q, W_k, W_v, scale, mask, n_heads, W_o, heads_on, 
   const concatenated = X.map((_, i) => headOutputs.flatMap((out) => out[i])); // (seq, d_v)
   const output = W_o && W_o.length ? matmul(concatenated, W_o) : concatenated;
   return { scores, weights, output };
-}
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function svg(tag, attributes) {
-  const node = document.createElementNS(SVG_NS, tag);
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-  return node;
 }
 
 function labels(n, prefix) {

@@ -5,28 +5,11 @@
 // A_l X_l W_v[l] (+ X_l with a skip connection), A_l = softmax(scale Q K^T, masked) by
 // rows. Token labels are only ever written with textContent.
 
-const SVG_NS = "http://www.w3.org/2000/svg";
-
-export function matmul(A, B) {
-  return A.map((row) => B[0].map((_, j) => row.reduce((sum, a, k) => sum + a * B[k][j], 0)));
-}
-
-function transpose(A) {
-  return A[0].map((_, j) => A.map((row) => row[j]));
-}
+import { el, svg } from "./dom.js";
+import { matmul, softmaxRows, transpose } from "./linalg.js";
 
 function identity(n) {
   return Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
-}
-
-// Stable row softmax; entries where allowed[i][j] is false get weight exactly 0.
-function softmaxRows(scores, allowed) {
-  return scores.map((row, i) => {
-    const max = Math.max(...row.filter((_, j) => allowed[i][j]));
-    const exps = row.map((s, j) => (allowed[i][j] ? Math.exp(s - max) : 0));
-    const total = exps.reduce((a, b) => a + b, 0);
-    return exps.map((e) => e / total);
-  });
 }
 
 // graph_explorer.explorer_mask: the edges the masks keep.
@@ -97,19 +80,6 @@ export function layersView({ X, W_q, W_k, W_v, scale, skip, causal, window, wind
 }
 
 // --- drawing ------------------------------------------------------------------------------
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function svg(tag, attributes) {
-  const node = document.createElementNS(SVG_NS, tag);
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-  return node;
-}
 
 const ROW = 24; // px between tokens
 const TOP = 26; // px above the first token

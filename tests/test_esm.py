@@ -1,0 +1,52 @@
+"""attncourse.esm: each widget's front end is one self-contained ES module."""
+
+import base64
+import shutil
+import subprocess
+
+import pytest
+
+from attncourse import esm
+from attncourse.esm import bundle
+
+WIDGET_MODULES = ["explorer.js", "graph_explorer.js", "conv_explorer.js", "answer_box.js"]
+
+
+@pytest.mark.parametrize("name", WIDGET_MODULES)
+def test_every_widget_module_loads_alone_in_node(name):
+    source = bundle(name)
+    assert 'from "./' not in source  # nothing left to resolve: it has no URL on a page
+    encoded = base64.b64encode(source.encode()).decode()
+    script = (f"import('data:text/javascript;base64,{encoded}')"
+              ".then((m) => console.log(typeof m.default.render))")
+    done = subprocess.run([shutil.which("node"), "-e", script], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "function"
+
+
+def test_a_helper_shared_by_two_imports_is_inlined_once(tmp_path, monkeypatch):
+    (tmp_path / "dom.js").write_text("export function el() {}\n")
+    (tmp_path / "table.js").write_text('import { el } from "./dom.js";\nexport function table() {}\n')
+    (tmp_path / "widget.js").write_text(
+        'import { el } from "./dom.js";\nimport { table } from "./table.js";\n'
+        "export default { render() {} };\n")
+    monkeypatch.setattr(esm, "STATIC", tmp_path)
+    source = bundle("widget.js")
+    assert source.count("export function el()") == 1
+    assert source.count("export function table()") == 1
+    assert "import" not in source
+
+
+def test_a_missing_module_is_named(tmp_path, monkeypatch):
+    (tmp_path / "widget.js").write_text('import { el } from "./nowhere.js";\n')
+    monkeypatch.setattr(esm, "STATIC", tmp_path)
+    with pytest.raises(FileNotFoundError, match="nowhere.js"):
+        bundle("widget.js")
+
+
+def test_the_explorers_share_one_copy_of_their_helpers():
+    for name in ("explorer.js", "graph_explorer.js"):
+        source = (esm.STATIC / name).read_text()
+        assert "function el(" not in source and "function matmul(" not in source
+        assert bundle(name).count("export function matmul(") == 1
