@@ -1,4 +1,4 @@
-// DOM helpers shared by the explorers (bundled into each one: see attncourse.static_bundle).
+// DOM helpers shared by the explorers (bundled into each one: see attncourse.esm).
 // Text is only ever written with textContent, never parsed as HTML.
 
 const SVG_NS = "http://www.w3.org/2000/svg";

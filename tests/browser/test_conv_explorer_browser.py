@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import tools
 from attncourse.conv_explorer import ConvolutionExplorer
+from attncourse.esm import bundle
 
 pytestmark = pytest.mark.browser
 
@@ -103,7 +103,7 @@ def test_the_explorer_on_the_chapter_page(visit, watched_page):
       'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state""")
     saved = [m["state"] for m in state.values() if m["state"].get("_anywidget_id") == EXPLORER_ID]
     assert len(saved) == 1, "the chapter shows one convolution explorer"
-    current = (tools.ROOT / "attncourse" / "static" / "conv_explorer.js").read_text()
+    current = bundle("conv_explorer.js")
     assert saved[0]["_esm"] == current, \
         f"{CHAPTER} carries an older conv_explorer.js: clear _build/.jupyter_cache and rebuild"
     s = saved[0]

@@ -16,6 +16,7 @@ import pytest
 
 import tools
 from attncourse.attention import causal_mask
+from attncourse.esm import bundle
 from attncourse.widgets import AttentionExplorer, explorer_view, with_scale_slider
 from tools.explorer_dom import READ_EXPLORER, grid_matrix
 
@@ -274,7 +275,7 @@ def test_explorers_on_the_site(entry, visit, watched_page):
     visit(f"{entry}.html")
     # The page must run this checkout's explorer: the execution cache keys on the notebook
     # alone, so after a change to explorer.js it can keep serving the old code.
-    current = (tools.ROOT / "attncourse" / "static" / "explorer.js").read_text()
+    current = bundle("explorer.js")
     saved = [m["state"]["_esm"] for m in watched_page.evaluate(_WIDGET_STATE).values()
              if m["state"].get("_anywidget_id") == EXPLORER_ID]
     assert all(esm == current for esm in saved), \

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tools
+from attncourse.esm import bundle
 from attncourse.examples import tennis_sentence
 from attncourse.graph_explorer import GraphExplorer, graph_explorer_view
 from tests.browser.test_explorer_browser import _INJECTED, LABELS  # the same hostile labels
@@ -229,7 +230,7 @@ def test_graph_explorers_on_the_site(entry, visit, watched_page):
     state = watched_page.evaluate("""() => JSON.parse(document.querySelector(
       'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state""")
     saved = [m["state"] for m in state.values() if m["state"].get("_anywidget_id") == EXPLORER_ID]
-    current = (tools.ROOT / "attncourse" / "static" / "graph_explorer.js").read_text()
+    current = bundle("graph_explorer.js")
     assert saved and all(s["_esm"] == current for s in saved), \
         f"{entry} carries an older graph_explorer.js: clear _build/.jupyter_cache and rebuild"
     first = saved[0]
