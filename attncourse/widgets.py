@@ -8,7 +8,7 @@ What syncs, and when:
 
 * Python -> browser: every input (``tokens``, ``X``, ``W_q``, ``W_k``, ``W_v``, ``W_o``,
   ``mask``, ``scale``, ``n_heads``, ``heads_on``, ``combine``, ``editable``, ``views``,
-  ``dims``, ``decimals``) when it is assigned and accepted; the browser redraws what
+  ``dims``, ``decimals``, ``goal``) when it is assigned and accepted; the browser redraws what
   depends on it.
 * Browser -> Python (live kernel only): the reader's edits of the editable matrices, the
   head switches and the way heads are combined, and a ``scale`` moved by a linked slider,
@@ -71,7 +71,10 @@ MAX_DECIMALS = 6
 MAX_TOKENS = 64
 # What explorer_view reads, and every input the constructor checks together.
 _VIEW_INPUTS = ("X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads", "W_o", "heads_on", "combine")
-_INPUTS = ("tokens", *_VIEW_INPUTS, "editable", "views", "dims", "decimals")
+_INPUTS = ("tokens", *_VIEW_INPUTS, "editable", "views", "dims", "decimals", "goal")
+# What a goal's cells can read (attncourse.checks.tune.GOAL_VIEWS, not imported: importing
+# the checks would load every chapter's, torch included, wherever an explorer is shown).
+_GOAL_VIEWS = ("scores", "weights")
 
 
 class InvalidExplorerInput(traitlets.TraitError, ValueError):
@@ -226,6 +229,41 @@ def _check(inputs):
     if not 0 <= inputs["decimals"] <= MAX_DECIMALS:
         raise InvalidExplorerInput(
             f"decimals must be between 0 and {MAX_DECIMALS}, got {inputs['decimals']}")
+    if inputs["goal"] is not None:
+        _check_goal(inputs["goal"], inputs)
+
+
+def _check_goal(goal, inputs):
+    """A tune exercise's goal (attncourse.checks.tune.Goal) must name this explorer's
+    tokens, views and inputs, and read a single head's (seq, seq) views."""
+    if not callable(getattr(goal, "as_json", None)):
+        raise InvalidExplorerInput(
+            f"goal must be a Goal from attncourse.checks.tune, got {type(goal).__name__}")
+    spec = goal.as_json()
+    label = spec["label"]
+    if inputs["n_heads"] != 1:
+        raise InvalidExplorerInput(
+            f"goal {label}: a goal reads one head's views, but n_heads={inputs['n_heads']}")
+    cells = [side for c in spec["conditions"] for side in (c["left"], c["right"]) if "view" in side]
+    cycles = [c["left"]["cycle"] for c in spec["conditions"] if "cycle" in c["left"]]
+    named = ({t for cell in cells for t in (cell["row"], cell["col"])} | set(spec["fixed_rows"])
+             | {t for cycle in cycles for t in cycle})
+    unknown = sorted(named - set(inputs["tokens"]))
+    if unknown:
+        raise InvalidExplorerInput(
+            f"goal {label}: unknown tokens {unknown}; the explorer's tokens are {inputs['tokens']}")
+    unknown = sorted({cell["view"] for cell in cells} - set(_GOAL_VIEWS))
+    if unknown:
+        raise InvalidExplorerInput(f"goal {label}: unknown views {unknown}; choose from {_GOAL_VIEWS}")
+    d_model = inputs["X"].shape[1]
+    for token, row in spec["fixed_rows"].items():
+        if len(row) != d_model:
+            raise InvalidExplorerInput(
+                f"goal {label}: the fixed row of {token!r} has {len(row)} entries, X has d_model={d_model}")
+    for name in spec["bounds"]:
+        if name not in ("X", *_PROJECTIONS, "W_o") or inputs[name] is None:
+            raise InvalidExplorerInput(
+                f"goal {label}: bounds on {name!r}, which is not one of the explorer's matrices")
 
 
 def _matrix_trait(dtype=float):
@@ -253,6 +291,8 @@ class AttentionExplorer(anywidget.AnyWidget):
     and ``heads_on`` for a switch per head, ``combine`` for concatenate-or-sum);
     ``W_o`` (n_heads * d_head_v, d_out) maps the concatenated heads; ``heads_on`` switches
     heads off (zero ablation; None: all on); ``combine`` is "concat" or "sum";
+    ``goal`` a tune exercise's goal (``attncourse.checks.tune.Goal``), shown above the views
+    with a checkmark evaluated in the browser on every edit;
     ``views`` what is shown (any of scores, weights, output, graph, mask); ``dims``
     names the d_model columns of X (and so the rows of each W), default x0, x1, ...
     ``scale`` defaults to 1/sqrt(d_head) for the W_q given at construction.
@@ -286,13 +326,16 @@ class AttentionExplorer(anywidget.AnyWidget):
     views = traitlets.List(traitlets.Unicode()).tag(sync=True)
     dims = traitlets.List(traitlets.Unicode()).tag(sync=True)
     decimals = traitlets.Int(2).tag(sync=True)
+    # A tune exercise's goal (attncourse.checks.tune.Goal), shown above the views.
+    goal = traitlets.Any(None, allow_none=True).tag(
+        sync=True, to_json=lambda value, widget: None if value is None else value.as_json())
     scores = _result_trait()
     weights = _result_trait()
     output = _result_trait()
 
     def __init__(self, tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
                  n_heads=1, editable=("X",), views=("scores", "weights", "output"),
-                 dims=None, decimals=2, W_o=None, heads_on=None, combine="concat"):
+                 dims=None, decimals=2, W_o=None, heads_on=None, combine="concat", goal=None):
         X, W = _as_matrix("X", X), _as_matrix("W_q", W_q)
         if dims is None and X is not None:
             dims = [f"x{k}" for k in range(X.shape[1])]
@@ -303,7 +346,7 @@ class AttentionExplorer(anywidget.AnyWidget):
         super().__init__(
             tokens=list(tokens), X=X, W_q=W_q, W_k=W_k, W_v=W_v, scale=scale, mask=mask,
             n_heads=n_heads, editable=list(editable), views=list(views), dims=list(dims or []),
-            decimals=decimals, W_o=W_o, heads_on=heads_on, combine=combine,
+            decimals=decimals, W_o=W_o, heads_on=heads_on, combine=combine, goal=goal,
         )
 
     @traitlets.validate(*_INPUTS)

@@ -40,7 +40,7 @@ def test_ball_ignores_it_passes_a_longer_ball_and_shows_the_price(capsys):
 
 def test_ball_ignores_it_reports_the_untouched_sentence_as_not_implemented(capsys):
     line = feedback(capsys, checks.ball_ignores_it, X.copy())
-    assert line == "[ch2-ball-ignores-it] Not implemented yet. X_tuned is still the sentence's X: edit the rows of it and ball."
+    assert line == "[ch2-ball-ignores-it] Not implemented yet. X_tuned is still the sentence's X: edit the rows of ball and it."
 
 
 def _other_row_changed():
@@ -55,7 +55,7 @@ def _other_row_changed():
         (rescaled(ball=1.1), "it gives ball 0.294, not more than 0.4. Hint: raise their shared score"),
         (rescaled(it=1.2, ball=1.3), "ball gives it 0.057, not less than a tenth of the 0.407"),
         (rescaled(it=1.2, ball=1.3), "Z_ball / Z_it, now 7.09"),
-        (_other_row_changed(), "you changed the row(s) of tennis; only the rows of it (index 8) and ball (index 5)"),
+        (_other_row_changed(), "you changed the row(s) of tennis; only the rows of ball (index 5) and it (index 8)"),
         (rescaled(ball=20.0), "outside [-10, 10]"),
         (rescaled(ball=np.nan), "X_tuned contains nan or inf"),
         (X.T, "X_tuned returned an array of shape (5, 11), expected shape (11, 5)"),

@@ -7,7 +7,6 @@ import numpy as np
 from attncourse.attention import softmax
 from attncourse.checks.core import (
     Failed,
-    NotImplementedYet,
     _show,
     exercise,
     expect_array,
@@ -15,6 +14,7 @@ from attncourse.checks.core import (
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.checks.pure import run_on_copies
+from attncourse.checks.tune import Cell, Condition, expect_edited_embeddings, tune_goal
 from attncourse.examples import pool_beats_badminton
 
 # "pool beats badminton" (seed 003), the sentence of chapter 1.
@@ -86,37 +86,48 @@ def _axis_hint(weights: np.ndarray) -> str:
     return "Divide each exponential by the sum of its row (axis=-1, keepdims=True)."
 
 
+def _W(row: str, col: str) -> Cell:
+    return Cell("weights", row, col)
+
+
+goal_pool_prefers_badminton = tune_goal(
+    "ch1-pool-prefers-badminton",
+    "Goal: pool attends to badminton more than to itself, and beats still attends to itself "
+    "most. Change only badminton's row, every entry between -1 and 1, at scale 1.",
+    conditions=(
+        Condition(_W("pool", "badminton"), ">", _W("pool", "pool")),
+        Condition(_W("beats", "beats"), ">", _W("beats", "pool")),
+        Condition(_W("beats", "beats"), ">", _W("beats", "badminton")),
+    ),
+    fixed_rows={_CH1_TOKENS[row]: _CH1_EMBEDDINGS[row] for row in (_POOL, _BEATS)},
+    bounds={"X": (-1.0, 1.0)},
+)
+
+
 @exercise("ch1-pool-prefers-badminton")
 def pool_prefers_badminton(run, A_tuned) -> str:
     """Exercise ch1-pool-prefers-badminton: edit badminton's embedding only, so that
 
     1. pool attends to badminton more than to itself, and
-    2. beats still attends to itself most,
+    2. beats still attends to itself more than to any other word,
 
-    with every entry between -1 and 1. The weights are softmax(A Aᵀ) by rows.
+    with every entry between -1 and 1. The weights are softmax(A Aᵀ) by rows. The goal
+    is ``goal_pool_prefers_badminton``, which chapter 1's explorer shows too.
     """
-    tuned = expect_array(A_tuned, _CH1_EMBEDDINGS.shape, "A_tuned")
-    if not np.isfinite(tuned).all():
-        raise Failed(f"A_tuned contains nan or inf: {_show(tuned)}")
-    if np.array_equal(tuned, _CH1_EMBEDDINGS):
-        raise NotImplementedYet("A_tuned is still the starting matrix A: edit badminton's row.")
-    for row in (_POOL, _BEATS):
-        if not np.allclose(tuned[row], _CH1_EMBEDDINGS[row]):
-            raise Failed(
-                f"you changed the row of {_CH1_TOKENS[row]} to {_show(tuned[row])}; "
-                "only badminton's row (index 2) may change."
-            )
-    if np.abs(tuned).max() > 1:
-        raise Failed(f"badminton's row {_show(tuned[_BADMINTON])} has an entry outside [-1, 1].")
+    goal = goal_pool_prefers_badminton
+    tuned = expect_edited_embeddings(goal, A_tuned, _CH1_EMBEDDINGS, _CH1_TOKENS, "A_tuned",
+                                     "the starting matrix A")
     weights = softmax(tuned @ tuned.T)  # (seq, seq)
+    views = {"scores": tuned @ tuned.T, "weights": weights}
+    prefers, *beats_most = goal.conditions
     pool = weights[_POOL]
-    if not pool[_BADMINTON] > pool[_POOL]:
+    if not prefers.holds(_CH1_TOKENS, views):
         raise Failed(
             f"pool gives itself {pool[_POOL]:.3f} and badminton {pool[_BADMINTON]:.3f}; "
             "badminton must score higher with pool than pool does with itself. "
             "Hint: a dot product grows with the length of the vectors, not only their direction."
         )
-    if weights[_BEATS].argmax() != _BEATS:
+    if not all(condition.holds(_CH1_TOKENS, views) for condition in beats_most):
         raise Failed(f"beats no longer attends to itself most (weights {_show(weights[_BEATS])}).")
     return (
         f"pool now gives badminton {pool[_BADMINTON]:.3f}, more than the {pool[_POOL]:.3f} it "

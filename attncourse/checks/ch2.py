@@ -7,7 +7,6 @@ import numpy as np
 from attncourse.attention import dot_product_scores, softmax
 from attncourse.checks.core import (
     Failed,
-    NotImplementedYet,
     _show,
     exercise,
     expect_array,
@@ -15,6 +14,7 @@ from attncourse.checks.core import (
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.checks.pure import run_on_copies
+from attncourse.checks.tune import Cell, Condition, expect_edited_embeddings, tune_goal
 from attncourse.examples import tennis_sentence
 from attncourse.reciprocity import log_normalisers
 
@@ -85,6 +85,20 @@ def _stationary_hint(pi: np.ndarray, X: np.ndarray) -> str:
     return "Hint: Z_i is the sum of row i of exp(X Xᵀ); pi is Z divided by its sum."
 
 
+goal_ball_ignores_it = tune_goal(
+    "ch2-ball-ignores-it",
+    "Goal: it gives ball more than 0.4 of its attention, and ball gives it less than a "
+    "tenth of that. Change only the rows of it and ball, every entry between -10 and 10.",
+    conditions=(
+        Condition(Cell("weights", "it", "ball"), ">", 0.4),
+        Condition(Cell("weights", "ball", "it"), "<", Cell("weights", "it", "ball", factor=0.1)),
+    ),
+    fixed_rows={token: _SENTENCE.X[row] for row, token in enumerate(_SENTENCE.tokens)
+                if row not in (_IT, _BALL)},
+    bounds={"X": (-10.0, 10.0)},
+)
+
+
 @exercise("ch2-ball-ignores-it")
 def ball_ignores_it(run, X_tuned) -> str:
     """Exercise ch2-ball-ignores-it: edit only the rows of "it" and "ball" of the tennis
@@ -94,36 +108,25 @@ def ball_ignores_it(run, X_tuned) -> str:
     2. W[ball, it] < W[it, ball] / 10.
 
     Possible only through the normalisers (W[it, ball] / W[ball, it] = Z_ball / Z_it); the
-    pass message shows the price: how much ball still gives tennis.
+    pass message shows the price: how much ball still gives tennis. The goal is
+    ``goal_ball_ignores_it``, which chapter 2's explorer shows too.
     """
+    goal = goal_ball_ignores_it
     X = _SENTENCE.X
-    tuned = expect_array(X_tuned, X.shape, "X_tuned")
-    if not np.isfinite(tuned).all():
-        raise Failed(f"X_tuned contains nan or inf: {_show(tuned)}")
-    if np.array_equal(tuned, X):
-        raise NotImplementedYet("X_tuned is still the sentence's X: edit the rows of it and ball.")
-    changed = [
-        _SENTENCE.tokens[row] for row in range(len(X))
-        if row not in (_IT, _BALL) and not np.allclose(tuned[row], X[row])
-    ]
-    if changed:
-        raise Failed(
-            f"you changed the row(s) of {', '.join(changed)}; only the rows of it "
-            f"(index {_IT}) and ball (index {_BALL}) may change."
-        )
-    if np.abs(tuned).max() > 10:
-        raise Failed("an entry of X_tuned is outside [-10, 10]; keep the embeddings of a sensible size.")
+    tuned = expect_edited_embeddings(goal, X_tuned, X, _SENTENCE.tokens, "X_tuned", "the sentence's X")
     scores = tuned @ tuned.T  # (seq, seq)
     weights = softmax(scores)
     log_Z = log_normalisers(scores)
+    views = {"scores": scores, "weights": weights}
+    gives_ball, ignores_it = goal.conditions
     given, returned = weights[_IT, _BALL], weights[_BALL, _IT]
     z_ratio = np.exp(log_Z[_BALL] - log_Z[_IT])
-    if not given > 0.4:
+    if not gives_ball.holds(_SENTENCE.tokens, views):
         raise Failed(
-            f"it gives ball {given:.3f}, not more than 0.4. Hint: raise their shared "
-            f"score it · ball (now {scores[_IT, _BALL]:.2f})."
+            f"it gives ball {given:.3f}, not more than {gives_ball.right:g}. Hint: raise their "
+            f"shared score it · ball (now {scores[_IT, _BALL]:.2f})."
         )
-    if not returned < given / 10:
+    if not ignores_it.holds(_SENTENCE.tokens, views):
         raise Failed(
             f"ball gives it {returned:.3f}, not less than a tenth of the {given:.3f} it gives "
             f"ball. Hint: W[it, ball] / W[ball, it] = Z_ball / Z_it, now {z_ratio:.2f}: "

@@ -22,6 +22,7 @@ from attncourse.checks.core import (
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.checks.pure import run_on_copies
+from attncourse.checks.tune import Cell, Condition, tune_goal
 from attncourse.examples import keys_and_locks
 
 
@@ -153,6 +154,18 @@ def _mask_hint(weights, Q, K, V, mask) -> str:
     return f"{pair}. Hint: set the masked scores to -inf before the softmax."
 
 
+goal_it_attends_to_ball = tune_goal(
+    "ch3-it-attends-to-ball",
+    "Goal: it attends to ball (at least 0.5), while ball scores it at most 0 and gives it "
+    "at most 0.05 of its attention. Scale 1, no mask.",
+    conditions=(
+        Condition(Cell("weights", "it", "ball"), ">=", 0.5),
+        Condition(Cell("scores", "ball", "it"), "<=", 0.0),
+        Condition(Cell("weights", "ball", "it"), "<=", 0.05),
+    ),
+)
+
+
 @exercise("ch3-it-attends-to-ball")
 def it_attends_to_ball(run, W_q, W_k=None) -> str:
     """Exercise ch3-it-attends-to-ball: W_q and W_k, (d_model, d_k) = (5, 5) as in the
@@ -182,14 +195,16 @@ def it_attends_to_ball(run, W_q, W_k=None) -> str:
     if not np.isfinite(scores).all():
         raise Failed("the scores overflow to inf: keep the entries of W_q and W_k smaller.")
     weights = softmax(scores)
+    views = {"scores": scores, "weights": weights}
+    attends, scores_nothing, gives_little = goal_it_attends_to_ball.conditions
     looks, looked_back = weights[_IT, _BALL], weights[_BALL, _IT]
-    if not looks >= 0.5:
+    if not attends.holds(_SENTENCE.tokens, views):
         raise Failed(
-            f"it gives ball {looks:.3f} of its attention, less than 0.5 (its score on ball "
-            f"is {scores[_IT, _BALL]:.2f}). Hint: let the query of a pronoun (x2) ask for "
-            "what the key of a thing (x0) offers."
+            f"it gives ball {looks:.3f} of its attention, less than {attends.right:g} (its score "
+            f"on ball is {scores[_IT, _BALL]:.2f}). Hint: let the query of a pronoun (x2) ask "
+            "for what the key of a thing (x0) offers."
         )
-    if not scores[_BALL, _IT] <= 0:
+    if not scores_nothing.holds(_SENTENCE.tokens, views):
         symmetric = np.isclose(scores[_BALL, _IT], scores[_IT, _BALL])
         raise Failed(
             f"ball scores it {scores[_BALL, _IT]:.2f}, more than the 0 it scores the empty "
@@ -197,11 +212,11 @@ def it_attends_to_ball(run, W_q, W_k=None) -> str:
             + (", exactly as much as it scores ball: symmetric scores, as in chapter 2." if symmetric else ".")
             + " Hint: ball and it are both things (x0), so ball's query must not ask for things."
         )
-    if not looked_back <= 0.05:
+    if not gives_little.holds(_SENTENCE.tokens, views):
         raise Failed(
-            f"ball still gives it {looked_back:.3f} of its attention (at most 0.05): with no "
-            "high score anywhere, ball spreads its attention evenly. Hint: give ball's query "
-            "something else to look for, such as its sport (x3)."
+            f"ball still gives it {looked_back:.3f} of its attention (at most {gives_little.right:g}): "
+            "with no high score anywhere, ball spreads its attention evenly. Hint: give ball's "
+            "query something else to look for, such as its sport (x3)."
         )
     return (
         f"it gives ball {looks:.3f} and ball gives it {looked_back:.3f}; the score of it on "

@@ -16,6 +16,7 @@ from attncourse.checks.core import (
     expect_function,
 )
 from attncourse.checks.predict import predict_exercise
+from attncourse.checks.tune import Condition, CycleRatio, tune_goal
 from attncourse.examples import tennis_sentence
 from attncourse.graph import attention_rollout as reference_rollout
 from attncourse.graph import cycle_ratio
@@ -40,13 +41,15 @@ predict_cycle_ratio = predict_exercise(
 )
 
 _SENTENCE = tennis_sentence()
-_CYCLE = [_SENTENCE.index(word) for word in ("He", "it", "ball")]  # He reads it, ...
+_CYCLE = CycleRatio(("He", "it", "ball"))  # He reads it, it reads ball, ball reads He
 
-
-def _log_cycle_ratio(scores: np.ndarray, cycle: list[int]) -> float:
-    """log of the cycle ratio of softmax(scores), from the scores alone (the normalisers
-    cancel), so huge scores that underflow some weights still give an exact answer."""
-    return float(sum(scores[a, b] - scores[b, a] for a, b in zip(cycle, cycle[1:] + cycle[:1])))
+goal_cycle_above_two = tune_goal(
+    "ch5-cycle-above-two",
+    "Goal: the cycle He ⇝ it ⇝ ball (He reads it, it reads ball, ball reads He) has a "
+    "ratio above 2. Every entry of W_q and W_k between -10 and 10, scale 1, no mask.",
+    conditions=(Condition(_CYCLE, ">", 2.0),),
+    bounds={"W_q": (-10.0, 10.0), "W_k": (-10.0, 10.0)},
+)
 
 
 @exercise("ch5-cycle-above-two")
@@ -60,32 +63,33 @@ def cycle_above_two(run, W_q, W_k=None) -> str:
     """
     if W_k is None:
         raise Failed("pass both matrices: check.cycle_above_two(W_q, W_k).")
+    goal = goal_cycle_above_two
     X = _SENTENCE.X
     d_model = X.shape[1]
-    matrices = []
+    matrices = {}
     for name, value in (("W_q", W_q), ("W_k", W_k)):
-        matrix = expect_array(value, (d_model, d_model), name)
-        if not np.isfinite(matrix).all():
-            raise Failed(f"{name} contains nan or inf: {_show(matrix)}")
-        if np.abs(matrix).max() > 10:
-            raise Failed(f"an entry of {name} is outside [-10, 10]; keep the matrices of a sensible size.")
-        matrices.append(matrix)
-    if all(np.array_equal(matrix, np.eye(d_model)) for matrix in matrices):
+        matrices[name] = expect_array(value, (d_model, d_model), name)
+        if not np.isfinite(matrices[name]).all():
+            raise Failed(f"{name} contains nan or inf: {_show(matrices[name])}")
+    outside = goal.out_of_bounds(matrices)
+    if outside:
+        low, high = goal.bounds[outside[0]]
+        raise Failed(f"an entry of {outside[0]} is outside [{low:g}, {high:g}]; keep the matrices of a sensible size.")
+    if all(np.array_equal(matrix, np.eye(d_model)) for matrix in matrices.values()):
         raise NotImplementedYet("W_q and W_k are still the identity: edit them.")
-    queries, keys = (X @ matrix for matrix in matrices)  # (seq, d_k) each
-    scores = dot_product_scores(queries, keys)  # (seq, seq)
-    log_ratio = _log_cycle_ratio(scores, _CYCLE)
-    with np.errstate(over="ignore"):
-        ratio = float(np.exp(log_ratio))
-    if ratio > 2:
+    queries, keys = (X @ matrix for matrix in matrices.values())  # (seq, d_k) each
+    views = {"scores": dot_product_scores(queries, keys)}  # (seq, seq)
+    above_two, = goal.conditions
+    log_ratio, ratio = _CYCLE.log_value(_SENTENCE.tokens, views), _CYCLE.value(_SENTENCE.tokens, views)
+    if above_two.holds(_SENTENCE.tokens, views):
         return (
             f"the cycle He ⇝ it ⇝ ball has ratio {ratio:.3g} (log {log_ratio:.3f}): going "
             "that way round is more than twice as likely as going back, which no symmetric "
             "score allows."
         )
-    M = matrices[0] @ matrices[1].T  # (d_model, d_model)
+    M = matrices["W_q"] @ matrices["W_k"].T  # (d_model, d_model)
     if np.allclose(M, M.T):
-        same = " (W_q = W_k)" if np.allclose(matrices[0], matrices[1]) else ""
+        same = " (W_q = W_k)" if np.allclose(matrices["W_q"], matrices["W_k"]) else ""
         raise Failed(
             f"M = W_q W_kᵀ is symmetric{same}, so the scores are symmetric and every cycle "
             f"ratio is 1 (yours: {ratio:.3f}). Hint: make M non-symmetric in a pair of "

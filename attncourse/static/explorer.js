@@ -9,6 +9,7 @@
 // Token labels are only ever written with textContent.
 
 import { el, svg } from "./dom.js";
+import { goalView } from "./goal.js";
 import { finiteRange, heatmap } from "./heatmap.js";
 import { matmul, softmaxRows, transpose } from "./linalg.js";
 
@@ -371,6 +372,7 @@ const REDRAWS = {
   // The switches and the choice are set in place (syncControls): rebuilding every input
   // grid for a click would cost a frame.
   scale: "views", views: "views", decimals: "views", heads_on: "views", combine: "views",
+  goal: "views",
 };
 
 // A button that puts back what the reader can change (the editable matrices, the scale,
@@ -389,11 +391,19 @@ function resetButton(model) {
   return button;
 }
 
+// The goal line from the views just computed (a goal reads one head: widgets.py checks).
+function updateGoal(goal, model, result) {
+  const inputs = Object.fromEntries(["X", "W_q", "W_k", "W_v", "W_o"].map((k) => [k, model.get(k)]));
+  goal.update(model.get("goal"), { tokens: model.get("tokens"), inputs, scale: model.get("scale"),
+    scores: result.scores[0], weights: result.weights[0] });
+}
+
 function render({ model, el: root }) {
   root.classList.add("attn-explorer");
   const inputsBox = el("div", "attn-inputs");
   const viewsBox = el("div", "attn-views");
-  root.append(resetButton(model), inputsBox, viewsBox);
+  const goal = goalView(); // a tune exercise's goal, between the inputs and the views
+  root.append(resetButton(model), inputsBox, goal.node, viewsBox);
   let figures = []; // the views' figures, for the layout they were built for
   let builtFor = null;
   let editing = false; // while the reader's edit is set: its grid already shows it
@@ -415,6 +425,7 @@ function render({ model, el: root }) {
       builtFor = key;
     }
     figures.forEach((view) => view.update(result));
+    updateGoal(goal, model, result);
   }
 
   function edit(name, value) {
