@@ -8,7 +8,7 @@ What syncs, and when:
 
 * Python -> browser: every input (``tokens``, ``X``, ``W_q``, ``W_k``, ``W_v``, ``W_o``,
   ``mask``, ``scale``, ``n_heads``, ``heads_on``, ``combine``, ``editable``, ``views``,
-  ``dims``, ``decimals``, ``goal``) when it is assigned and accepted; the browser redraws what
+  ``dims``, ``decimals``, ``goal``, ``input_name``) when it is assigned and accepted; the browser redraws what
   depends on it.
 * Browser -> Python (live kernel only): the reader's edits of the editable matrices, the
   head switches and the way heads are combined, and a ``scale`` moved by a linked slider,
@@ -71,7 +71,7 @@ MAX_DECIMALS = 6
 MAX_TOKENS = 64
 # What explorer_view reads, and every input the constructor checks together.
 _VIEW_INPUTS = ("X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads", "W_o", "heads_on", "combine")
-_INPUTS = ("tokens", *_VIEW_INPUTS, "editable", "views", "dims", "decimals", "goal")
+_INPUTS = ("tokens", *_VIEW_INPUTS, "editable", "views", "dims", "decimals", "goal", "input_name")
 # What a goal's cells can read (attncourse.checks.tune.GOAL_VIEWS, not imported: importing
 # the checks would load every chapter's, torch included, wherever an explorer is shown).
 _GOAL_VIEWS = ("scores", "weights")
@@ -178,6 +178,10 @@ def _check(inputs):
             "(draw a larger attention matrix with attncourse.plotting)")
     if len(tokens) != seq:
         raise InvalidExplorerInput(f"{len(tokens)} token labels for X with seq={seq} rows {X.shape}")
+    input_name = inputs["input_name"]
+    if not isinstance(input_name, str) or not input_name.strip() or len(input_name) > 8:
+        raise InvalidExplorerInput(
+            f"input_name must be a short non-empty name like 'X' or 'A', got {input_name!r}")
     if len(inputs["dims"]) != d_model:
         raise InvalidExplorerInput(
             f"{len(inputs['dims'])} dims labels for X with d_model={d_model} columns")
@@ -294,7 +298,10 @@ class AttentionExplorer(anywidget.AnyWidget):
     ``goal`` a tune exercise's goal (``attncourse.checks.tune.Goal``), shown above the views
     with a checkmark evaluated in the browser on every edit;
     ``views`` what is shown (any of scores, weights, output, graph, mask); ``dims``
-    names the d_model columns of X (and so the rows of each W), default x0, x1, ...
+    names the d_model columns of X (and so the rows of each W), default x0, x1, ...;
+    ``input_name`` is X's name in the chapter's notation (chapter 1 calls it A): the
+    explorer labels its grid with it, and titles the scores "A Aᵀ" while there is no
+    W_q or W_k.
     ``scale`` defaults to 1/sqrt(d_head) for the W_q given at construction.
     Scores, weights and output are heatmaps that print their numbers (``decimals``
     places, 0 to 6) for up to 12 tokens; past that they are colour only, each value on
@@ -325,6 +332,7 @@ class AttentionExplorer(anywidget.AnyWidget):
     editable = traitlets.List(traitlets.Unicode()).tag(sync=True)
     views = traitlets.List(traitlets.Unicode()).tag(sync=True)
     dims = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    input_name = traitlets.Unicode("X").tag(sync=True)
     decimals = traitlets.Int(2).tag(sync=True)
     # A tune exercise's goal (attncourse.checks.tune.Goal), shown above the views.
     goal = traitlets.Any(None, allow_none=True).tag(
@@ -335,7 +343,8 @@ class AttentionExplorer(anywidget.AnyWidget):
 
     def __init__(self, tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
                  n_heads=1, editable=("X",), views=("scores", "weights", "output"),
-                 dims=None, decimals=2, W_o=None, heads_on=None, combine="concat", goal=None):
+                 dims=None, decimals=2, W_o=None, heads_on=None, combine="concat", goal=None,
+                 input_name="X"):
         X, W = _as_matrix("X", X), _as_matrix("W_q", W_q)
         if dims is None and X is not None:
             dims = [f"x{k}" for k in range(X.shape[1])]
@@ -347,6 +356,7 @@ class AttentionExplorer(anywidget.AnyWidget):
             tokens=list(tokens), X=X, W_q=W_q, W_k=W_k, W_v=W_v, scale=scale, mask=mask,
             n_heads=n_heads, editable=list(editable), views=list(views), dims=list(dims or []),
             decimals=decimals, W_o=W_o, heads_on=heads_on, combine=combine, goal=goal,
+            input_name=input_name,
         )
 
     @traitlets.validate(*_INPUTS)

@@ -389,3 +389,13 @@ def test_javascript_joins_heads_as_numpy_does():
     problems.append(heads_problem(9) | {"W_o": None, "heads_on": [True, False]})
     for p, js in zip(problems, run_explorer_js(problems)):
         np.testing.assert_allclose(js["output"], explorer_view(**p)[2], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a very long name", 3])
+def test_input_name_must_be_a_short_name(name):
+    explorer = AttentionExplorer(["a", "b"], np.eye(2), input_name="A")
+    with pytest.raises(traitlets.TraitError, match="input_name"):
+        explorer.input_name = name
+    assert explorer.input_name == "A"
+    with pytest.raises(traitlets.TraitError, match="input_name"):
+        AttentionExplorer(["a", "b"], np.eye(2), input_name=name)

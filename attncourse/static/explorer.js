@@ -65,10 +65,11 @@ function headerRow(table, corner, colLabels) {
 }
 
 // An editable grid of numbers; edits call onEdit(i, j, value).
-function editableTable(name, matrix, rowLabels, colLabels, onEdit) {
+// `shown` is the matrix's name in the chapter's notation (the trait is `name`).
+function editableTable(name, shown, matrix, rowLabels, colLabels, onEdit) {
   const table = el("table", "attn-table attn-editable");
   table.dataset.role = `edit-${name}`;
-  headerRow(table, name, colLabels);
+  headerRow(table, shown, colLabels);
   matrix.forEach((row, i) => {
     const tr = table.insertRow();
     tr.appendChild(el("th", "attn-row", rowLabels[i]));
@@ -190,10 +191,14 @@ function graphView(tokens, head) {
   return { node: root, update };
 }
 
+// Titles in the chapter's notation: before W_q and W_k exist the scores are X Xᵀ, with X
+// named as the chapter names it (input_name).
 const TITLES = {
-  scores: "Scores Q Kᵀ (before scaling and softmax)",
+  scores: ({ inputName, projectedQK }) => (projectedQK ? "Scores Q Kᵀ"
+    : `Scores ${inputName} ${inputName}ᵀ`) + " (before scaling and softmax)",
   weights: "Attention weights (each row sums to 1)",
-  output: "Output rows: weights × values",
+  output: ({ inputName, projectedV }) =>
+    `Output rows: weights × ${projectedV ? "values" : inputName}`,
   outputProjected: "Output rows: heads side by side × W_O",
   outputSummed: "Output rows: the sum of the raw heads (no W_O)",
   graph: "Attention as a graph (arrow j → i: i reads from j)",
@@ -201,10 +206,16 @@ const TITLES = {
 };
 
 // One figure per head when there are several; its title says which.
-function perHead({ heads }, name, build) {
+function titleOf(name, layout) {
+  const entry = TITLES[name];
+  return typeof entry === "function" ? entry(layout) : entry;
+}
+
+function perHead(layout, name, build) {
+  const { heads } = layout;
   return Array.from({ length: heads }, (_, h) => {
     const head = heads > 1 ? h : undefined;
-    return build(h, head, TITLES[name] + (heads > 1 ? ` — head ${h}` : ""));
+    return build(h, head, titleOf(name, layout) + (heads > 1 ? ` — head ${h}` : ""));
   });
 }
 
@@ -234,7 +245,7 @@ const VIEW_BUILDERS = {
   }),
   output: (layout) => {
     const title = layout.combine === "sum" ? TITLES.outputSummed
-      : layout.projected ? TITLES.outputProjected : TITLES.output;
+      : layout.projected ? TITLES.outputProjected : titleOf("output", layout);
     const map = heatmap({ rowLabels: layout.tokens,
       colLabels: labels(layout.dv, layout.projected && layout.combine !== "sum" ? "o" : "v"),
       decimals: layout.decimals, role: "output", caption: title });
@@ -259,6 +270,8 @@ function figure({ title, node }) {
   return box;
 }
 
+const given = (matrix) => Boolean(matrix && matrix.length);
+
 // What the views are built for: a change here rebuilds them, any other only updates them.
 function viewLayout(model, result) {
   const editable = model.get("editable");
@@ -267,6 +280,8 @@ function viewLayout(model, result) {
     heads: result.weights.length, dv: result.output[0].length, editable,
     mask: editable.includes("mask") ? [] : model.get("mask") || [],
     combine: model.get("combine"), projected: (model.get("W_o") || []).length > 0,
+    inputName: model.get("input_name"), projectedV: given(model.get("W_v")),
+    projectedQK: given(model.get("W_q")) || given(model.get("W_k")),
   };
 }
 
@@ -306,7 +321,8 @@ function inputGrids(model, edit) {
     const matrix = model.get(name);
     const rowLabels = name === "X" ? tokens : name === "W_o" ? headRows(model) : dims;
     const colLabels = name === "X" ? dims : labels(matrix[0].length, name.slice(2));
-    return editableTable(name, matrix, rowLabels, colLabels,
+    const shown = name === "X" ? model.get("input_name") : name;
+    return editableTable(name, shown, matrix, rowLabels, colLabels,
       (i, j, value) => edit(name, edited(name, i, j, value)));
   });
 }
@@ -368,7 +384,7 @@ function syncControls(box, model) {
 // ("inputs": the grids and every view) or only the views ("views").
 const REDRAWS = {
   X: "inputs", W_q: "inputs", W_k: "inputs", W_v: "inputs", W_o: "inputs", mask: "inputs",
-  tokens: "inputs", dims: "inputs", editable: "inputs", n_heads: "inputs",
+  tokens: "inputs", dims: "inputs", editable: "inputs", n_heads: "inputs", input_name: "inputs",
   // The switches and the choice are set in place (syncControls): rebuilding every input
   // grid for a click would cost a frame.
   scale: "views", views: "views", decimals: "views", heads_on: "views", combine: "views",

@@ -389,3 +389,20 @@ def test_heads_switched_off_and_combined_two_ways_show_numpy_s_numbers(site, vis
     switches.nth(1).check()
     check.inputs["heads_on"] = [True, True, True]
     check.changed("switching head 1 back on", "output")
+
+
+def test_titles_and_grids_use_the_chapters_notation(site, visit, watched_page):
+    """Before W_q and W_k exist the scores are A Aᵀ in the chapter's letter, not Q Kᵀ;
+    the grid of embeddings carries that letter too."""
+    tokens = ["pool", "sports"]
+    embeddings = np.array([[1.0, 0.5], [0.2, 1.0]])
+    plain = AttentionExplorer(tokens, embeddings, scale=1.0, input_name="A")
+    projected = AttentionExplorer(tokens, embeddings, W_q=np.eye(2), W_k=np.eye(2),
+                                  W_v=np.eye(2), scale=1.0, editable=("W_q",))
+    visit(site.write_page("notation.html", [plain, projected], "Notation"))
+    first, second = (watched_page.locator(".attn-explorer").nth(k) for k in (0, 1))
+    captions = [box.locator("figcaption").all_text_contents() for box in (first, second)]
+    assert captions[0][0].startswith("Scores A Aᵀ") and captions[0][2] == "Output rows: weights × A"
+    assert captions[1][0].startswith("Scores Q Kᵀ") and captions[1][2] == "Output rows: weights × values"
+    assert first.locator('table[data-role="edit-X"] th.attn-corner').text_content() == "A"
+    assert second.locator('table[data-role="edit-W_q"] th.attn-corner').text_content() == "W_q"
