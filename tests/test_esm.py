@@ -9,7 +9,8 @@ import pytest
 from attncourse import esm
 from attncourse.esm import bundle
 
-WIDGET_MODULES = ["explorer.js", "graph_explorer.js", "conv_explorer.js", "answer_box.js"]
+WIDGET_MODULES = ["explorer.js", "graph_explorer.js", "conv_explorer.js", "model_explorer.js",
+                  "answer_box.js"]
 
 
 @pytest.mark.parametrize("name", WIDGET_MODULES)

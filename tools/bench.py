@@ -10,6 +10,8 @@
    "W_Q = W_K" (every layer recomputed, both graphs redrawn) to the painted view.
 2c. Chapter 6's convolution explorer (seq = 32, K = 5): median time from a step of its
    alpha slider to the painted view, against one frame.
+2d. Chapter 7's model explorer (two sentences of 16 tokens, 12 heads): median time from
+   picking another layer, or another sentence, to the painted maps, against one frame.
 3. Chapter 3's training demo (W_Q, W_K, W_V learned in torch): its time on this CPU, with
    the chapter's own settings, against the 30 s the course allows it.
 4. Grading: ``grade`` on a fabricated class of CLASS_SIZE learners who hand in chapter 1
@@ -19,7 +21,7 @@
    the heaviest of them (where the time goes), against the figures issue 16 started from.
 
 ``python -m tools.bench first-explorer`` (or any section names: build, latency, graph,
-convolution, training, grading, first-explorer) runs only those sections.
+convolution, model, training, grading, first-explorer) runs only those sections.
 """
 
 from __future__ import annotations
@@ -182,6 +184,19 @@ def chapter_stylesheets():
     return "\n".join(re.findall(r'<link rel="stylesheet"[^>]*>', page))
 
 
+@contextlib.contextmanager
+def explorer_page(explorer, title):
+    """A page of ``explorer`` alone, with the site's stylesheets, open in Chromium."""
+    with contextlib.ExitStack() as stack:
+        generated = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        site_url = stack.enter_context(tools.serve(generated))
+        page = stack.enter_context(sync_playwright()).chromium.launch(**tools.CHROMIUM).new_page()
+        path = tools.write_widget_page(generated, title.replace(" ", "_") + ".html", [explorer],
+                                       title, head=chapter_stylesheets())
+        page.goto(site_url + path.removeprefix("/"))
+        yield page
+
+
 def explorer_times(page, url):
     """Medians (ms) from the edit to: input handler done, laid out, painted."""
     page.goto(url)
@@ -283,13 +298,7 @@ def convolution_explorer_time():
 
     rng = np.random.default_rng(32)
     explorer = ConvolutionExplorer(rng.standard_normal(32).round(2), rng.standard_normal(5).round(2))
-    with contextlib.ExitStack() as stack:
-        generated = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        site_url = stack.enter_context(tools.serve(generated))
-        page = stack.enter_context(sync_playwright()).chromium.launch(**tools.CHROMIUM).new_page()
-        path = tools.write_widget_page(generated, "convolution.html", [explorer],
-                                       "convolution explorer", head=chapter_stylesheets())
-        page.goto(site_url + path.removeprefix("/"))
+    with explorer_page(explorer, "convolution explorer") as page:
         page.wait_for_selector(".conv-explorer canvas[data-role=heads]")
         result = page.evaluate(_ALPHA_STEP_TO_PAINT, {"edits": EDITS, "warmUp": WARM_UP})
     if result["unchanged"]:
@@ -328,19 +337,64 @@ def graph_explorer_time():
     W_q, W_k = rng.standard_normal((2, 6, d_model, d_model))
     W_v = rng.standard_normal((6, d_model, d_model)) / np.sqrt(d_model)
     explorer = GraphExplorer(sentence.tokens, sentence.X, W_q, W_k, W_v)
-    with contextlib.ExitStack() as stack:
-        generated = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        site_url = stack.enter_context(tools.serve(generated))
-        page = stack.enter_context(sync_playwright()).chromium.launch(**tools.CHROMIUM).new_page()
-        path = tools.write_widget_page(generated, "graph.html", [explorer], "graph explorer",
-                                       head=chapter_stylesheets())
-        page.goto(site_url + path.removeprefix("/"))
+    with explorer_page(explorer, "graph explorer") as page:
         page.wait_for_selector(".attn-graph-explorer svg[data-role=layer-graph]")
         times = page.evaluate(_TOGGLE_TO_PAINT, {"toggles": WARM_UP + EDITS})[WARM_UP:]
     median = statistics.median(times)
     verdict = "met" if median <= FRAME_MS else "MISSED"
     print(f"\nChapter 5 graph explorer (11 tokens, 6 layers): toggle W_Q = W_K to painted, "
           f"median of {EDITS}: {median:.1f} ms (target one frame, {FRAME_MS:.0f} ms: {verdict})")
+
+
+# Picks the next option of one of the model explorer's selects (layer or sentence) inside
+# a requestAnimationFrame callback, as _EDIT_TO_PAINT edits X: the explorer redraws in a
+# microtask queued by the change; the one queued here runs after it.
+_PICK_TO_PAINT = """async ({ edits, warmUp, role }) => {
+  const root = document.querySelector('.model-explorer');
+  const select = root.querySelector(`select[data-role="${role}"]`);
+  const maps = () => [...root.querySelectorAll('canvas[data-role="head-map"]')]
+    .map((canvas) => canvas.dataset.values).join();
+  const times = [];
+  let unchanged = 0;
+  for (let k = 0; k < warmUp + edits; k++) {
+    const before = maps();
+    const painted = await new Promise((resolve) => requestAnimationFrame(() => {
+      const start = performance.now();
+      select.value = String((Number(select.value) + 1) % select.options.length);
+      select.dispatchEvent(new Event('change', { bubbles: true }));
+      queueMicrotask(() => {
+        root.getBoundingClientRect();
+        const channel = new MessageChannel();
+        channel.port1.onmessage = () => resolve(performance.now() - start);
+        channel.port2.postMessage(null);
+      });
+    }));
+    if (maps() === before) unchanged += 1;
+    if (k >= warmUp) times.push(painted);
+  }
+  return { times, unchanged };
+}"""
+
+
+def model_explorer_time():
+    from attncourse.model_explorer import DEFAULT_PAIRS, ModelExplorer
+
+    # Two sentences of 16 tokens (with [CLS] and [SEP]), the explorer's largest.
+    explorer = ModelExplorer([(DEFAULT_PAIRS[0][0], DEFAULT_PAIRS[2][0])])
+    if {len(tokens) for tokens in explorer.tokens} != {16}:
+        sys.exit(f"the model explorer's bench sentences are not 16 tokens: {explorer.tokens}")
+    with explorer_page(explorer, "model explorer") as page:
+        page.wait_for_selector(".model-explorer canvas[data-role=weights]")
+        print(f"\nChapter 7's model explorer (16 tokens, 12 heads): pick to painted view, median "
+              f"of {EDITS}")
+        for role in ("layer", "sentence"):
+            result = page.evaluate(_PICK_TO_PAINT, {"edits": EDITS, "warmUp": WARM_UP, "role": role})
+            if result["unchanged"]:
+                sys.exit(f"the model explorer: {result['unchanged']} {role} picks changed no map")
+            painted = statistics.median(result["times"])
+            verdict = "met" if painted <= FRAME_MS else "MISSED"
+            print(f"  another {role:<8} {painted:5.1f} ms (target within one frame, "
+                  f"{FRAME_MS:.0f} ms: {verdict})")
 
 
 TRAINING_BUDGET_S = 30.0
@@ -450,7 +504,8 @@ def first_explorer():
 
 
 SECTIONS = {"build": build_times, "latency": latencies, "graph": graph_explorer_time,
-            "convolution": convolution_explorer_time, "training": training_time,
+            "convolution": convolution_explorer_time, "model": model_explorer_time,
+            "training": training_time,
             "grading": grading_time, "first-explorer": first_explorer}
 
 

@@ -1,6 +1,6 @@
 """Dark mode (the reader's system asks for it; the theme follows): every explorer's text
-(titles, grid labels, inputs, readouts, Reset, linked sliders; the attention, graph and
-convolution explorers alike), and every number printed in an attention heatmap, at >= 4.5:1 contrast (WCAG AA), computed in the browser on every chapter page."""
+(titles, grid labels, inputs, readouts, Reset, linked sliders; the attention, graph,
+convolution and model explorers alike), and every number printed in an attention heatmap, at >= 4.5:1 contrast (WCAG AA), computed in the browser on every chapter page."""
 
 from __future__ import annotations
 
@@ -99,16 +99,7 @@ def assert_readable(page, where, themed=True):
             assert lowest >= AA, f"{where}, explorer {k}, heatmap {c}: numbers at {lowest:.2f}:1"
 
 
-# Chapter 7's explorer of the real model is not built yet (issue 15): the page has none.
-# Strict: this fails once it has one, and the mark must go.
-WITHOUT_AN_EXPLORER = {"chapters/07_attention_in_a_real_model"}
-
-
-@pytest.mark.parametrize("entry", [
-    pytest.param(entry, marks=pytest.mark.xfail(strict=True, reason="no explorer yet (issue 15)"))
-    if entry in WITHOUT_AN_EXPLORER else entry
-    for entry in tools.notebook_pages()
-])
+@pytest.mark.parametrize("entry", tools.notebook_pages())
 def test_explorer_text_is_readable_in_dark_mode(entry, visit, watched_page):
     visit(f"{entry}.html")
     assert_readable(watched_page, entry)
