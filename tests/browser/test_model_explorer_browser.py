@@ -31,7 +31,8 @@ _READ = """(root) => {
     const cell = parseFloat(canvas.style.width) / values.length;
     const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
     return values.map((row, i) => row.map((_, j) => {
-      const k = 4 * (Math.round((i + 0.5) * cell * ratio) * canvas.width + Math.round((j + 0.5) * cell * ratio));
+      const at = (k) => Math.floor((k + 0.5) * cell * ratio);
+      const k = 4 * (at(i) * canvas.width + at(j));
       return [data[k], data[k + 1], data[k + 2]];
     }));
   };
