@@ -82,6 +82,16 @@ def test_python_results_follow_every_choice(explorer):
     assert e.ablated_maps == ""  # the page draws the saved maps again
 
 
+def test_a_choice_from_the_page_is_checked_and_answered():
+    e = ModelExplorer(PAIRS)
+    e.set_state({"ablated": [[2, 1], [0, 4]]})  # what a message from the page does
+    assert e.ablated_for == {"sentence": 0, "ablated": [[0, 4], [2, 1]]}
+    assert e.ablated_maps == encode_maps(run_model(TEXTS[0], ((0, 4), (2, 1))).weights)
+    with pytest.raises(InvalidExplorerInput, match="layer must be a whole number from 0 to 5, got 9"):
+        e.set_state({"layer": 9})
+    assert e.layer == 0
+
+
 def test_the_page_learns_from_python_that_a_kernel_is_there(explorer):
     sent = []
     explorer.send = sent.append
