@@ -1,6 +1,7 @@
 """attncourse.esm: each widget's front end is one self-contained ES module."""
 
 import base64
+import json
 import shutil
 import subprocess
 
@@ -51,3 +52,25 @@ def test_the_explorers_share_one_copy_of_their_helpers():
         source = (esm.STATIC / name).read_text()
         assert "function el(" not in source and "function matmul(" not in source
         assert bundle(name).count("export function matmul(") == 1
+
+
+def test_save_changes_stays_quiet_only_without_a_kernel():
+    """sync.js: with no comm (a static page) the page alone follows; any other failure
+    of save_changes is a bug and must surface."""
+    source = base64.b64encode(bundle("sync.js").encode()).decode()
+    script = f"""
+      const {{ saveChanges }} = await import('data:text/javascript;base64,{source}');
+      const model = (failure) => ({{ values: {{}}, set(k, v) {{ this.values[k] = v; }},
+        save_changes() {{ if (failure) throw new Error(failure); }} }});
+      const outcome = (failure) => {{
+        const m = model(failure);
+        try {{ saveChanges(m, {{ scale: 2, heads_on: [true] }}); return m.values; }}
+        catch (err) {{ return 'thrown: ' + err.message; }}
+      }};
+      console.log(JSON.stringify([outcome(null), outcome('no comm channel defined'),
+                                  outcome('bad state')]));"""
+    done = subprocess.run([shutil.which("node"), "-e", f"(async () => {{ {script} }})()"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    saved, static_page, bug = json.loads(done.stdout)
+    assert saved == static_page == {"scale": 2, "heads_on": [True]}
+    assert bug == "thrown: bad state"

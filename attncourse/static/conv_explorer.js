@@ -7,6 +7,8 @@
 // The convolution is torch's cross-correlation: sum_h kernel[h] * x_pad[i + h].
 // Every label is written with textContent, never as HTML.
 
+import { saveChanges } from "./sync.js";
+
 const HEAD_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 
@@ -148,14 +150,7 @@ function render({ model, el }) {
   );
   el.append(root);
 
-  function save(values) {
-    for (const [name, value] of Object.entries(values)) model.set(name, value);
-    try {
-      model.save_changes(); // no kernel on the static site: nothing to save to
-    } catch (error) {
-      // the page still works; only Python does not hear of the change
-    }
-  }
+  const save = (values) => saveChanges(model, values);
 
   function buildTaps() {
     taps.replaceChildren();

@@ -12,6 +12,7 @@ import { el, svg } from "./dom.js";
 import { goalView } from "./goal.js";
 import { finiteRange, heatmap } from "./heatmap.js";
 import { matmul, softmaxRows, transpose } from "./linalg.js";
+import { saveChanges } from "./sync.js";
 
 // Columns [start, start + width) of every row.
 function columns(A, start, width) {
@@ -285,17 +286,6 @@ function viewLayout(model, result) {
   };
 }
 
-// The reader's edit of one entry, into the model and on to Python when there is a kernel.
-// On a static page there is no comm: save_changes throws and only the page updates.
-function saveEdit(model, name, value) {
-  model.set(name, value);
-  try {
-    model.save_changes();
-  } catch (err) {
-    if (!String(err).includes("no comm channel")) throw err;
-  }
-}
-
 // Editable grids for the inputs named in `editable`; edit(name, matrix) takes a change.
 function inputGrids(model, edit) {
   const tokens = model.get("tokens");
@@ -402,7 +392,7 @@ function resetButton(model) {
   button.type = "button";
   button.setAttribute("aria-label", "Reset the explorer to its first values");
   button.addEventListener("click", () => {
-    JSON.parse(initial).forEach((value, k) => saveEdit(model, names[k], value));
+    JSON.parse(initial).forEach((value, k) => saveChanges(model, { [names[k]]: value }));
   });
   return button;
 }
@@ -446,7 +436,7 @@ function render({ model, el: root }) {
 
   function edit(name, value) {
     editing = true;
-    saveEdit(model, name, value);
+    saveChanges(model, { [name]: value });
     editing = false;
   }
 

@@ -7,6 +7,7 @@
 
 import { el, svg } from "./dom.js";
 import { matmul, softmaxRows, transpose } from "./linalg.js";
+import { saveChanges } from "./sync.js";
 
 function identity(n) {
   return Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
@@ -281,13 +282,7 @@ function render({ model, el: root }) {
       cycleLine.textContent = `Layer ${layer + 1} has no cycle through three tokens `
         + "(with the causal mask every edge runs forward: no cycles but self-loops).";
     }
-    model.set("weights", view.weights);
-    model.set("rollout", view.rollouts[layer]);
-    try {
-      model.save_changes();
-    } catch (err) {
-      // no kernel: static page
-    }
+    saveChanges(model, { weights: view.weights, rollout: view.rollouts[layer] });
   }
 
   recompute();

@@ -7,6 +7,7 @@
 
 import { el } from "./dom.js";
 import { heatmap } from "./heatmap.js";
+import { saveChanges } from "./sync.js";
 
 const THUMBNAIL = 80; // CSS pixels at most: a small map, whatever the number of tokens
 const WEIGHT_DECIMALS = 2;
@@ -96,17 +97,6 @@ function thumbnail(head, onPick, onSwitch) {
   return { node: box, draw };
 }
 
-// The reader's choice, into the model and on to Python when there is a kernel. On a
-// static page there is no comm: save_changes throws, and the page alone follows.
-function send(model, name, value) {
-  model.set(name, value);
-  try {
-    model.save_changes();
-  } catch (err) {
-    if (!String(err).includes("no comm channel")) throw err;
-  }
-}
-
 const REDRAWN_ON = ["sentence", "layer", "head", "ablated", "ablated_maps", "ablated_for",
   "ablated_similarity"];
 
@@ -125,7 +115,7 @@ function render({ model, el: root }) {
   model.on("msg:custom", onMessage);
   model.send({ ask: "kernel" });
 
-  const choose = (name) => (value) => send(model, name, value);
+  const choose = (name) => (value) => saveChanges(model, { [name]: value });
   const sentencePicker = picker("sentence", "Sentence ",
     texts.map((text, k) => `${Math.floor(k / 2) + 1}${"ab"[k % 2]}: ${text}`), choose("sentence"));
   const layerPicker = picker("layer", "Layer ",
@@ -135,7 +125,7 @@ function render({ model, el: root }) {
     const others = model.get("ablated").filter(([l, h]) => l !== layer || h !== head);
     const off = live ? others : [];
     if (!on) off.push([layer, head]);
-    send(model, "ablated", off.sort((a, b) => a[0] - b[0] || a[1] - b[1]));
+    saveChanges(model, { ablated: off.sort((a, b) => a[0] - b[0] || a[1] - b[1]) });
   };
   const heads = Array.from({ length: nHeads }, (_, h) => thumbnail(h, choose("head"), switchHead));
   const grid = el("div", "mx-heads");
