@@ -22,8 +22,10 @@ import concurrent.futures
 import contextlib
 import copy
 import csv
+import fcntl
 import hashlib
 import os
+import pickle
 import re
 import shutil
 import socket
@@ -53,7 +55,7 @@ from attncourse.instructor.report import csv_cell, markdown_text
 from attncourse.instructor.sandbox import DEFAULT_LIMITS, NOBODY, Limits, MiB
 from attncourse.instructor.tags import exercise_of, role_of
 
-# One worker grades the class once (make test runs pytest-xdist with --dist loadgroup).
+# The class is graded once per session (see `graded`), and these tests read the result.
 # Every test here starts real kernels in the sandbox: `make test` runs them, `make unit` does not.
 pytestmark = [pytest.mark.xdist_group("grade-a-class"), pytest.mark.slow]
 
@@ -277,7 +279,23 @@ def _processes_with(token: str) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, worker_id):
+    """The class, graded once per test session. With pytest 9.2, pytest-xdist 3.8's
+    --dist loadgroup no longer keeps this module's tests on one worker (pytest-xdist
+    issue 1386): each worker would grade the class again. So the first worker grades it
+    and leaves the result for the others, which wait for it behind a lock."""
+    if worker_id == "master":  # no xdist
+        return _grade_the_class(tmp_path_factory)
+    shared = tmp_path_factory.getbasetemp().parent  # this session's, common to its workers
+    with open(shared / "graded.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = shared / "graded.pickle"
+        if not result.exists():
+            result.write_bytes(pickle.dumps(_grade_the_class(tmp_path_factory)))
+        return pickle.loads(result.read_bytes())
+
+
+def _grade_the_class(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("grading")
     chapters = folder / "chapters"
     shutil.copytree(ROOT / "chapters", chapters, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
@@ -289,7 +307,7 @@ def graded(tmp_path_factory):
     def accept():
         while listener.fileno() != -1:
             with contextlib.suppress(OSError):
-                connections.append(listener.accept())
+                connections.append(listener.accept()[1])  # who connected
 
     threading.Thread(target=accept, daemon=True).start()
     submissions = folder / "submissions"
