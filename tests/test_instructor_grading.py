@@ -9,7 +9,10 @@ a process behind to forge the report, forge or malform results, replace the chec
 machinery, hand back objects that loop or exit inside the check, submit twice or under
 a name that breaks a spreadsheet or a table). The tests then check every honest grade,
 that no attack got a pass, that every attack is reported, that no file outside the
-scratch folders changed and that no process survived.
+scratch folders changed and that no process survived. Learners who bomb the grader's
+machine (fork without end, allocate without end, print without end, fill the disk,
+submit a huge file) meet the sandbox's limits: each bomb stops at its limit, fast, and
+says so.
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ import concurrent.futures
 import contextlib
 import copy
 import csv
+import fcntl
 import hashlib
 import os
+import pickle
+import re
 import shutil
 import socket
 import threading
@@ -46,9 +52,10 @@ from attncourse.instructor import (
     write_report,
 )
 from attncourse.instructor.report import csv_cell, markdown_text
+from attncourse.instructor.sandbox import DEFAULT_LIMITS, NOBODY, Limits, MiB
 from attncourse.instructor.tags import exercise_of, role_of
 
-# One worker grades the class once (make test runs pytest-xdist with --dist loadgroup).
+# The class is graded once per session (see `graded`), and these tests read the result.
 # Every test here starts real kernels in the sandbox: `make test` runs them, `make unit` does not.
 pytestmark = [pytest.mark.xdist_group("grade-a-class"), pytest.mark.slow]
 
@@ -93,6 +100,52 @@ def submission(softmax=STUB, prediction=STUB, before=""):
             cells.append(cell)
     student.cells = cells
     return student
+
+
+# The bombs are bounded, so that without the limits they end (and their tests fail) instead
+# of taking the machine down: 256 processes, 6 GiB, 1 GiB of files; the flood would run to
+# the time limit.
+FORK_BOMB = """\
+import os, time
+kernel = os.getpid()
+for generation in range(8):  # every process forks again: 256 processes if nothing stops them
+    try:
+        os.fork()
+    except OSError:
+        pass
+if os.getpid() != kernel:  # the bomb's processes hold their place a while, then go
+    time.sleep(2)
+    os._exit(0)
+time.sleep(1)
+print("processes at once:", sum(name.isdigit() for name in os.listdir("/proc")))
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break"""
+HOARD_IN_A_FUNCTION = """\
+def stable_softmax(scores):
+    hoard = []
+    while True:
+        hoard.append(np.zeros(2**27))  # 1 GiB each"""
+HOARD = f"""\
+hoard = []
+for gib in range(6):
+    hoard.append(np.ones(2**27))  # 1 GiB each, every page written
+{RIGHT_PREDICTION}"""
+FLOOD = """\
+while True:
+    print("flood " * 1000)"""
+FILL_THE_DISK = """\
+written = 0
+try:
+    with open("big", "wb") as file:
+        while written < 2**30:
+            file.write(b"x" * 2**20)
+            written += 2**20
+    print("wrote", written // 2**20, "MiB")
+except OSError as error:
+    print("disk full after", written // 2**20, "MiB:", error.strerror)"""
 
 
 def hostile_class(folder: Path, chapters: Path, report: Path, port: int) -> dict[str, object]:
@@ -196,6 +249,11 @@ def stable_softmax(scores):
         "twice/resubmit/ch1.ipynb": submission(),
         "=HYPERLINK(1)|x.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
         "@line\nbreak.ipynb": submission(),
+        "forker/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=FORK_BOMB),
+        "hoarder/ch1.ipynb": submission(HOARD_IN_A_FUNCTION, HOARD),
+        "flooder/ch1.ipynb": submission(CORRECT_SOFTMAX, FLOOD),
+        "filler/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=FILL_THE_DISK),
+        "bloated.ipynb": submission(before="# " + "x" * DEFAULT_LIMITS.output),
     }
 
 
@@ -221,7 +279,23 @@ def _processes_with(token: str) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, worker_id):
+    """The class, graded once per test session. With pytest 9.2, pytest-xdist 3.8's
+    --dist loadgroup no longer keeps this module's tests on one worker (pytest-xdist
+    issue 1386): each worker would grade the class again. So the first worker grades it
+    and leaves the result for the others, which wait for it behind a lock."""
+    if worker_id == "master":  # no xdist
+        return _grade_the_class(tmp_path_factory)
+    shared = tmp_path_factory.getbasetemp().parent  # this session's, common to its workers
+    with open(shared / "graded.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = shared / "graded.pickle"
+        if not result.exists():
+            result.write_bytes(pickle.dumps(_grade_the_class(tmp_path_factory)))
+        return pickle.loads(result.read_bytes())
+
+
+def _grade_the_class(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("grading")
     chapters = folder / "chapters"
     shutil.copytree(ROOT / "chapters", chapters, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
@@ -233,7 +307,7 @@ def graded(tmp_path_factory):
     def accept():
         while listener.fileno() != -1:
             with contextlib.suppress(OSError):
-                connections.append(listener.accept())
+                connections.append(listener.accept()[1])  # who connected
 
     threading.Thread(target=accept, daemon=True).start()
     submissions = folder / "submissions"
@@ -427,7 +501,59 @@ def test_names_cannot_inject_a_formula_or_break_the_table(graded):
 def test_the_class_was_graded_in_parallel_up_to_the_jobs_asked_for(graded):
     events = sorted([(start, 1) for start, _ in graded["spans"]] + [(end, -1) for _, end in graded["spans"]])
     running = [sum(change for _, change in events[: k + 1]) for k in range(len(events))]
-    assert len(graded["spans"]) == 23 and max(running) == 2  # every notebook but the folder without one; jobs=2
+    notebooks = len(hostile_class(Path("x"), Path("y"), Path("z"), 0)) + 1  # and the link; the folder without one is not run
+    assert len(graded["spans"]) == notebooks and max(running) == 2  # jobs=2
+
+
+# --- learners who bomb the grader's machine -----------------------------------------
+
+
+def test_a_fork_bomb_stops_at_the_process_limit(graded):
+    processes = re.search(r"processes at once: (\d+)", executed_text(graded, "forker/ch1.ipynb"))
+    assert processes and 8 < int(processes.group(1)) < DEFAULT_LIMITS.processes  # it forked; 256 without the limit
+    grades = graded["grades"]
+    assert grades["forker", SOFTMAX].status == grades["forker", DOUBLING].status == PASSED  # graded on after it
+
+
+def test_a_memory_bomb_stops_at_the_memory_limit(graded):
+    grades = graded["grades"]
+    hoarded = grades["hoarder", DOUBLING]
+    assert hoarded.status == CRASHED and hoarded.message.startswith("ran out of memory in cell ")
+    assert hoarded.message.endswith("the memory limit is 2048 MiB per process (--memory-limit)")
+    in_a_check = grades["hoarder", SOFTMAX]  # the check reports the function's MemoryError, and grade says why
+    assert in_a_check.status == FAILED and in_a_check.message.startswith("stable_softmax() raised MemoryError")
+    assert in_a_check.message.endswith("(the memory limit is 2048 MiB per process: --memory-limit)")
+
+
+def test_endless_output_is_cut_at_the_output_limit(graded):
+    grades = graded["grades"]
+    flooded = grades["flooder", DOUBLING]
+    assert flooded.status == CRASHED and flooded.message.startswith("its output passed the limit of 10 MiB in cell ")
+    assert grades["flooder", SOFTMAX].status == PASSED
+    assert "[grade: output cut off here, past the limit of 10 MiB]" in executed_text(graded, "flooder/ch1.ipynb")
+    executed = graded["report"] / "executed" / "flooder" / "ch1.ipynb"
+    assert executed.stat().st_size < DEFAULT_LIMITS.output + 100_000  # the outputs kept, and the notebook
+    assert graded["table"].stat().st_size < 100_000 and graded["text"].stat().st_size < 100_000
+
+
+def test_files_stop_at_the_disk_limit(graded):
+    filled = re.search(r"disk full after (\d+) MiB: No space left on device", executed_text(graded, "filler/ch1.ipynb"))
+    assert filled and int(filled.group(1)) <= DEFAULT_LIMITS.disk // MiB  # 1024 MiB without the limit
+    grades = graded["grades"]
+    assert grades["filler", SOFTMAX].status == grades["filler", DOUBLING].status == PASSED
+
+
+def test_messages_reach_the_report_clipped_and_memory_errors_explained():
+    assert grading._clip("x" * 5000) == "x" * 997 + "..." and grading._clip("short") == "short"
+    explained = grading._explained("f() raised MemoryError: no", Limits(memory=512 * MiB))
+    assert explained == "f() raised MemoryError: no (the memory limit is 512 MiB per process: --memory-limit)"
+    assert grading._explained("ran out of memory (the memory limit is 2048 MiB)", DEFAULT_LIMITS).count("memory limit") == 1
+
+
+def test_a_huge_notebook_is_not_read(graded):
+    bloated = graded["grades"]["bloated", SOFTMAX]
+    assert bloated.status == CRASHED and bloated.message.startswith("could not read the notebook")
+    assert bloated.message.endswith("grade reads notebooks of up to 10 MiB)")
 
 
 # --- reports, arguments, the sandbox ---------------------------------------------------
@@ -447,6 +573,9 @@ def test_csv_and_markdown_escaping():
         (["--check-timeout", "0"], "--check-timeout: must be positive, got 0"),
         (["--check-timeout", "nan"], "--check-timeout: must be positive, got nan"),
         (["--jobs", "0"], "--jobs: must be positive, got 0"),
+        (["--memory-limit", "0"], "--memory-limit: must be positive, got 0"),
+        (["--memory-limit", "-512"], "--memory-limit: must be positive, got -512"),
+        (["--memory-limit", "1.5"], "--memory-limit: '1.5' is not a whole number"),
     ],
 )
 def test_limits_must_be_positive(tmp_path, capsys, arguments, expected):
@@ -455,6 +584,17 @@ def test_limits_must_be_positive(tmp_path, capsys, arguments, expected):
     assert expected in capsys.readouterr().err
     with pytest.raises(ValueError, match="must be a positive number of seconds"):
         grade_submissions(tmp_path, time_limit=-1.0)
+    for field in ("memory", "processes", "disk", "output"):
+        with pytest.raises(ValueError, match=f"the {field} limit must be a positive whole number, got 0"):
+            Limits(**{field: 0})
+
+
+def test_a_memory_limit_python_cannot_start_under_is_refused_before_grading(tmp_path):
+    submissions = tmp_path / "subs"
+    submissions.mkdir()
+    nbformat.write(submission(CORRECT_SOFTMAX), submissions / "ada.ipynb")
+    with pytest.raises(SandboxUnavailable, match=r"with a memory limit of 64 MiB per process: .*[Mm]emory"):
+        grade_submissions(submissions, ROOT / "chapters", limits=Limits(memory=64 * MiB))
 
 
 def test_out_inside_the_submissions_is_refused(tmp_path, capsys):
@@ -469,7 +609,8 @@ def test_without_a_sandbox_grade_refuses_unless_told_and_says_what_that_means(tm
     submissions = tmp_path / "subs"
     submissions.mkdir()
     nbformat.write(submission(CORRECT_SOFTMAX), submissions / "ada.ipynb")
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)  # no bwrap on this machine
+    which = shutil.which
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None if name == "bwrap" else which(name))  # no bwrap here
     with pytest.raises(SandboxUnavailable, match="bubblewrap is not installed"):
         grade_submissions(submissions, ROOT / "chapters", assign=[SOFTMAX])
     command = ["grade", str(submissions), "--chapters", str(ROOT / "chapters"), "--out", str(tmp_path / "r"), "--assign", SOFTMAX]
@@ -481,21 +622,46 @@ def test_without_a_sandbox_grade_refuses_unless_told_and_says_what_that_means(tm
     assert "| ada | passed |" in capsys.readouterr().out
 
 
-def test_the_sandbox_command_hides_everything_but_the_system_and_its_scratch(tmp_path):
-    box = sandbox.Sandbox(tmp_path, isolated=True)
+@pytest.mark.parametrize("uid", [1000, 0])
+def test_the_sandbox_command_hides_everything_but_the_system_and_its_scratch(tmp_path, monkeypatch, uid):
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: uid)
+    monkeypatch.setattr(sandbox.os, "chown", lambda *args: None)
+    box = sandbox.Sandbox(tmp_path, isolated=True, limits=Limits(memory=1000 * MiB, processes=50, disk=7 * MiB))
     scratch = box.scratch("0001")
+    box.copy_in(scratch, CHAPTER_1)
     env = box.environment(scratch, 3.0)
     command = box.command(scratch, env)
-    assert command[1:7] == ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL"]
-    assert command[-2:] == ["--remount-ro", "/"]
+    end = command.index("--remount-ro")
+    assert command[end + 1] == "/"
+    if uid:  # bubblewrap makes the user namespace, prlimit sets the limits in it
+        assert command[1:7] == ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL"]
+        assert command[end + 2:] == [shutil.which("prlimit"), "--nproc=50", f"--data={1000 * MiB}", "--"]
+    else:  # root leaves uid 0 (the process limit never applies to it), then makes its own user namespace
+        assert "--unshare-all" not in command and "--unshare-user" not in command
+        assert command[command.index("--cap-drop") + 1:command.index("--cap-drop") + 6] == [
+            "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        assert command[end + 2:] == [
+            shutil.which("setpriv"), f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+            shutil.which("unshare"), "--user", "--map-current-user",
+            shutil.which("prlimit"), "--nproc=50", f"--data={1000 * MiB}", "--"]
     writable = [command[i + 1] for i, arg in enumerate(command) if arg == "--bind"]
-    assert writable == [str(scratch)]
+    assert writable == [str(scratch / "runtime")]  # the kernel's sockets; the rest is the tmpfs
+    tmpfs = command.index("--tmpfs")
+    assert command[tmpfs - 2:tmpfs + 2] == ["--size", str(7 * MiB), "--tmpfs", str(scratch)]
+    notebook = str(scratch / "work" / CHAPTER_1.name)
+    assert command[command.index(notebook) - 1] == "--ro-bind"  # its own copy, read-only
     mounted = {command[i + 1] for i, arg in enumerate(command) if arg in ("--ro-bind", "--bind")}
     assert str(ROOT) not in mounted and str(ROOT / "chapters") not in mounted and str(tmp_path) not in mounted
     assert env["ATTNCOURSE_CHECK_TIMEOUT"] == "3.0" and "ATTNCOURSE_TEST_SECRET" not in env
     assert set(env) <= {"HOME", "TMPDIR", "LANG", "PATH", "USER", "PYTHONPATH", "PYTHONNOUSERSITE",
-                        "PYTHONDONTWRITEBYTECODE", "MPLCONFIGDIR", "JUPYTER_PLATFORM_DIRS",
-                        "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ATTNCOURSE_CHECK_TIMEOUT"}
+                        "PYTHONDONTWRITEBYTECODE", "MPLCONFIGDIR", "JUPYTER_PLATFORM_DIRS", "OMP_NUM_THREADS",
+                        "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS", "ATTNCOURSE_CHECK_TIMEOUT"}
+
+
+def test_without_a_sandbox_only_the_memory_limit_applies(tmp_path):
+    """Outside a user namespace of its own, RLIMIT_NPROC would count all of the instructor's processes."""
+    box = sandbox.Sandbox(tmp_path, isolated=False, limits=Limits(memory=1000 * MiB))
+    assert box.command(box.scratch("0001"), {}) == [shutil.which("prlimit"), f"--data={1000 * MiB}", "--"]
 
 
 def test_the_instructors_walkthrough(tmp_path, capsys):
@@ -510,7 +676,7 @@ def test_the_instructors_walkthrough(tmp_path, capsys):
     nbformat.write(nb, tmp_path / "submissions" / "ada" / CHAPTER_1.name)
     report = tmp_path / "report"
     assert instructor.main(["grade", str(tmp_path / "submissions"), "--chapters", str(ROOT / "chapters"),
-                            "--out", str(report)]) == 0
+                            "--out", str(report), "--memory-limit", "1024"]) == 0
     with open(report / "grades.csv", newline="", encoding="utf-8") as file:
         rows = [(r["learner"], r["exercise"], r["status"], r["review"]) for r in csv.DictReader(file)]
     assert rows == [("ada", DOUBLING, FAILED, ""), ("ada", SOFTMAX, PASSED, "")]

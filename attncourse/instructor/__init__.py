@@ -2,7 +2,7 @@
 
     python -m attncourse.instructor list
     python -m attncourse.instructor student --out handout [--assign LABEL,LABEL]
-    python -m attncourse.instructor grade submissions --out report [--time-limit 120]
+    python -m attncourse.instructor grade submissions --out report [--time-limit 120] [--memory-limit 2048]
 
 ``python -m attncourse.instructor --help`` explains the workflow and the tag convention
 (also in the book's instructor guide). One module per concern: ``tags`` (the tag
@@ -22,7 +22,7 @@ from attncourse.instructor.grading import (
     grade_submissions,
 )
 from attncourse.instructor.report import summary, write_report
-from attncourse.instructor.sandbox import SandboxUnavailable
+from attncourse.instructor.sandbox import Limits, SandboxUnavailable
 from attncourse.instructor.student import (
     SolutionLeak,
     make_student_notebook,
@@ -33,7 +33,7 @@ from attncourse.instructor.tags import convention_problems, exercise_labels
 
 __all__ = [
     "CRASHED", "ERROR", "FAILED", "NOT_ATTEMPTED", "PASSED",
-    "Grade", "SandboxUnavailable", "SolutionLeak",
+    "Grade", "Limits", "SandboxUnavailable", "SolutionLeak",
     "convention_problems", "exercise_labels", "grade_submissions", "main",
     "make_student_notebook", "solution_leaks", "summary", "write_report", "write_student_version",
 ]

@@ -12,7 +12,13 @@ import nbformat
 from attncourse import checks
 from attncourse.instructor.grading import grade_submissions
 from attncourse.instructor.report import write_report
-from attncourse.instructor.sandbox import UNSAFE_MEANS, SandboxUnavailable
+from attncourse.instructor.sandbox import (
+    DEFAULT_LIMITS,
+    UNSAFE_MEANS,
+    Limits,
+    MiB,
+    SandboxUnavailable,
+)
 from attncourse.instructor.student import SolutionLeak, write_student_version
 from attncourse.instructor.tags import (
     TAG_CONVENTION,
@@ -35,10 +41,11 @@ Workflow:
      one file per learner (submissions/ada.ipynb), and grade them:
        python -m attncourse.instructor grade submissions --out report --assign ...
      Each notebook runs in a fresh kernel inside a bubblewrap sandbox, in parallel,
-     with a time limit; the course's own check cells and hidden tests run after each
-     exercise. report/grades.csv and report/summary.md give, per learner and exercise:
-     passed, failed (with the check's message), not attempted, notebook crashed, or
-     error, and flag for review what looks like tampering with the checks.
+     with limits on its time, memory, processes, files and output; the course's own
+     check cells and hidden tests run after each exercise. report/grades.csv and
+     report/summary.md give, per learner and exercise: passed, failed (with the
+     check's message), not attempted, notebook crashed, or error, and flag for review
+     what looks like tampering with the checks.
      report/executed/ keeps the executed notebooks.
 """
 
@@ -80,13 +87,23 @@ def _parser() -> argparse.ArgumentParser:
                     "is passed, failed (with the check's message), not attempted, notebook "
                     "crashed, or error; a review column flags what looks like tampering. "
                     "A notebook that raises, crashes its kernel, runs past the time limit or "
-                    "attacks the grader is reported, never fatal.",
+                    "attacks the grader is reported, never fatal. Limits of each notebook, "
+                    "besides --time-limit and --memory-limit: "
+                    f"{DEFAULT_LIMITS.processes} processes and threads, "
+                    f"{DEFAULT_LIMITS.disk // MiB} MiB of files (its working folder, home and "
+                    f"temporary folder), {DEFAULT_LIMITS.output // MiB} MiB of output (past it, "
+                    "the notebook is stopped and its output cut), and notebooks of up to "
+                    f"{DEFAULT_LIMITS.output // MiB} MiB are read.",
         epilog=TAG_CONVENTION,
     )
     grade.add_argument("submissions", type=Path, help="folder of submitted notebooks")
     grade.add_argument("--out", type=Path, required=True, help="folder for the report")
     grade.add_argument("--time-limit", type=_positive(float), default=120.0, metavar="SECONDS",
                        help="per notebook, kernel start included (default: 120)")
+    grade.add_argument("--memory-limit", type=_positive(int), default=DEFAULT_LIMITS.memory // MiB, metavar="MIB",
+                       help="memory of each of a notebook's processes, in MiB; past it, what it asks for "
+                            "raises MemoryError and the notebook is stopped (default: "
+                            f"{DEFAULT_LIMITS.memory // MiB}; chapter 7, the largest, passes with 768 and runs out at 640)")
     grade.add_argument("--check-timeout", type=_positive(float), default=None, metavar="SECONDS",
                        help=f"time budget of each check (default: {checks.DEFAULT_TIMEOUT:g})")
     grade.add_argument("--jobs", type=_positive(int), default=None, metavar="N",
@@ -101,7 +118,7 @@ def _positive(kind):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
         if not value > 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         return value
@@ -139,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.submissions, args.chapters, assign, args.time_limit,
                 args.check_timeout, executed_dir=args.out / "executed",
                 jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox,
+                limits=Limits(memory=args.memory_limit * MiB),
             )
             table, text = write_report(grades, problems, args.out)
             print(text.read_text(encoding="utf-8"))

@@ -3,8 +3,10 @@ hidden tests, and report per learner and exercise.
 
 Trust model (the instructor guide says the same at more length). The learner's notebook
 is untrusted code. It runs in a bubblewrap sandbox (``sandbox.py``) in a throwaway copy:
-it cannot see the course's solutions, the other submissions or the report, and whatever
-it starts dies with its kernel. Its check and hidden-test cells are replaced by the ones
+it cannot see the course's solutions, the other submissions or the report, whatever it
+starts dies with its kernel, and its memory, processes, files and output are limited
+(``sandbox.Limits``): a notebook that reaches a limit is stopped or refused, and its
+report says which. Its check and hidden-test cells are replaced by the ones
 in the instructor's chapters. Results come only from the cells the grader wrote, as
 records carrying the nonce the grader gave that cell and a fingerprint of the checks'
 code, compared with the fingerprint sent before any of the learner's code ran (see
@@ -24,7 +26,7 @@ import secrets
 import subprocess
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,9 @@ from nbclient.exceptions import DeadKernelError
 from attncourse import checks
 from attncourse.checks.core import RESULT_MIMETYPE, _describe
 from attncourse.instructor.sandbox import (
+    DEFAULT_LIMITS,
+    Limits,
+    MiB,
     Sandbox,
     SandboxedKernelManager,
     prepared_sandbox,
@@ -173,15 +178,101 @@ def _suspicious(submitted) -> list[str]:
 # Running one notebook
 
 
+class _OutOfMemory(Exception):
+    """A cell raised MemoryError: the kernel reached its memory limit (or says it did)."""
+
+    def __init__(self, cell_index: int, what: str):
+        super().__init__(what)
+        self.cell_index = cell_index
+
+
+def _stop_when_out_of_memory(cell, cell_index: int, execute_reply: dict) -> None:
+    """nbclient's on_cell_error hook: the run stops at a MemoryError, as at the time limit
+    (what the kernel holds then is not worth grading on, nor keeping in memory)."""
+    content = execute_reply.get("content", {})
+    if content.get("ename") == "MemoryError":
+        raise _OutOfMemory(cell_index, f"MemoryError: {content.get('evalue', '')}"[:200])
+
+
+def _size(content: Any) -> int:
+    """About how many bytes a message's decoded JSON takes (the lengths of its strings).
+    Iterative: the nesting is the learner's to choose."""
+    total, pending = 0, [content]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending += [*item.keys(), *item.values()]
+        elif isinstance(item, list | tuple):
+            pending += item
+        elif isinstance(item, str | bytes):
+            total += len(item)
+        else:
+            total += 8
+    return total
+
+
+class _OutputLimitedClient(NotebookClient):
+    """An nbclient that keeps at most ``output_limit`` bytes of a notebook's output (text,
+    images, widget messages). Past it, it keeps nothing more, notes in the cell where it
+    cut, and kills the sandbox: the run ends in ``cut_in``, a cell that prints without
+    end stops at once instead of at the time limit, and the executed copy stays small."""
+
+    def __init__(self, nb, km: SandboxedKernelManager, output_limit: int, **kwargs):
+        super().__init__(nb, km=km, **kwargs)
+        self.kill_sandbox = km.kill_sandbox
+        self.output_limit = output_limit
+        self.received = 0
+        self.cut_in: int | None = None
+
+    def process_message(self, msg, cell, cell_index):
+        if self.cut_in is not None:
+            return None
+        if msg.get("msg_type") not in ("status", "execute_input"):  # what becomes output
+            self.received += _size(msg.get("content")) + sum(memoryview(b).nbytes for b in msg.get("buffers") or ())
+        if self.received > self.output_limit:
+            self.cut_in = cell_index
+            cell.outputs.append(nbformat.v4.new_output(
+                "stream", name="stderr", text=f"[grade: output cut off here, past the limit of {_megabytes(self.output_limit)}]\n"))
+            self.kill_sandbox()
+            return None
+        return super().process_message(msg, cell, cell_index)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / MiB:g} MiB"
+
+
+def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, running: int, elapsed: float,
+                    time_limit: float, limits: Limits) -> tuple[int, str]:
+    """(the cell where the run stopped, why), after the run raised ``error`` (None: it
+    ended, but its output was cut)."""
+    if client.cut_in is not None:
+        return client.cut_in, (f"its output passed the limit of {_megabytes(limits.output)} in cell "
+                               f"{client.cut_in + 1}: the rest was not kept and the notebook was stopped there")
+    if isinstance(error, _OutOfMemory):
+        return error.cell_index, (f"ran out of memory in cell {error.cell_index + 1} ({error}): the memory "
+                                  f"limit is {_megabytes(limits.memory)} per process (--memory-limit)")
+    where = f"in cell {running + 1}"
+    if elapsed >= time_limit:  # the kernel dies as it is stopped
+        return running, f"did not finish within the time limit of {time_limit:g} s (stopped {where})"
+    if isinstance(error, DeadKernelError):
+        return running, f"the kernel died {where}"
+    return running, f"could not run {where}: {_describe(error)}"
+
+
 def _run_notebook(submissions: Path, relative: Path, course, sandbox: Sandbox, number: int,
                   time_limit: float, check_timeout: float | None) -> _Run:
     run = _Run(relative.as_posix())
     path = submissions / relative
+    limits = sandbox.limits
     try:
         if path.is_symlink():
             raise ValueError("it is a symbolic link, which grade does not follow")
         if not path.is_file():
             raise ValueError("it is not a regular file")
+        if path.stat().st_size > limits.output:
+            raise ValueError(f"it is {_megabytes(path.stat().st_size)}; grade reads notebooks of up to "
+                             f"{_megabytes(limits.output)}")
         run.submitted = nbformat.read(path, as_version=4)
         nbformat.validate(run.submitted)
         run.executed, run.written = _notebook_to_run(run.submitted, course)
@@ -191,16 +282,17 @@ def _run_notebook(submissions: Path, relative: Path, course, sandbox: Sandbox, n
         run.problem = f"could not read the notebook ({_describe(error)})"
         return run
     scratch = sandbox.scratch(f"{number:04d}")
-    (scratch / "work" / path.name).write_bytes(path.read_bytes())  # its own copy, nothing else
+    sandbox.copy_in(scratch, path)  # its own copy, nothing else
     env = sandbox.environment(scratch, check_timeout)
     km = SandboxedKernelManager(
-        sandbox.command(scratch, env), kernel_name="python3", transport="ipc",
+        sandbox.command(scratch, env), owner=sandbox.owner, kernel_name="python3", transport="ipc",
         ip=str(scratch / "runtime" / "k"), connection_file=str(scratch / "runtime" / "kernel.json"),
     )
     current = {"cell": 0}
-    client = NotebookClient(
-        run.executed, km=km, timeout=None, allow_errors=True, shutdown_kernel="immediate",
+    client = _OutputLimitedClient(
+        run.executed, km, limits.output, timeout=None, allow_errors=True, shutdown_kernel="immediate",
         on_cell_start=lambda cell, cell_index: current.update(cell=cell_index),
+        on_cell_error=_stop_when_out_of_memory,
     )
     started = time.monotonic()
     try:
@@ -208,16 +300,12 @@ def _run_notebook(submissions: Path, relative: Path, course, sandbox: Sandbox, n
             env=env, cwd=str(scratch / "work"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ), time_limit))
     except Exception as error:  # the learner's notebook may break the run in any way
-        run.stopped_in = current["cell"]
-        where = f"in cell {current['cell'] + 1}"
-        if time.monotonic() - started >= time_limit:  # the kernel dies as it is stopped
-            run.problem = f"did not finish within the time limit of {time_limit:g} s (stopped {where})"
-        elif isinstance(error, DeadKernelError):
-            run.problem = f"the kernel died {where}"
-        else:
-            run.problem = f"could not run {where}: {_describe(error)}"
+        run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], time.monotonic() - started,
+                                                      time_limit, limits)
     finally:
         km.kill_sandbox()
+    if client.cut_in is not None and not run.problem:  # cut in a last cell that had already replied
+        run.stopped_in, run.problem = _why_it_stopped(None, client, current["cell"], 0.0, time_limit, limits)
     run.errors = [
         f"cell {index + 1} raised {output.get('ename')}: {output.get('evalue', '')}"[:300]
         for index, cell in enumerate(run.executed.cells)
@@ -310,7 +398,7 @@ def _grade_exercise(run: _Run, label: str, opening: str) -> tuple[str, str, str]
     return PASSED, visible[0]["message"], ""
 
 
-def _grade_learner(learner: str, runs: list[_Run], expected: list[str]) -> list[Grade]:
+def _grade_learner(learner: str, runs: list[_Run], expected: list[str], limits: Limits) -> list[Grade]:
     openings = {run.notebook: _opening(run) for run in runs if run.submitted is not None}
     grades = []
     for label in expected:
@@ -341,7 +429,21 @@ def _grade_learner(learner: str, runs: list[_Run], expected: list[str]) -> list[
             grades.append(Grade(learner, label, ERROR if first.grader_failed else CRASHED, first.problem, first.notebook, review))
         else:
             grades.append(Grade(learner, label, NOT_ATTEMPTED, "no submitted notebook contains this exercise", "", review))
-    return grades
+    return [replace(grade, message=_explained(grade.message, limits), review=_clip(grade.review))
+            for grade in grades]
+
+
+def _clip(text: str, limit: int = 1000) -> str:
+    """``text`` cut to ``limit`` characters: what a learner's code prints reaches the report."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _explained(message: str, limits: Limits) -> str:
+    """A grade's message, clipped, saying why a MemoryError happened (a check reports the
+    MemoryError a learner's function raised as that function failing)."""
+    if "MemoryError" in message and "memory limit" not in message:
+        return f"{_clip(message)} (the memory limit is {_megabytes(limits.memory)} per process: --memory-limit)"
+    return _clip(message)
 
 
 # ---------------------------------------------------------------------------------------
@@ -376,14 +478,16 @@ def grade_submissions(
     *,
     jobs: int | None = None,
     unsafe_no_sandbox: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> tuple[list[Grade], dict[str, list[str]]]:
     """Run every submitted notebook in a sandbox and grade each learner's exercises.
 
     Returns the grades (one per learner and exercise, in the order of the chapters) and,
     per learner, the problems seen while running their notebooks, for the summary. The
     exercises graded are ``assign``, or else every exercise found in a submission. Up to
-    ``jobs`` notebooks (default: the number of processors) run at once. A crashing,
-    endless or hostile notebook is a grade, never an exception. Raises SandboxUnavailable
+    ``jobs`` notebooks (default: the number of processors) run at once, each within
+    ``limits`` (memory, processes, disk, output). A crashing, endless or hostile notebook
+    is a grade, never an exception. Raises SandboxUnavailable
     if no sandbox can start (unless ``unsafe_no_sandbox``), ValueError for bad arguments.
     """
     submissions = Path(submissions)
@@ -407,7 +511,7 @@ def grade_submissions(
     if not learners:
         raise ValueError(f"no submissions in {submissions}: expected LEARNER.ipynb files or LEARNER/ folders")
     tasks = [(learner, path) for learner, paths in learners.items() for path in paths]
-    with prepared_sandbox(unsafe_no_sandbox) as sandbox, \
+    with prepared_sandbox(unsafe_no_sandbox, limits) as sandbox, \
             concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
         futures = [pool.submit(_run_safely, submissions, path, course, sandbox, number, time_limit, check_timeout)
                    for number, (_, path) in enumerate(tasks)]
@@ -421,7 +525,7 @@ def grade_submissions(
         expected = list(dict.fromkeys(assign))
     grades, problems = [], {}
     for learner, per in runs.items():
-        grades += _grade_learner(learner, per, expected)
+        grades += _grade_learner(learner, per, expected, limits)
         flat_and_folder = {p.parts[0] for p in learners[learner]} >= {f"{learner}.ipynb", learner}
         problems[learner] = (
             (["submitted both as a file and as a folder: graded separately, not merged"] if flat_and_folder else [])

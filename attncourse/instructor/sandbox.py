@@ -8,6 +8,15 @@ namespace), a cleared environment, its own process namespace (when the kernel is
 stopped, every process it started goes with it) and no capabilities. bubblewrap
 (https://github.com/containers/bubblewrap) sets all of this up; it is the sandbox of
 Flatpak and needs no daemon.
+
+It also has limits (``Limits``): its working folder, home and temporary folder are one
+tmpfs of a fixed size, and util-linux's ``prlimit`` caps each of its processes' memory
+(RLIMIT_DATA) and the number of its processes and threads (RLIMIT_NPROC). prlimit runs
+inside the sandbox, after bubblewrap made its user namespace: the kernel counts
+RLIMIT_NPROC per user *and namespace* (Linux 5.14 and later), so each sandbox has its own
+count, apart from the instructor's other processes and from the kernels beside it.
+Linux never applies RLIMIT_NPROC to root, so when ``grade`` runs as root, the kernel runs
+as ``nobody`` (util-linux's ``setpriv``) in a user namespace of its own (``unshare``).
 """
 
 from __future__ import annotations
@@ -39,7 +48,44 @@ UNSAFE_MEANS = (
 _SYSTEM_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _SYSTEM_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group",
                  "nsswitch.conf", "fonts")
-_ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")  # kernels run side by side
+# Kernels run side by side, and a thread pool per core would make the number of threads a
+# kernel needs (RLIMIT_NPROC counts them) grow with the machine.
+_ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
+MiB = 1024 ** 2
+NOBODY = 65534  # the kernel's uid when grade runs as root: the overflow uid, which owns no file
+# bubblewrap's --unshare-all less the user namespace: as root, the kernel leaves root by
+# setpriv, which needs the real uid 0 that a user namespace of bubblewrap's would map away.
+_UNSHARE_AS_ROOT = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one notebook may use; grade stops it, and says why, when it reaches one.
+
+    The defaults leave a margin over what the course's chapters need in the sandbox (see
+    the instructor guide): chapter 7, which loads a real model with transformers, passes
+    with 768 MiB and runs out at 640; a kernel runs 15 to 17 threads; the largest
+    chapter's outputs come to 0.6 MB."""
+
+    memory: int = 2048 * MiB  # bytes of heap and private mappings per process (RLIMIT_DATA)
+    processes: int = 64  # processes and threads of the sandbox (RLIMIT_NPROC)
+    disk: int = 256 * MiB  # bytes the working folder, home and temporary folder may hold (a tmpfs)
+    output: int = 10 * MiB  # bytes of output kept per notebook; also the largest notebook read
+
+    def __post_init__(self) -> None:
+        for name in ("memory", "processes", "disk", "output"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"the {name} limit must be a positive whole number, got {value!r}")
+
+    def prlimit(self, processes: bool) -> list[str]:
+        """util-linux's prlimit with these limits, before a command (byte counts: prlimit
+        reads "2G" as 2 bytes)."""
+        counted = [f"--nproc={self.processes}"] if processes else []
+        return [shutil.which("prlimit") or "prlimit", *counted, f"--data={self.memory}", "--"]
+
+
+DEFAULT_LIMITS = Limits()
 
 
 class SandboxUnavailable(ValueError):
@@ -52,6 +98,12 @@ class Sandbox:
 
     root: Path
     isolated: bool  # False: --unsafe-no-sandbox
+    limits: Limits = DEFAULT_LIMITS
+
+    @property
+    def owner(self) -> int | None:
+        """The uid the kernel runs as when that is not the instructor's (grade run as root)."""
+        return NOBODY if self.isolated and os.geteuid() == 0 else None
 
     @property
     def package(self) -> Path:
@@ -63,10 +115,18 @@ class Sandbox:
         scratch = self.root / name
         for part in ("work", "home", "tmp", "runtime"):
             (scratch / part).mkdir(parents=True)
+            if self.owner is not None:  # the kernel's sockets in runtime, the probe's home
+                os.chown(scratch / part, self.owner, self.owner)
         fonts = self.root / "fonts"
-        if fonts.exists():  # matplotlib's font list, built once by the probe
+        if fonts.exists() and not self.isolated:  # the sandbox binds the probe's copy instead
             shutil.copytree(fonts, scratch / "home" / ".matplotlib")
         return scratch
+
+    def copy_in(self, scratch: Path, notebook: Path) -> None:
+        """Put a copy of ``notebook`` in the kernel's working folder (read-only in the sandbox)."""
+        copy = scratch / "work" / notebook.name
+        copy.write_bytes(notebook.read_bytes())
+        copy.chmod(0o644)  # readable by the kernel when it runs as nobody
 
     def environment(self, scratch: Path, check_timeout: float | None) -> dict[str, str]:
         """The kernel's whole environment (nothing of the instructor's)."""
@@ -81,41 +141,92 @@ class Sandbox:
             env[TIMEOUT_VARIABLE] = str(check_timeout)
         return env
 
-    def command(self, scratch: Path, env: dict[str, str]) -> list[str]:
-        """What goes before the kernel's own command line (nothing without a sandbox)."""
+    def command(self, scratch: Path, env: dict[str, str], keep_home: bool = False) -> list[str]:
+        """What goes before the kernel's own command line: the sandbox and the limits (only
+        the memory limit without a sandbox: outside a user namespace of its own, the process
+        limit would count every process of the instructor's). ``keep_home``: the kernel's
+        home is the host's folder, not the tmpfs (for the probe, which builds the font list)."""
         if not self.isolated:
-            return []
+            return self.limits.prlimit(processes=False)
+        as_root = self.owner is not None
         bwrap = shutil.which("bwrap") or "bwrap"
-        args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-                "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
-        for folder in _SYSTEM_DIRS:
-            if os.path.islink(folder):
-                args += ["--symlink", os.readlink(folder), folder]
-            elif os.path.isdir(folder):
-                args += ["--ro-bind", folder, folder]
-        for name in _SYSTEM_FILES:
-            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        for prefix in dict.fromkeys(map(os.path.realpath, (sys.base_prefix, sys.prefix))):
-            if not prefix.startswith("/usr/"):
-                args += ["--ro-bind", prefix, prefix]
-        if os.path.realpath(sys.prefix) != sys.prefix:
-            args += ["--symlink", os.path.realpath(sys.prefix), sys.prefix]
-        args += ["--ro-bind", str(self.package), str(self.package),
-                 "--bind", str(scratch), str(scratch), "--proc", "/proc", "--dev", "/dev",
+        args = [bwrap, *(_UNSHARE_AS_ROOT if as_root else ["--unshare-all"]), "--die-with-parent",
+                "--new-session", "--clearenv", "--cap-drop", "ALL"]
+        if as_root:  # kept only for setpriv, which gives them up with uid 0
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        mounts = self._read_only_mounts()
+        for folder in _parents([destination for *_, destination in mounts] + [str(scratch)]):
+            args += ["--perms", "0755", "--dir", folder]  # bubblewrap would make them 0700: closed to nobody
+        for mount in mounts:
+            args += mount
+        args += [*self._scratch_mounts(scratch, keep_home), "--proc", "/proc", "--dev", "/dev",
                  "--chdir", str(scratch / "work")]
         for key, value in env.items():
             args += ["--setenv", key, value]
-        return [*args, "--remount-ro", "/"]
+        args += ["--remount-ro", "/"]
+        if as_root:
+            args += [shutil.which("setpriv") or "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                     "--clear-groups", shutil.which("unshare") or "unshare", "--user", "--map-current-user"]
+        return [*args, *self.limits.prlimit(processes=True)]
+
+    def _read_only_mounts(self) -> list[list[str]]:
+        """bubblewrap's options, one list each, for what the kernel sees of the host, all
+        read-only: the system's programs and libraries, Python and the package copy."""
+        mounts = [["--ro-bind", "/usr", "/usr"]]
+        for folder in _SYSTEM_DIRS:
+            if os.path.islink(folder):
+                mounts.append(["--symlink", os.readlink(folder), folder])
+            elif os.path.isdir(folder):
+                mounts.append(["--ro-bind", folder, folder])
+        mounts += [["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"] for name in _SYSTEM_FILES]
+        for prefix in dict.fromkeys(map(os.path.realpath, (sys.base_prefix, sys.prefix))):
+            if not prefix.startswith("/usr/"):
+                mounts.append(["--ro-bind", prefix, prefix])
+        if os.path.realpath(sys.prefix) != sys.prefix:
+            mounts.append(["--symlink", os.path.realpath(sys.prefix), sys.prefix])
+        return [*mounts, ["--ro-bind", str(self.package), str(self.package)]]
+
+    def _scratch_mounts(self, scratch: Path, keep_home: bool) -> list[str]:
+        """The scratch folder as the kernel sees it: a tmpfs of ``limits.disk`` bytes holding
+        its working folder (with a read-only copy of its notebook), home and temporary
+        folder; and the host's ``runtime`` folder, where the kernel makes the sockets the
+        grader connects to (the one place it can write to the host's disk)."""
+        args = ["--size", str(self.limits.disk), "--tmpfs", str(scratch)]
+        for part in ("work", "home", "tmp"):
+            args += ["--perms", "0777", "--dir", str(scratch / part)]  # its uid may be nobody
+        args += ["--bind", str(scratch / "runtime"), str(scratch / "runtime")]
+        if keep_home:
+            args += ["--bind", str(scratch / "home"), str(scratch / "home")]
+        for notebook in sorted((scratch / "work").iterdir()):
+            args += ["--ro-bind", str(notebook), str(notebook)]
+        fonts = self.root / "fonts"
+        if fonts.exists() and not keep_home:  # matplotlib's font list, built once by the probe
+            fonts_in_home = scratch / "home" / ".matplotlib"
+            args += ["--perms", "0777", "--dir", str(fonts_in_home)]
+            for font_list in sorted(fonts.iterdir()):
+                args += ["--ro-bind", str(font_list), str(fonts_in_home / font_list.name)]
+        return args
+
+
+def _parents(paths: list[str]) -> list[str]:
+    """Every folder above ``paths`` but the root and /usr (mounted), the outermost first."""
+    parents = {str(parent) for path in paths for parent in Path(path).parents}
+    return sorted(parents - {"/", "/usr"}, key=lambda folder: (folder.count("/"), folder))
 
 
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager that starts the kernel behind ``prefix`` (the sandbox's command)."""
 
-    def __init__(self, prefix: list[str], **kwargs):
+    def __init__(self, prefix: list[str], owner: int | None = None, **kwargs):
         super().__init__(**kwargs)
         self.prefix = prefix
-
+        self.owner = owner  # the kernel's uid, if not ours: it must read the connection file
         self.process = None
+
+    def write_connection_file(self, **kwargs) -> None:
+        super().write_connection_file(**kwargs)
+        if self.owner is not None:
+            os.chown(self.connection_file, self.owner, self.owner)
 
     def format_kernel_cmd(self, extra_arguments=None) -> list[str]:
         return [*self.prefix, *super().format_kernel_cmd(extra_arguments)]
@@ -133,18 +244,18 @@ class SandboxedKernelManager(AsyncKernelManager):
 
 
 @contextlib.contextmanager
-def prepared_sandbox(unsafe_no_sandbox: bool = False) -> Iterator[Sandbox]:
+def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_LIMITS) -> Iterator[Sandbox]:
     """A sandbox ready to start kernels, removed with everything in it afterwards.
 
-    Raises SandboxUnavailable, saying why, if bubblewrap cannot start one here and
-    ``unsafe_no_sandbox`` is false."""
+    Raises SandboxUnavailable, saying why, if bubblewrap cannot start one here with these
+    limits and ``unsafe_no_sandbox`` is false."""
     root = Path(tempfile.mkdtemp(prefix="ag-"))  # short: socket paths are limited to 107 bytes
     try:
         package = root / "package" / "attncourse"
         shutil.copytree(Path(attncourse.__file__).parent, package,
                         ignore=shutil.ignore_patterns("__pycache__"))
         _make_read_only(root / "package")
-        sandbox = Sandbox(root, isolated=not unsafe_no_sandbox)
+        sandbox = Sandbox(root, isolated=not unsafe_no_sandbox, limits=limits)
         _probe(sandbox)
         yield sandbox
     finally:
@@ -153,19 +264,43 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False) -> Iterator[Sandbox]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+# The probe's Python: it must import the package copy, and in the sandbox it must not be
+# root (Linux never applies the process limit to root) and must have the limits set.
+_PROBE = """\
+import attncourse.checks, matplotlib.font_manager, os, pathlib, resource, sys
+problems = []
+if pathlib.Path(attncourse.__file__).parent != pathlib.Path({package!r}):
+    problems.append("the package copy was not imported")
+if {isolated} and (os.getuid() == 0 or resource.getrlimit(resource.RLIMIT_NPROC) != ({processes}, {processes})):
+    problems.append("the process limit is not in force (uid %d, RLIMIT_NPROC %r)" % (os.getuid(), resource.getrlimit(resource.RLIMIT_NPROC)))
+if resource.getrlimit(resource.RLIMIT_DATA) != ({memory}, {memory}):
+    problems.append("the memory limit is not in force")
+sys.exit("; ".join(problems) or None)
+"""
+
+
 def _probe(sandbox: Sandbox) -> None:
-    """Start Python in the sandbox once: it must import the package copy (and build
-    matplotlib's font list, which every kernel then reuses)."""
-    if sandbox.isolated and not shutil.which("bwrap"):
+    """Start Python in the sandbox once, with the limits: it must import the package copy,
+    not run as root and have its limits set (and it builds matplotlib's font list, which
+    every kernel then reuses)."""
+    tools = ["prlimit"] + (["bwrap"] if sandbox.isolated else []) + (["setpriv", "unshare"] if sandbox.owner else [])
+    missing = [tool for tool in tools if not shutil.which(tool)]
+    if "bwrap" in missing:
         raise SandboxUnavailable(
             "grade runs each notebook in a bubblewrap sandbox, and bubblewrap is not installed "
             "(Debian/Ubuntu: apt-get install bubblewrap). " + UNSAFE_MEANS
         )
+    if missing:
+        raise SandboxUnavailable(
+            f"grade needs {', '.join(missing)} (util-linux) to start kernels with their limits, and "
+            "cannot find it here (Debian/Ubuntu: apt-get install util-linux). " + UNSAFE_MEANS
+        )
     scratch = sandbox.scratch("probe")
     env = sandbox.environment(scratch, None)
-    code = ("import attncourse.checks, matplotlib.font_manager, pathlib, sys;"
-            f"sys.exit(pathlib.Path(attncourse.__file__).parent != pathlib.Path({str(sandbox.package / 'attncourse')!r}))")
-    command = [*sandbox.command(scratch, env), sys.executable, "-c", code]
+    limits = sandbox.limits
+    code = _PROBE.format(package=str(sandbox.package / "attncourse"), isolated=sandbox.isolated,
+                         processes=limits.processes, memory=limits.memory)
+    command = [*sandbox.command(scratch, env, keep_home=True), sys.executable, "-c", code]
     try:
         done = subprocess.run(command, check=False, env=env, cwd=scratch / "work", capture_output=True,
                               text=True, timeout=120)
@@ -173,16 +308,19 @@ def _probe(sandbox: Sandbox) -> None:
     except (OSError, subprocess.TimeoutExpired) as error:
         problem = str(error)
     if problem:
-        what = "bubblewrap could not start a sandbox here" if sandbox.isolated else "Python could not start"
-        raise SandboxUnavailable(f"{what}: {problem}. " + (UNSAFE_MEANS if sandbox.isolated else ""))
+        what = "Python could not start in a bubblewrap sandbox here" if sandbox.isolated else "Python could not start"
+        raise SandboxUnavailable(f"{what} with a memory limit of {limits.memory // MiB} MiB per process: "
+                                 f"{problem}. " + (UNSAFE_MEANS if sandbox.isolated else ""))
     if (scratch / "home" / ".matplotlib").exists():
         shutil.copytree(scratch / "home" / ".matplotlib", sandbox.root / "fonts")
+        _make_read_only(sandbox.root / "fonts")
     shutil.rmtree(scratch)
 
 
 def _make_read_only(folder: Path) -> None:
-    for path in [folder, *folder.rglob("*")]:
-        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    """Read-only for all, readable by all (the kernel may run as nobody)."""
+    for path in [*folder.rglob("*"), folder]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
 
 
 def _make_writable(folder: Path) -> None:
