@@ -133,6 +133,16 @@ hoard = []
 for gib in range(6):
     hoard.append(np.ones(2**27))  # 1 GiB each, every page written
 {RIGHT_PREDICTION}"""
+# Processes that each start a session of their own each get a share of the CPU: within
+# every per-process limit, they starve the notebook running beside them.
+SPINNERS = """\
+import os
+for generation in range(4):  # 16 processes, every one spinning
+    if os.fork() == 0:
+        os.setsid()
+while True:
+    pass"""
+
 FLOOD = """\
 while True:
     print("flood " * 1000)"""
@@ -250,6 +260,7 @@ def stable_softmax(scores):
         "=HYPERLINK(1)|x.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
         "@line\nbreak.ipynb": submission(),
         "forker/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=FORK_BOMB),
+        "spinner/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=SPINNERS),
         "hoarder/ch1.ipynb": submission(HOARD_IN_A_FUNCTION, HOARD),
         "flooder/ch1.ipynb": submission(CORRECT_SOFTMAX, FLOOD),
         "filler/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=FILL_THE_DISK),
@@ -325,10 +336,10 @@ def _grade_the_class(tmp_path_factory) -> dict:
     spans = []  # when each notebook ran
     run_notebook = grading._run_notebook
 
-    def timed_run(*args):
+    def timed_run(*args, **kwargs):
         started = time.monotonic()
         try:
-            return run_notebook(*args)
+            return run_notebook(*args, **kwargs)
         finally:
             spans.append((started, time.monotonic()))
 
@@ -346,6 +357,7 @@ def _grade_the_class(tmp_path_factory) -> dict:
     listener.close()
     return {
         "grades": {(g.learner, g.exercise): g for g in grades}, "rows": grades, "table": table,
+        "problems": problems,
         "text": text, "report": report, "folder": folder, "spans": spans, "before": before,
         "after": {"submissions": _tree(submissions), "chapters": _tree(chapters), "package": _tree(ROOT / "attncourse")},
         "report_written": report_written, "connections": connections, "scratch_roots": scratch_roots,
@@ -502,7 +514,8 @@ def test_the_class_was_graded_in_parallel_up_to_the_jobs_asked_for(graded):
     events = sorted([(start, 1) for start, _ in graded["spans"]] + [(end, -1) for _, end in graded["spans"]])
     running = [sum(change for _, change in events[: k + 1]) for k in range(len(events))]
     notebooks = len(hostile_class(Path("x"), Path("y"), Path("z"), 0)) + 1  # and the link; the folder without one is not run
-    assert len(graded["spans"]) == notebooks and max(running) == 2  # jobs=2
+    again = sum(note.endswith(grading.RAN_ALONE) for notes in graded["problems"].values() for note in notes)
+    assert len(graded["spans"]) == notebooks + again and max(running) == 2  # jobs=2
 
 
 # --- learners who bomb the grader's machine -----------------------------------------
@@ -513,6 +526,16 @@ def test_a_fork_bomb_stops_at_the_process_limit(graded):
     assert processes and 8 < int(processes.group(1)) < DEFAULT_LIMITS.processes  # it forked; 256 without the limit
     grades = graded["grades"]
     assert grades["forker", SOFTMAX].status == grades["forker", DOUBLING].status == PASSED  # graded on after it
+
+
+def test_processes_hogging_the_cpu_cannot_make_a_neighbour_run_out_of_time(graded):
+    """The spinners starve whatever runs beside them; anything that ran out of time beside
+    others is graded on a run alone, so every other learner keeps the grade earned (the
+    other tests check those grades)."""
+    notes = graded["problems"]["spinner"]
+    assert notes[0] == f"spinner/ch1.ipynb: {grading.RAN_ALONE}"
+    assert "did not finish within the time limit" in notes[1]
+    assert graded["grades"]["spinner", SOFTMAX].status != PASSED
 
 
 def test_a_memory_bomb_stops_at_the_memory_limit(graded):
@@ -704,10 +727,10 @@ def test_a_failure_of_the_grader_on_one_notebook_is_that_learners_error(tmp_path
         nbformat.write(submission(CORRECT_SOFTMAX), submissions / f"{learner}.ipynb")
     run_notebook = grading._run_notebook
 
-    def fails_on_bob(submissions, relative, *args):
+    def fails_on_bob(submissions, relative, *args, **kwargs):
         if relative.name == "bob.ipynb":
             raise RuntimeError("a bug in grade")
-        return run_notebook(submissions, relative, *args)
+        return run_notebook(submissions, relative, *args, **kwargs)
 
     monkeypatch.setattr(grading, "_run_notebook", fails_on_bob)
     grades, _ = grade_submissions(submissions, ROOT / "chapters", assign=[SOFTMAX], time_limit=60.0)
@@ -715,3 +738,31 @@ def test_a_failure_of_the_grader_on_one_notebook_is_that_learners_error(tmp_path
         ("ada", PASSED, grades[0].message),
         ("bob", ERROR, "the grader failed on this notebook: RuntimeError: a bug in grade"),
     ]
+
+
+def test_a_notebook_out_of_time_beside_others_is_run_again_alone(tmp_path, monkeypatch):
+    """A neighbour can starve a notebook within every per-process limit (a fork bomb whose
+    processes each start a session); what ran out of time is graded on a run alone."""
+    submissions = tmp_path / "subs"
+    submissions.mkdir()
+    for learner in ("ada", "bob", "cy"):
+        nbformat.write(submission(CORRECT_SOFTMAX), submissions / f"{learner}.ipynb")
+    calls = []
+
+    def starved_once(submissions, relative, *args, number, **kwargs):
+        calls.append((relative.name, number))
+        first_bob = relative.name == "bob.ipynb" and number < 3
+        return grading._Run(relative.as_posix(), problem="did not finish" if first_bob else "",
+                            timed_out=first_bob)
+
+    monkeypatch.setattr(grading, "_run_notebook", starved_once)
+    grading_args = dict(assign=[SOFTMAX], time_limit=60.0)
+    _, problems = grade_submissions(submissions, ROOT / "chapters", jobs=2, **grading_args)
+    assert sorted(calls) == [("ada.ipynb", 0), ("bob.ipynb", 1), ("bob.ipynb", 4), ("cy.ipynb", 2)]
+    assert problems["bob"] == [f"bob.ipynb: {grading.RAN_ALONE}"]  # the second run's grade
+    assert problems["ada"] == problems["cy"] == []
+
+    calls.clear()  # one notebook at a time: nothing ran beside it, nothing to run again
+    _, problems = grade_submissions(submissions, ROOT / "chapters", jobs=1, **grading_args)
+    assert sorted(calls) == [("ada.ipynb", 0), ("bob.ipynb", 1), ("cy.ipynb", 2)]
+    assert problems["bob"] == ["bob.ipynb: did not finish"]

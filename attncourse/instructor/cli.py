@@ -107,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--check-timeout", type=_positive(float), default=None, metavar="SECONDS",
                        help=f"time budget of each check (default: {checks.DEFAULT_TIMEOUT:g})")
     grade.add_argument("--jobs", type=_positive(int), default=None, metavar="N",
-                       help=f"notebooks run at once (default: the number of processors, {os.cpu_count()})")
+                       help=f"notebooks run at once (default: the number of processors, {os.cpu_count()}); "
+                            "with more than 1, a notebook that runs out of time is run again alone")
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="run the notebooks even where no sandbox can start. " + UNSAFE_MEANS)
     return parser

@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
+import functools
 import os
 import re
 import secrets
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,8 @@ class _Run:
     errors: list[str] = field(default_factory=list)  # cells that raised
     review: list[str] = field(default_factory=list)  # what in the source touches the checks
     grader_failed: bool = False  # a bug of grade's own, not the learner's doing
+    timed_out: bool = False  # stopped at the time limit
+    ran_alone: bool = False  # run again with no other notebook beside it (see _rerun_alone)
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,8 +303,9 @@ def _run_notebook(submissions: Path, relative: Path, course, sandbox: Sandbox, n
             env=env, cwd=str(scratch / "work"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ), time_limit))
     except Exception as error:  # the learner's notebook may break the run in any way
-        run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], time.monotonic() - started,
-                                                      time_limit, limits)
+        elapsed = time.monotonic() - started
+        run.timed_out = elapsed >= time_limit
+        run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], elapsed, time_limit, limits)
     finally:
         km.kill_sandbox()
     if client.cut_in is not None and not run.problem:  # cut in a last cell that had already replied
@@ -315,10 +319,10 @@ def _run_notebook(submissions: Path, relative: Path, course, sandbox: Sandbox, n
     return run
 
 
-def _run_safely(submissions: Path, relative: Path, *args) -> _Run:
+def _run_safely(submissions: Path, relative: Path, *args, **kwargs) -> _Run:
     """_run_notebook, and if the grader itself fails on this notebook, that learner's error."""
     try:
-        return _run_notebook(submissions, relative, *args)
+        return _run_notebook(submissions, relative, *args, **kwargs)
     except Exception as error:
         return _Run(relative.as_posix(), problem=f"the grader failed on this notebook: {_describe(error)}",
                     grader_failed=True)
@@ -511,13 +515,18 @@ def grade_submissions(
     if not learners:
         raise ValueError(f"no submissions in {submissions}: expected LEARNER.ipynb files or LEARNER/ folders")
     tasks = [(learner, path) for learner, paths in learners.items() for path in paths]
-    with prepared_sandbox(unsafe_no_sandbox, limits) as sandbox, \
-            concurrent.futures.ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-        futures = [pool.submit(_run_safely, submissions, path, course, sandbox, number, time_limit, check_timeout)
-                   for number, (_, path) in enumerate(tasks)]
-        runs: dict[str, list[_Run]] = {learner: [] for learner in learners}
-        for (learner, _), future in zip(tasks, futures):
-            runs[learner].append(future.result())
+    jobs = jobs or os.cpu_count() or 1
+    with prepared_sandbox(unsafe_no_sandbox, limits) as sandbox:
+        run_one = functools.partial(_run_safely, submissions, course=course, sandbox=sandbox,
+                                    time_limit=time_limit, check_timeout=check_timeout)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(lambda numbered: run_one(numbered[1][1], number=numbered[0]),
+                                    enumerate(tasks)))
+        if jobs > 1:
+            results = _rerun_alone(results, [path for _, path in tasks], run_one)
+    runs: dict[str, list[_Run]] = {learner: [] for learner in learners}
+    for (learner, _), result in zip(tasks, results):
+        runs[learner].append(result)
     if assign is None:
         found = {label for per in runs.values() for run in per if run.submitted for label in exercise_labels(run.submitted)}
         expected = [label for label in order if label in found] or order
@@ -531,7 +540,8 @@ def grade_submissions(
             (["submitted both as a file and as a folder: graded separately, not merged"] if flat_and_folder else [])
             + (["no notebook in the folder"] if not per else [])
             + [f"{run.notebook}: {note}" for run in per
-               for note in ([run.problem] if run.problem else []) + _solution_note(run) + run.errors]
+               for note in (([RAN_ALONE] if run.ran_alone else []) + ([run.problem] if run.problem else [])
+                            + _solution_note(run) + run.errors)]
         )
         if executed_dir is not None:
             for run in per:
@@ -543,6 +553,28 @@ def grade_submissions(
                     except Exception as error:  # what the learner's code printed may be anything
                         problems[learner].append(f"{run.notebook}: its executed copy could not be written ({_describe(error)})")
     return grades, problems
+
+
+RAN_ALONE = ("ran out of time beside other notebooks, so it was run again alone: "
+             "this grade is from that second run")
+
+
+def _rerun_alone(results: list[_Run], paths: list[Path], run: Callable[..., _Run]) -> list[_Run]:
+    """Each notebook that ran out of time beside others, run again with none beside it;
+    the second run is its grade.
+
+    A submission can take more than its share of the processors: processes that each
+    start a session of their own (``os.setsid``) each get a share of the CPU, so a fork
+    bomb of them starves the notebook running next to it, within every per-process limit.
+    Alone, an honest notebook gets the whole machine; the bomb still runs out of time.
+    """
+    again = []
+    for number, (result, path) in enumerate(zip(results, paths)):
+        if result.timed_out:
+            result = run(path, number=len(paths) + number)  # a fresh scratch folder
+            result.ran_alone = True
+        again.append(result)
+    return again
 
 
 def _solution_note(run: _Run) -> list[str]:
