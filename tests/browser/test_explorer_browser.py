@@ -319,7 +319,7 @@ def test_large_heatmaps_read_out_values_to_pointer_and_keyboard(site, visit, wat
     visit(site.write_page("large.html", [explorer], "Large explorer"))
     assert check_every_explorer(watched_page) == 1
     weights = watched_page.locator('.attn-explorer canvas[data-role="weights"]')
-    readout = weights.locator("xpath=following-sibling::output")
+    readout = weights.locator("xpath=ancestor::figure//output[@class='attn-readout']")
     caption = weights.locator("xpath=ancestor::figure/figcaption").text_content()
     assert "colour only: point at a cell for its value" in caption, caption
     values = np.array(weights.evaluate("(canvas) => JSON.parse(canvas.dataset.values)"))
