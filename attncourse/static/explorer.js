@@ -65,9 +65,11 @@ function headerRow(table, corner, colLabels) {
   colLabels.forEach((label) => head.appendChild(el("th", "attn-col", label)));
 }
 
-// An editable grid of numbers; edits call onEdit(i, j, value).
+// An editable grid of numbers, shown to the explorer's decimals (a full-precision entry
+// would be cut off in its box; the model keeps it exact until the reader edits it);
+// edits call onEdit(i, j, value).
 // `shown` is the matrix's name in the chapter's notation (the trait is `name`).
-function editableTable(name, shown, matrix, rowLabels, colLabels, onEdit) {
+function editableTable(name, shown, matrix, rowLabels, colLabels, decimals, onEdit) {
   const table = el("table", "attn-table attn-editable");
   table.dataset.role = `edit-${name}`;
   headerRow(table, shown, colLabels);
@@ -78,7 +80,7 @@ function editableTable(name, shown, matrix, rowLabels, colLabels, onEdit) {
       const input = el("input", "attn-input");
       input.type = "number";
       input.step = "0.1";
-      input.value = String(value);
+      input.value = String(Number(value.toFixed(decimals))); // Number: no -0, no 0.50
       input.setAttribute("aria-label", `${name}[${i}][${j}]`);
       input.addEventListener("input", () => {
         const parsed = parseFloat(input.value);
@@ -312,7 +314,7 @@ function inputGrids(model, edit) {
     const rowLabels = name === "X" ? tokens : name === "W_o" ? headRows(model) : dims;
     const colLabels = name === "X" ? dims : labels(matrix[0].length, name.slice(2));
     const shown = name === "X" ? model.get("input_name") : name;
-    return editableTable(name, shown, matrix, rowLabels, colLabels,
+    return editableTable(name, shown, matrix, rowLabels, colLabels, model.get("decimals"),
       (i, j, value) => edit(name, edited(name, i, j, value)));
   });
 }
@@ -377,7 +379,8 @@ const REDRAWS = {
   tokens: "inputs", dims: "inputs", editable: "inputs", n_heads: "inputs", input_name: "inputs",
   // The switches and the choice are set in place (syncControls): rebuilding every input
   // grid for a click would cost a frame.
-  scale: "views", views: "views", decimals: "views", heads_on: "views", combine: "views",
+  decimals: "inputs", // the grids show their entries to it
+  scale: "views", views: "views", heads_on: "views", combine: "views",
   goal: "views",
 };
 

@@ -17,6 +17,8 @@ const CELL = { height: 22, padding: 6, maxLabel: 96, font: 13 };
 const NUMBERS_UP_TO = 12;
 const SHADES = 100; // colour steps per sign: finer than the eye tells apart
 const DARK_TEXT = "#000"; // black or white: every cell's number at >= 4.58:1 (WCAG AA)
+const LABEL_BACKGROUND = "#f4f4f4";
+const LINE = "#ddd";
 
 // A colour at each opacity step over white, and the text colour that contrasts most
 // with it (WCAG relative luminance): white only on the darkest blues.
@@ -81,6 +83,30 @@ function heatmapLayout(ctx, font, rowLabels, colLabels, decimals, numbers) {
   };
 }
 
+// The label column (the tokens, under a blank corner) and its lines, up to and with the
+// line on its right (at left + 0.5): drawn into the map and, alone, into the copy that
+// stays in view while a wide map scrolls.
+function paintRowLabels(ctx, { rows, left, top, cellHeight, height }, font) {
+  ctx.fillStyle = LABEL_BACKGROUND;
+  ctx.fillRect(0, 0, left, height);
+  ctx.font = font(500);
+  ctx.fillStyle = DARK_TEXT;
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  rows.forEach((label, i) => ctx.fillText(label, left - CELL.padding, top + (i + 0.5) * cellHeight));
+  ctx.beginPath();
+  for (let i = 0; i <= rows.length + 1; i++) {
+    const y = Math.min(i * cellHeight, height - 1) + 0.5;
+    ctx.moveTo(0, y);
+    ctx.lineTo(left + 1, y);
+  }
+  ctx.moveTo(left + 0.5, 0); // where the map draws it: one line when the copy sits on it
+  ctx.lineTo(left + 0.5, height);
+  ctx.strokeStyle = LINE;
+  ctx.lineWidth = 1;
+  ctx.stroke();
+}
+
 // Draw a heatmap: labels, cell colours, numbers (when printed), grid lines, and an
 // outline around the `outline` cell ([i, j] or null). shade(value) in [-1, 1] colours a
 // cell: blue for positive, orange for negative, stronger further from 0.
@@ -92,15 +118,14 @@ function paintHeatmap(ctx, layout, { font, ratio, decimals, numbers, matrix, sha
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
 
-  ctx.fillStyle = "#f4f4f4";
+  ctx.fillStyle = LABEL_BACKGROUND;
   ctx.fillRect(0, 0, width, top);
-  ctx.fillRect(0, 0, left, height);
   ctx.font = font(500);
   ctx.fillStyle = DARK_TEXT;
   const middle = (k) => top + (k + 0.5) * cellHeight;
   cols.forEach((label, j) =>
     ctx.fillText(label, left + (j + 1) * cellWidth - CELL.padding, middle(-1)));
-  rows.forEach((label, i) => ctx.fillText(label, left - CELL.padding, middle(i)));
+  paintRowLabels(ctx, layout, font);
 
   // Backgrounds first, then numbers grouped by colour: few changes of fillStyle.
   const printed = { [DARK_TEXT]: [], white: [] };
@@ -143,7 +168,7 @@ function paintHeatmap(ctx, layout, { font, ratio, decimals, numbers, matrix, sha
     ctx.moveTo(x, 0);
     ctx.lineTo(x, height);
   }
-  ctx.strokeStyle = "#ddd";
+  ctx.strokeStyle = LINE;
   ctx.lineWidth = 1;
   ctx.stroke();
 
@@ -160,8 +185,17 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
   const canvas = el("canvas", "attn-heatmap");
   const readout = el("output", "attn-readout");
   readout.setAttribute("aria-live", "polite");
+  // A map wider than its column scrolls inside `scroller` (explorer.css); the copy of the
+  // label column (`labels`, sticky) keeps the tokens in view meanwhile. The column labels
+  // scroll with their columns, and the caption and readout stay outside the scroller.
+  const labels = el("canvas", "attn-heatmap-labels");
+  labels.setAttribute("aria-hidden", "true"); // a picture of labels the map already names
+  const sheet = el("div", "attn-heatmap-sheet"); // as wide as the map: where labels may go
+  sheet.append(labels, canvas);
+  const scroller = el("div", "attn-heatmap-scroller");
+  scroller.append(sheet);
   const box = el("div");
-  box.append(canvas, readout);
+  box.append(scroller, readout);
   canvas.dataset.role = role;
   canvas.dataset.decimals = String(decimals);
   if (head !== undefined) canvas.dataset.head = String(head);
@@ -189,6 +223,16 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
   canvas.height = Math.round(height * ratio);
   canvas.style.width = `${width}px`;
   canvas.style.height = `${height}px`;
+  const labelsWidth = left + 1; // its right-hand line included
+  labels.width = Math.round(labelsWidth * ratio);
+  labels.height = canvas.height;
+  labels.style.width = `${labelsWidth}px`;
+  labels.style.height = canvas.style.height;
+  labels.style.marginBottom = `-${height}px`; // the map lies under it, not below it
+  scroller.style.setProperty("--attn-labels-width", labels.style.width); // the scroll cue
+  const labelsContext = labels.getContext("2d");
+  labelsContext.setTransform(ratio, 0, 0, ratio, 0, 0);
+  paintRowLabels(labelsContext, layout, font);
 
   let shown = [];
   let shade = () => 0;
@@ -226,8 +270,18 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
       : [0, 0];
     read(selected);
     paint();
+    reveal(selected[1]);
   });
   canvas.addEventListener("blur", () => paint());
+
+  // Scroll a wide map so that column j shows beside the labels, not under them.
+  function reveal(j) {
+    const scale = canvas.getBoundingClientRect().width / width;
+    const start = (left + j * cellWidth) * scale - scroller.scrollLeft;
+    const end = start + cellWidth * scale;
+    if (start < left * scale) scroller.scrollLeft += start - left * scale;
+    else if (end > scroller.clientWidth) scroller.scrollLeft += end - scroller.clientWidth;
+  }
 
   function paint() {
     const outline = document.activeElement === canvas ? selected : null;

@@ -135,6 +135,16 @@ def read_until_changed(explorer, before, timeout=5.0):
 
 # --- one explorer, end to end -----------------------------------------------------------
 
+def shows_grid(state, name, grid):
+    """Whether an input grid shows the saved matrix: a mask exactly, numbers to the
+    explorer's decimals (its boxes round them)."""
+    saved = np.asarray(state[name], dtype=grid.dtype)
+    if grid.dtype == bool:
+        return np.array_equal(saved, grid)
+    return saved.shape == grid.shape and np.allclose(
+        saved, grid, rtol=0, atol=0.5 * 10.0 ** -state["decimals"] + TOLERANCE)
+
+
 def match_model(models, view_root, read):
     """The explorer model behind a DOM explorer: among the explorers of its widget view,
     the one whose tokens and editable matrices are those shown."""
@@ -143,8 +153,7 @@ def match_model(models, view_root, read):
         model_id for model_id in reachable(models, view_root)
         if models[model_id]["state"].get("_anywidget_id") == EXPLORER_ID
         and models[model_id]["state"]["tokens"] == read["tokens"]
-        and all(np.array_equal(np.asarray(models[model_id]["state"][name], dtype=grid.dtype), grid)
-                for name, grid in grids.items())
+        and all(shows_grid(models[model_id]["state"], name, grid) for name, grid in grids.items())
     ]
     assert len(candidates) == 1, f"{len(candidates)} explorer models fit the one shown"
     return candidates[0]
@@ -310,7 +319,7 @@ def test_large_heatmaps_read_out_values_to_pointer_and_keyboard(site, visit, wat
     visit(site.write_page("large.html", [explorer], "Large explorer"))
     assert check_every_explorer(watched_page) == 1
     weights = watched_page.locator('.attn-explorer canvas[data-role="weights"]')
-    readout = weights.locator("xpath=following-sibling::output")
+    readout = weights.locator("xpath=ancestor::figure//output[@class='attn-readout']")
     caption = weights.locator("xpath=ancestor::figure/figcaption").text_content()
     assert "colour only: point at a cell for its value" in caption, caption
     values = np.array(weights.evaluate("(canvas) => JSON.parse(canvas.dataset.values)"))

@@ -5,11 +5,12 @@ puts back what the reader changed."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from playwright.sync_api import expect
 
 import tools
-from attncourse.widgets import AttentionExplorer, with_scale_slider
+from attncourse.widgets import AttentionExplorer, explorer_view, with_scale_slider
 from tools.explorer_dom import READ_EXPLORER
 
 pytestmark = pytest.mark.browser
@@ -40,21 +41,8 @@ _FIT = """() => {
 }"""
 
 
-# Found by this test and left open (issue 16): at 390 px these pages are wider than the
-# viewport (436 and 636 px), not because of an explorer's width (checked below) but of
-# something else on the page, not yet traced. Strict: the test fails once they fit.
-PANS_ON_A_PHONE = {"chapters/05_attention_as_a_graph", "chapters/06_attention_versus_convolution"}
-
-
-def fit_cases():
-    for entry in NOTEBOOK_PAGES:
-        for screen in WIDTHS:
-            known = screen == "phone" and entry in PANS_ON_A_PHONE
-            marks = [pytest.mark.xfail(strict=True, reason="pans sideways at 390 px")] if known else []
-            yield pytest.param(entry, screen, marks=marks, id=f"{entry}-{screen}")
-
-
-@pytest.mark.parametrize(("entry", "screen"), fit_cases())
+@pytest.mark.parametrize("screen", WIDTHS)
+@pytest.mark.parametrize("entry", NOTEBOOK_PAGES)
 def test_explorers_fit_their_column_and_pages_their_viewport(entry, screen, visit,
                                                              watched_page):
     page = watched_page
@@ -69,18 +57,51 @@ def test_explorers_fit_their_column_and_pages_their_viewport(entry, screen, visi
             f"explorer {k} is {explorer['right'] - column['right']:.0f} px wider than its column"
 
 
+_VIEW_TOPS = "(views) => views.map((view) => Math.round(view.getBoundingClientRect().top))"
+
+
 def eleven_tokens():
     tokens = ["the", "ball", "hit", "the", "window", "and", "it", "broke", "into", "many", "bits"]
     X = [[((3 * i + j) % 5 - 2) / 2 for j in range(4)] for i in range(len(tokens))]
     return AttentionExplorer(tokens, X, views=("scores", "weights"))
 
 
+# A scrolling map's left edge, read on its second token's row: the element there (the
+# sticky copy of the labels, once the cells have scrolled under it), whether that copy is
+# inked on the row, the last column's right edge against the scroller's, and the
+# caption's and readout's left edges (both outside the scroller: they stay in view).
+_LEFT_EDGE = """(scroller) => {
+  const box = scroller.getBoundingClientRect();
+  const map = scroller.querySelector('canvas.attn-heatmap');
+  const labels = scroller.querySelector('canvas.attn-heatmap-labels');
+  const grid = JSON.parse(map.dataset.grid);
+  const y = map.getBoundingClientRect().top + grid.top + 1.5 * grid.cellHeight;
+  const ratio = labels.width / labels.getBoundingClientRect().width;
+  const row = labels.getContext('2d').getImageData(0, Math.round((grid.top + grid.cellHeight) * ratio),
+    labels.width, Math.round(grid.cellHeight * ratio)).data;
+  const colours = new Set();
+  for (let k = 0; k < row.length; k += 4) colours.add(row.slice(k, k + 3).join());
+  const figure = scroller.closest('figure');
+  const columns = JSON.parse(map.dataset.cols).length;
+  return {
+    under: document.elementFromPoint(box.left + 3, y).className,
+    labelsLeft: labels.getBoundingClientRect().left - box.left, inked: colours.size > 2,
+    lastColumnRight: map.getBoundingClientRect().left + grid.left + columns * grid.cellWidth
+      - box.right,
+    captionLeft: figure.querySelector('figcaption').getBoundingClientRect().left - box.left,
+    readoutLeft: figure.querySelector('.attn-readout').getBoundingClientRect().left - box.left,
+    scrolls: scroller.scrollWidth > scroller.clientWidth,
+    cue: getComputedStyle(scroller).maskImage,
+  };
+}"""
+
+
 def test_a_wide_map_scales_on_a_desktop_and_scrolls_with_a_cue_on_a_phone(site, visit,
                                                                           watched_page):
     page = watched_page
     url = site.write_page("wide.html", [eleven_tokens()], "Wide explorer")
-    scroller = page.locator(".attn-explorer figure").first
-    canvas = scroller.locator("canvas")
+    scroller = page.locator(".attn-explorer .attn-heatmap-scroller").first
+    canvas = scroller.locator("canvas.attn-heatmap")
 
     page.set_viewport_size({"width": 600, "height": 900})  # a column narrower than the map
     visit(url)
@@ -90,12 +111,46 @@ def test_a_wide_map_scales_on_a_desktop_and_scrolls_with_a_cue_on_a_phone(site, 
     assert scroller.evaluate("(f) => f.scrollWidth <= f.clientWidth")
     mask = "(f) => getComputedStyle(f).maskImage"
     assert scroller.evaluate(mask) == "none"  # nothing to scroll, no cue
+    assert not scroller.locator("canvas.attn-heatmap-labels").is_visible()  # nor a copy
 
     page.set_viewport_size({"width": 390, "height": 900})
     visit(url)
     assert canvas.bounding_box()["width"] == pytest.approx(natural)  # full size on a phone
-    assert scroller.evaluate("(f) => f.scrollWidth > f.clientWidth")  # ... and scrolls
-    assert "gradient" in scroller.evaluate(mask)  # the cue
+    at_start = scroller.evaluate(_LEFT_EDGE)
+    assert at_start["scrolls"] and "gradient" in at_start["cue"]  # scrolls, with the cue
+    assert at_start["labelsLeft"] == pytest.approx(0, abs=SLACK)  # on the map's own labels
+
+    scroller.evaluate("(f) => { f.scrollLeft = f.scrollWidth; }")  # to the last column
+    page.wait_for_function("(f) => f.scrollLeft > 0", arg=scroller.element_handle())
+    at_end = scroller.evaluate(_LEFT_EDGE)
+    assert at_end["under"] == "attn-heatmap-labels" and at_end["inked"]  # tokens in view
+    assert at_end["labelsLeft"] == pytest.approx(0, abs=SLACK)
+    assert at_end["lastColumnRight"] <= SLACK  # the last column and its label in view
+    assert at_end["captionLeft"] >= -SLACK and at_end["readoutLeft"] >= -SLACK
+    assert "gradient" in at_end["cue"]  # more to see, to the left
+
+
+def test_the_arrow_keys_scroll_a_wide_map_to_the_selected_cell(site, visit, watched_page):
+    page = watched_page
+    page.set_viewport_size({"width": 390, "height": 900})
+    visit(site.write_page("keys.html", [eleven_tokens()], "Keys"))
+    scroller = page.locator(".attn-explorer .attn-heatmap-scroller").first
+    canvas = scroller.locator("canvas.attn-heatmap")
+    canvas.focus()
+    columns = len(eleven_tokens().tokens)
+    for _ in range(columns):  # the first press selects the first cell, then one per column
+        page.keyboard.press("ArrowRight")
+    expect(page.locator(".attn-explorer .attn-readout").first).to_contain_text("bits")
+    # The selected (last) cell lies between the labels and the scroller's right edge.
+    seen = scroller.evaluate("""(f) => {
+      const map = f.querySelector('canvas.attn-heatmap');
+      const grid = JSON.parse(map.dataset.grid);
+      const box = f.getBoundingClientRect();
+      const left = map.getBoundingClientRect().left + grid.left
+        + (JSON.parse(map.dataset.cols).length - 1) * grid.cellWidth;
+      return { from: left - box.left - grid.left, to: left + grid.cellWidth - box.right };
+    }""")
+    assert seen["from"] >= -SLACK and seen["to"] <= SLACK, seen
 
 
 _WEIGHTS = "(root) => root.querySelector('canvas[data-role=weights]').dataset.values"
@@ -109,6 +164,9 @@ def test_the_hint_shows_once_and_reset_restores_the_first_values(site, visit, wa
     hints = root.locator(".attn-readout[data-idle]")
     assert hints.count() == 3  # scores, weights, output: each idle
     assert [hints.nth(k).is_visible() for k in range(3)] == [True, False, False]
+    # The hint wraps within its map's width: the three maps still share one row.
+    tops = root.locator("figure.attn-view").evaluate_all(_VIEW_TOPS)
+    assert len(tops) == 3 and len(set(tops)) == 1, tops
 
     before = root.evaluate(READ_EXPLORER)
     weights = root.evaluate(_WEIGHTS)
@@ -128,3 +186,34 @@ def test_the_hint_shows_once_and_reset_restores_the_first_values(site, visit, wa
                            f"=== {weights!r}")
     after = root.evaluate(READ_EXPLORER)
     assert after["grids"] == before["grids"] and after["tables"] == before["tables"]
+
+
+_OUTPUT = "(root) => JSON.parse(root.querySelector('canvas[data-role=output]').dataset.values)"
+
+
+def test_input_boxes_show_the_explorer_s_decimals_and_the_model_keeps_the_exact_value(
+        site, visit, watched_page):
+    page = watched_page
+    decimals = 2
+    X = np.array([[1.0, 0.5], [0.25, -1.0]])
+    W_o = np.array([[-0.152374891, 0.7], [1 / 3, -0.0004]])  # a cut-off one, a -0 to be
+    explorer = AttentionExplorer(["a", "b"], X, W_o=W_o, editable=("W_o",),
+                                 views=("output",), decimals=decimals)
+    visit(site.write_page("precision.html", [explorer], "Precision"))
+    root = page.locator(".attn-explorer")
+    boxes = root.locator('table[data-role="edit-W_o"] input')
+    rounded = [np.format_float_positional(float(f"{v:z.{decimals}f}"), trim="-")
+               for v in W_o.flat]
+    assert boxes.evaluate_all("(inputs) => inputs.map((input) => input.value)") == rounded
+
+    # What the explorer computes still uses the exact entries...
+    exact = explorer_view(X, W_o=W_o)[2]
+    assert np.allclose(root.evaluate(_OUTPUT), exact, rtol=0, atol=1e-12)
+    # ... until the reader edits one: that one is now what they typed.
+    page.get_by_label("W_o[0][1]").fill("0.5")
+    edited = W_o.copy()
+    edited[0, 1] = 0.5
+    expected = explorer_view(X, W_o=edited)[2]
+    page.wait_for_function(f"() => ({_OUTPUT})(document.querySelector('.attn-explorer'))"
+                           f"[0][1] !== {float(exact[0, 1])!r}")
+    assert np.allclose(root.evaluate(_OUTPUT), expected, rtol=0, atol=1e-12)

@@ -4,11 +4,13 @@ maths, offers Binder and Colab, and leaves a full-page screenshot for a person t
 """
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
 
 import tools
+from tests.test_references import addressed, entries
 
 pytestmark = pytest.mark.browser
 
@@ -28,6 +30,10 @@ _MATH = """() => {
   const math = [...document.querySelectorAll('main .math')];
   return { math: math.length, typeset: math.filter((m) => m.querySelector('mjx-container')).length };
 }"""
+# Alt text that names no content: what a build writes when nobody described the figure.
+GENERIC_ALT = {"png", "output", "image", "figure", "plot", "img", "chart", "graph"}
+_FIGURES = """() => [...document.querySelectorAll('article.bd-article img')]
+  .map((img) => [img.getAttribute('src'), img.getAttribute('alt')])"""
 _HEADING = """(h1) => [...h1.childNodes]
   .filter((node) => !(node.classList && node.classList.contains('headerlink')))
   .map((node) => node.textContent).join('').trim()"""
@@ -101,3 +107,63 @@ def test_exercises_are_numbered_and_solutions_stay_collapsed_until_clicked(entry
         expect(code).to_be_hidden()
         solution.locator("> .admonition-title").click()
         expect(code).to_be_visible()
+
+
+def describes_in_words(alt):
+    """Whether ``alt`` reads as a description: a few words, not empty, not a file name or
+    path, not a generic label."""
+    alt = (alt or "").strip()
+    words = re.findall(r"[^\W\d_]+", alt)
+    names_a_file = re.search(r"\.(png|jpe?g|svg|gif|webp)\b|_images/|^\S*/\S*$", alt, re.I)
+    return len(words) >= 3 and not names_a_file and alt.lower() not in GENERIC_ALT
+
+
+@pytest.mark.parametrize("entry", NOTEBOOK_PAGES)
+def test_every_figure_has_alt_text_that_describes_it_in_words(entry, visit, watched_page):
+    visit(f"{entry}.html")
+    figures = watched_page.evaluate(_FIGURES)
+    assert figures, f"{entry}: no figure found (has the theme's article changed?)"
+    undescribed = [(src, alt) for src, alt in figures if not describes_in_words(alt)]
+    assert not undescribed, f"{entry}: figures without a description: {undescribed}"
+
+
+def test_every_reference_with_an_address_links_to_it(visit, watched_page):
+    visit("bibliography.html")
+    shown = watched_page.locator("div.citation")
+    linked = watched_page.locator("div.citation", has=watched_page.locator('a[href^="https://"]'))
+    assert shown.count() == len(entries())
+    assert linked.count() == len(addressed())
+
+
+_WIDGET_MODELS = """() => [...document.querySelectorAll(
+    'script[type="application/vnd.jupyter.widget-state+json"]')]
+  .flatMap((tag) => Object.values(JSON.parse(tag.textContent).state))
+  .map((model) => model.model_name)"""
+
+
+@pytest.mark.parametrize("entry", NOTEBOOK_PAGES)
+def test_no_progress_bar_is_saved_into_a_page(entry, visit, watched_page):
+    """A progress bar run at build time saves its timings into the page: a build that
+    differs every time, and a bar that never moves on the static site."""
+    visit(f"{entry}.html")
+    models = watched_page.evaluate(_WIDGET_MODELS)
+    assert not [name for name in models if name.endswith("ProgressModel")]
+
+
+# Every result of a search shown with its summary (Sphinx fetches each page in turn).
+_SUMMARIES = """() => {
+  const results = document.querySelectorAll('#search-results li');
+  const summaries = [...document.querySelectorAll('#search-results li p.context')];
+  return results.length && summaries.length === results.length
+    ? summaries.map((p) => p.textContent) : null;
+}"""
+
+
+def test_search_results_quote_formulas_as_text_not_tex(visit, watched_page):
+    """Chapter 1's heading "Why the scores are divided by \\(\\sqrt{d}\\)" is found
+    by "divided"; its summary quotes the formula as √d, not as TeX."""
+    page = watched_page
+    visit("search.html?q=divided")
+    summaries = page.wait_for_function(_SUMMARIES).json_value()
+    assert any("√d" in summary for summary in summaries), summaries
+    assert not [summary for summary in summaries if any(raw in summary for raw in RAW_TEX)]
