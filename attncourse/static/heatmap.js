@@ -7,7 +7,7 @@ import { el } from "./dom.js";
 // paint; a canvas is one element however many cells it draws. Up to NUMBERS_UP_TO rows
 // every cell prints its number; larger maps are colour only (printing 2,500 numbers
 // costs a frame by itself, and nobody reads them). Every map has a readout line that
-// gives the exact value of the cell under the pointer (mouse, pen or touch) or, with the
+// gives the value of the cell under the pointer (mouse, pen or touch) or, with the
 // keyboard, of the cell the arrow keys select: the values reach every reader.
 // On the element, for the browser tests: data-values (the full-precision matrix drawn),
 // data-rows and data-cols (the labels), data-decimals and data-grid (where the cells are,
@@ -205,7 +205,7 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
   canvas.setAttribute("role", "img");
   canvas.setAttribute("aria-label",
     `${caption}: arrow keys select a cell, the line below reads it`);
-  const hint = "Point at a cell, or focus the map and use the arrow keys, for its exact value.";
+  const hint = "Point at a cell, or focus the map and use the arrow keys, for its value.";
   readout.textContent = hint;
   readout.dataset.idle = ""; // showing the hint: explorer.css shows it under one map only
 

@@ -170,12 +170,16 @@ function render({ model, el: root }) {
     const readout = similarityReadout({ full: model.get("pair_similarity")[pair],
       without: model.get("pair_similarity_without")[pair], ablated,
       live: fresh ? model.get("ablated_similarity") : undefined });
-    line.textContent = `“${texts[2 * pair]}” and “${texts[2 * pair + 1]}”, cosine similarity: ${readout.text}`;
+    const said = `“${texts[2 * pair]}” and “${texts[2 * pair + 1]}”, cosine similarity: ${readout.text}`;
+    if (line.textContent !== said) line.textContent = said; // aria-live: only news is read out
     line.dataset.value = readout.value === null ? "" : String(readout.value);
     const earlier = ablated.filter(([l]) => l < layer);
-    note.textContent = recomputed ? "Maps recomputed with those heads off."
+    const oneAtATime = !live && ablated.length
+      ? "One head at a time on this page (a running notebook switches off several)." : "";
+    const later = recomputed ? "Maps recomputed with those heads off."
       : earlier.length ? `Layer ${layer}'s maps change when a head of an earlier layer is off; `
         + "this page shows the intact model's (a running notebook recomputes them)." : "";
+    note.textContent = [oneAtATime, later].filter(Boolean).join(" ");
 
     const key = JSON.stringify([k, layer, head]);
     if (key !== builtFor) {
