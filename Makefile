@@ -79,14 +79,12 @@ $(INSTALLED): requirements.txt constraints.txt pyproject.toml
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
-# The scripts and fonts the pages load, copied from node_modules and from the anywidget
-# wheel into a folder Sphinx serves as _static/vendor (never committed).
-site-assets: node_modules/.package-lock.json $(INSTALLED)
-	rm -rf $(ASSETS) && mkdir -p $(ASSETS)/requirejs $(ASSETS)/anywidget
-	cp node_modules/requirejs/require.js $(ASSETS)/requirejs/
-	cp -r node_modules/@jupyter-widgets/html-manager/dist $(ASSETS)/html-manager
+# The scripts and fonts the pages load (MathJax), copied from node_modules into a folder
+# Sphinx serves as _static/vendor (never committed). The widgets need nothing from here:
+# site_static/anywidget-host.js shows them.
+site-assets: node_modules/.package-lock.json
+	rm -rf $(ASSETS) && mkdir -p $(ASSETS)
 	cp -r node_modules/mathjax/es5 $(ASSETS)/mathjax
-	cp "$$($(BIN)/python -c 'import anywidget, pathlib; print(pathlib.Path(anywidget.__file__).parent / "nbextension" / "index.js")')" $(ASSETS)/anywidget/
 
 # Debian packages the tests need: Chromium for the browser tests (playwright cannot
 # download browsers here; ATTNCOURSE_CHROMIUM may name another binary) and bubblewrap,

@@ -8,11 +8,11 @@ What syncs, and when:
 
 * Python -> browser: every input (``tokens``, ``X``, ``W_q``, ``W_k``, ``W_v``, ``W_o``,
   ``mask``, ``scale``, ``n_heads``, ``heads_on``, ``combine``, ``editable``, ``views``,
-  ``dims``, ``decimals``, ``goal``, ``input_name``) when it is assigned and accepted; the browser redraws what
-  depends on it.
+  ``dims``, ``decimals``, ``goal``, ``input_name``, ``scale_slider``) when it is assigned
+  and accepted; the browser redraws what depends on it.
 * Browser -> Python (live kernel only): the reader's edits of the editable matrices, the
-  head switches and the way heads are combined, and a ``scale`` moved by a linked slider,
-  as they happen. Python checks them as it checks an
+  head switches and the way heads are combined, and a ``scale`` moved on the explorer's
+  scale slider, as they happen. Python checks them as it checks an
   assignment.
 * ``scores``, ``weights`` and ``output`` are never synced: Python recomputes them with
   ``explorer_view`` (the numpy reference) whenever an input changes, from Python or from
@@ -45,7 +45,6 @@ from __future__ import annotations
 import math
 
 import anywidget
-import ipywidgets
 import numpy as np
 import traitlets
 
@@ -58,7 +57,6 @@ __all__ = [
     "AttentionExplorer",
     "InvalidExplorerInput",
     "explorer_view",
-    "with_scale_slider",
 ]
 
 _PROJECTIONS = ("W_q", "W_k", "W_v")
@@ -71,7 +69,8 @@ MAX_DECIMALS = 6
 MAX_TOKENS = 64
 # What explorer_view reads, and every input the constructor checks together.
 _VIEW_INPUTS = ("X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads", "W_o", "heads_on", "combine")
-_INPUTS = ("tokens", *_VIEW_INPUTS, "editable", "views", "dims", "decimals", "goal", "input_name")
+_INPUTS = ("tokens", *_VIEW_INPUTS, "editable", "views", "dims", "decimals", "goal", "input_name",
+           "scale_slider")
 # What a goal's cells can read (attncourse.checks.tune.GOAL_VIEWS, not imported: importing
 # the checks would load every chapter's, torch included, wherever an explorer is shown).
 _GOAL_VIEWS = ("scores", "weights")
@@ -160,7 +159,27 @@ def _coerced(inputs):
         "heads_on": None if inputs["heads_on"] is None else list(inputs["heads_on"]),
         "tokens": [str(t) for t in inputs["tokens"]],
         "dims": [str(d) for d in inputs["dims"]],
+        "scale_slider": _as_slider_range(inputs["scale_slider"]),
     }
+
+
+def _as_slider_range(value):
+    """``(minimum, maximum, step)`` of the scale slider as a list of floats; [] for none."""
+    if value is None or len(value) == 0:
+        return []
+    try:
+        numbers = [float(v) for v in value]
+    except (TypeError, ValueError):
+        numbers = []
+    if len(numbers) != 3 or not all(math.isfinite(v) for v in numbers):
+        raise InvalidExplorerInput(
+            f"scale_slider must be (minimum, maximum, step), three finite numbers, got {value!r}")
+    minimum, maximum, step = numbers
+    if not minimum < maximum or not 0 < step <= maximum - minimum:
+        raise InvalidExplorerInput(
+            f"scale_slider (minimum, maximum, step) needs minimum < maximum and "
+            f"0 < step <= maximum - minimum, got {tuple(numbers)}")
+    return numbers
 
 
 def _check(inputs):
@@ -222,6 +241,12 @@ def _check(inputs):
                 f"mask rows {rows} allow nothing: every token must see one token")
     if not math.isfinite(inputs["scale"]):
         raise InvalidExplorerInput(f"scale must be a finite number, got {inputs['scale']}")
+    if inputs["scale_slider"]:
+        minimum, maximum, _ = inputs["scale_slider"]
+        if not minimum <= inputs["scale"] <= maximum:
+            raise InvalidExplorerInput(
+                f"scale={inputs['scale']} is outside the scale slider's range "
+                f"[{minimum}, {maximum}]")
     for name in inputs["editable"]:
         if name not in EDITABLE:
             raise InvalidExplorerInput(f"cannot edit {name!r}: choose from {EDITABLE}")
@@ -289,7 +314,7 @@ class AttentionExplorer(anywidget.AnyWidget):
 
     ``AttentionExplorer(tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
     n_heads=1, editable=("X",), views=("scores", "weights", "output"), dims=None,
-    decimals=2)``
+    decimals=2, W_o=None, heads_on=None, combine="concat", scale_slider=None)``
 
     ``editable`` names the inputs the reader may edit (any of X, W_q, W_k, W_v, W_o, mask,
     and ``heads_on`` for a switch per head, ``combine`` for concatenate-or-sum);
@@ -302,7 +327,9 @@ class AttentionExplorer(anywidget.AnyWidget):
     ``input_name`` is X's name in the chapter's notation (chapter 1 calls it A): the
     explorer labels its grid with it, and titles the scores "A Aᵀ" while there is no
     W_q or W_k.
-    ``scale`` defaults to 1/sqrt(d_head) for the W_q given at construction.
+    ``scale`` defaults to 1/sqrt(d_head) for the W_q given at construction;
+    ``scale_slider=(minimum, maximum, step)`` shows a slider for it on the explorer (it
+    works on the static site too), and ``scale`` must then stay in that range.
     Scores, weights and output are heatmaps that print their numbers (``decimals``
     places, 0 to 6) for up to 12 tokens; past that they are colour only, each value on
     hover. At most ``MAX_TOKENS`` tokens. See the module docstring for what syncs when.
@@ -337,6 +364,7 @@ class AttentionExplorer(anywidget.AnyWidget):
     # A tune exercise's goal (attncourse.checks.tune.Goal), shown above the views.
     goal = traitlets.Any(None, allow_none=True).tag(
         sync=True, to_json=lambda value, widget: None if value is None else value.as_json())
+    scale_slider = traitlets.List(traitlets.Any()).tag(sync=True)  # [] or floats: _as_slider_range
     scores = _result_trait()
     weights = _result_trait()
     output = _result_trait()
@@ -344,7 +372,7 @@ class AttentionExplorer(anywidget.AnyWidget):
     def __init__(self, tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
                  n_heads=1, editable=("X",), views=("scores", "weights", "output"),
                  dims=None, decimals=2, W_o=None, heads_on=None, combine="concat", goal=None,
-                 input_name="X"):
+                 input_name="X", scale_slider=None):
         X, W = _as_matrix("X", X), _as_matrix("W_q", W_q)
         if dims is None and X is not None:
             dims = [f"x{k}" for k in range(X.shape[1])]
@@ -356,7 +384,7 @@ class AttentionExplorer(anywidget.AnyWidget):
             tokens=list(tokens), X=X, W_q=W_q, W_k=W_k, W_v=W_v, scale=scale, mask=mask,
             n_heads=n_heads, editable=list(editable), views=list(views), dims=list(dims or []),
             decimals=decimals, W_o=W_o, heads_on=heads_on, combine=combine, goal=goal,
-            input_name=input_name,
+            input_name=input_name, scale_slider=() if scale_slider is None else scale_slider,
         )
 
     @traitlets.validate(*_INPUTS)
@@ -372,13 +400,3 @@ class AttentionExplorer(anywidget.AnyWidget):
         for name, value in zip(("scores", "weights", "output"), results):
             self.set_trait(name, value)
 
-
-def with_scale_slider(explorer, minimum=0.0, maximum=10.0, step=0.1, description="scale"):
-    """The explorer under a slider for its ``scale``, linked in the browser (jslink),
-    so the slider keeps working on the static site where there is no kernel."""
-    slider = ipywidgets.FloatSlider(
-        value=explorer.scale, min=minimum, max=maximum, step=step,
-        description=description, continuous_update=True, readout_format=".2f",
-    )
-    ipywidgets.jslink((slider, "value"), (explorer, "scale"))
-    return ipywidgets.VBox([slider, explorer])

@@ -2,11 +2,9 @@
 
 import json
 
-import ipywidgets
 import numpy as np
 import pytest
 import traitlets
-from ipywidgets.widgets.widget_link import Link
 
 from attncourse.attention import causal_mask, scaled_dot_product_attention, softmax
 from attncourse.widgets import (
@@ -14,7 +12,6 @@ from attncourse.widgets import (
     AttentionExplorer,
     InvalidExplorerInput,
     explorer_view,
-    with_scale_slider,
 )
 from tests.node_module import call_in_node
 
@@ -133,15 +130,14 @@ def test_a_value_of_the_wrong_type_is_named_by_its_trait():
         AttentionExplorer(TOKENS, **(random_problem(6) | {"n_heads": "2"}))
 
 
-def test_scale_slider_is_linked_in_the_browser():
-    explorer = AttentionExplorer(TOKENS, **random_problem(7))
-    box = with_scale_slider(explorer, maximum=5.0)
-    slider, shown = box.children
-    assert shown is explorer and isinstance(slider, ipywidgets.FloatSlider)
-    assert slider.value == explorer.scale and slider.max == 5.0
-    live_widgets = ipywidgets.widgets.widget._instances.values()  # every widget in the kernel
-    links = [w for w in live_widgets if isinstance(w, Link) and w.source == (slider, "value")]
-    assert len(links) == 1 and links[0].target == (explorer, "scale")
+def test_the_scale_slider_range_is_saved_for_the_browser_and_bounds_the_scale():
+    explorer = AttentionExplorer(TOKENS, **random_problem(7), scale_slider=(0, 5, 0.1))
+    assert explorer.get_state()["scale_slider"] == [0.0, 5.0, 0.1]  # what explorer.js draws
+    explorer.scale = 5.0  # the slider's end is in range
+    with pytest.raises(InvalidExplorerInput, match=r"scale=5.5 is outside .* \[0.0, 5.0\]"):
+        explorer.scale = 5.5
+    assert explorer.scale == 5.0
+    assert AttentionExplorer(TOKENS, **random_problem(7)).get_state()["scale_slider"] == []
 
 
 def run_explorer_js(problems):
@@ -201,6 +197,13 @@ ASSIGNMENTS_REFUSED = [
     ("views", ["weights", "pie"], "unknown view", "unknown views"),
     ("editable", ["X", "mask"], "editing a mask not given", "cannot make 'mask' editable"),
     ("dims", ["a"], "too few dimension labels", "1 dims labels for X with d_model=6"),
+    ("scale_slider", [0.0, 5.0], "a slider range without a step",
+     r"scale_slider must be \(minimum, maximum, step\), three finite numbers, got \[0.0, 5.0\]"),
+    ("scale_slider", [5.0, 0.0, 0.1], "a slider range upside down",
+     r"needs minimum < maximum .* got \(5.0, 0.0, 0.1\)"),
+    ("scale_slider", [0.0, 5.0, 0.0], "a slider step of zero", r"0 < step .* got \(0.0, 5.0, 0.0\)"),
+    ("scale_slider", [0.0, 0.01, 0.001], "a slider range without the scale",
+     r"scale=.* is outside the scale slider's range \[0.0, 0.01\]"),
 ]
 
 

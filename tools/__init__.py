@@ -97,9 +97,15 @@ def notebook_pages() -> list[str]:
 
 
 def widget_scripts() -> list[str]:
-    """The widget scripts a built chapter page loads, in order, relative to the site root
-    (the keys of nb_ipywidgets_js in _config.yml, which Sphinx serves from _static)."""
-    return [f"_static/{path}" for path in CONFIG["sphinx"]["config"]["nb_ipywidgets_js"]]
+    """The <script> tags a built chapter page loads for its widgets, in order, as a page one
+    level below the site root refers to them (nb_ipywidgets_js in _config.yml: each
+    script, which Sphinx serves from _static, with its attributes)."""
+    scripts = CONFIG["sphinx"]["config"]["nb_ipywidgets_js"]
+    return [
+        "<script" + "".join(f' {name}="{html.escape(value)}"' for name, value in attributes.items())
+        + f' src="../_static/{html.escape(path)}"></script>'
+        for path, attributes in scripts.items()
+    ]
 
 
 def write_widget_page(folder: pathlib.Path, name: str, widgets, title: str, head="") -> str:
@@ -108,7 +114,7 @@ def write_widget_page(folder: pathlib.Path, name: str, widgets, title: str, head
     GENERATED_PREFIX) for ``serve``."""
     state = dependency_state(widgets, drop_defaults=False)
     data = embed_data(views=widgets, drop_defaults=False, state=state)
-    scripts = "\n".join(f'<script src="../{src}"></script>' for src in widget_scripts())
+    scripts = "\n".join(widget_scripts())
     views = "\n".join(
         f'<div><script type="application/vnd.jupyter.widget-view+json">'
         f"{escape_script(json.dumps(spec))}</script></div>"

@@ -17,8 +17,9 @@
 4. Grading: ``grade`` on a fabricated class of CLASS_SIZE learners who hand in chapter 1
    (right, wrong and untouched answers in turn), each in its sandbox, in parallel.
 5. Each chapter page from a local server in Chromium (no cache): time from navigation to
-   the first contentful paint and to the first painted explorer, the bytes it loads, and
-   the heaviest of them (where the time goes), against the figures issue 16 started from.
+   the first contentful paint and to the first painted explorer, the bytes it loads, its
+   cumulative layout shift, and the heaviest files (where the time goes), next to the
+   figures issue 16 started from and to each page's own figures with the widget manager.
 
 ``python -m tools.bench first-explorer`` (or any section names: build, latency, graph,
 convolution, model, training, grading, first-explorer) runs only those sections.
@@ -27,6 +28,7 @@ convolution, model, training, grading, first-explorer) runs only those sections.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import statistics
@@ -441,11 +443,21 @@ def grading_time():
 
 
 
-# Recorded from the start of every navigation: when the first explorer's first heatmap or
-# graph is in the DOM, and when the frame that paints it has been rendered (a message
-# posted from a requestAnimationFrame callback arrives after that frame's paint).
+# What counts as a painted explorer: the first heatmap or graph of any kind of explorer
+# (attention, graph, convolution); on a page without one (chapter 7, issue 15), its
+# first widget (an answer box).
+EXPLORER_DRAWN = ", ".join(f"{root} {part}" for root in (".attn-explorer", ".attn-graph-explorer",
+                                                         ".conv-explorer") for part in ("canvas", "svg"))
+WIDGET_DRAWN = ".widget-subarea form"
+# Recorded from the start of every navigation: when the first element matching SELECTOR is
+# in the DOM, and when the frame that paints it has been rendered (a message posted from a
+# requestAnimationFrame callback arrives after that frame's paint).
 _FIRST_EXPLORER = """(() => {
-  const seen = () => document.querySelector('.attn-explorer canvas, .attn-explorer svg');
+  window.__attnShift = 0; // cumulative layout shift (no input on these loads)
+  new PerformanceObserver((list) => {
+    for (const shift of list.getEntries()) window.__attnShift += shift.value;
+  }).observe({ type: 'layout-shift', buffered: true });
+  const seen = () => document.querySelector(SELECTOR);
   new MutationObserver((changes, observer) => {
     if (!seen()) return;
     observer.disconnect();
@@ -457,12 +469,31 @@ _FIRST_EXPLORER = """(() => {
     });
   }).observe(document, { childList: true, subtree: true });
 })()"""
+
+
+def first_drawn(entry):
+    """What to wait for on the built page ``entry``, and what it is called."""
+    has_explorer = re.search(r'"_anywidget_id": "[\w.]*Explorer"',
+                             (tools.SITE / f"{entry}.html").read_text())
+    return (EXPLORER_DRAWN, "explorer") if has_explorer else (WIDGET_DRAWN, "answer box")
+
+
+# Until the page has requested nothing new for a second (MathJax fetches its fonts once it
+# typesets, after the load event). Playwright's "networkidle" waited forever on some loads.
+_SETTLED = """async () => {
+  let seen = -1;
+  while (performance.getEntriesByType('resource').length !== seen) {
+    seen = performance.getEntriesByType('resource').length;
+    await new Promise((later) => setTimeout(later, 1000));
+  }
+}"""
 _PAGE_FIGURES = """() => {
   const paint = performance.getEntriesByName('first-contentful-paint')[0];
   const navigation = performance.getEntriesByType('navigation')[0];
   const entries = [performance.getEntriesByType('navigation')[0],
                    ...performance.getEntriesByType('resource')];
   return {
+    layoutShift: window.__attnShift,
     firstPaint: paint ? paint.startTime : null, inDom: window.__attnInDom,
     painted: window.__attnPainted, ready: navigation.domContentLoadedEventEnd,
     loaded: navigation.loadEventEnd,
@@ -471,30 +502,63 @@ _PAGE_FIGURES = """() => {
   };
 }"""
 TARGET_FIRST_EXPLORER_MS = 1000.0
+# Each chapter page as it was with the widget manager (html-manager + require.js), measured
+# with this section on 23 Nov 2026 (median of 3 loads; load average 6-10 on 2 cores): ms
+# from navigation to the first painted explorer (chapter 7: its answer box), MB loaded.
+BEFORE_BY_PAGE = {
+    "chapters/01_dot_product_similarity": (4194, 7.94),
+    "chapters/02_reciprocity_problem": (3450, 7.95),
+    "chapters/03_queries_keys_values": (5419, 8.40),
+    "chapters/04_multi_head_attention": (4504, 8.14),
+    "chapters/05_attention_as_a_graph": (6647, 8.40),
+    "chapters/06_attention_versus_convolution": (6186, 7.94),
+    "chapters/07_attention_in_a_real_model": (5836, 7.99),
+}
+LOADS = 3  # cold loads per page: the median is reported
 BEFORE = "issue 16, before: first explorer 3-4 s, 7.6 MB per chapter page"
 
 
+def page_figures(browser, url, selector):
+    """One cold load of ``url`` in a fresh context: _PAGE_FIGURES once the first element
+    matching ``selector`` is painted and the network is idle."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.add_init_script(_FIRST_EXPLORER.replace("SELECTOR", json.dumps(selector)))
+        page.goto(url)
+        page.wait_for_function("() => window.__attnPainted !== undefined", timeout=30_000)
+        page.wait_for_load_state("load")
+        page.evaluate(_SETTLED)
+        return page.evaluate(_PAGE_FIGURES)
+    finally:
+        context.close()
+
+
 def first_explorer():
-    print(f"\nChapter pages from 127.0.0.1, no cache ({BEFORE})")
-    print(f"  {'':<40}{'first paint':>12}{'DOM ready':>10}{'load':>9}{'explorer':>10}{'bytes':>9}")
+    print(f"\nChapter pages from 127.0.0.1, no cache, median of {LOADS} loads ({BEFORE};\n"
+          "  'before': each page with the widget manager, BEFORE_BY_PAGE; shift: cumulative "
+          "layout shift)")
+    print(f"  {'':<40}{'first paint':>12}{'DOM ready':>10}{'load':>9}{'explorer':>10}"
+          f"{'before':>9}{'bytes':>9}{'before':>9}{'shift':>7}")
     with contextlib.ExitStack() as stack:
         generated = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         site_url = stack.enter_context(tools.serve(generated))
         browser = stack.enter_context(sync_playwright()).chromium.launch(**tools.CHROMIUM)
         slowest = 0.0
         for entry in tools.notebook_pages():
-            context = browser.new_context()
-            page = context.new_page()
-            page.add_init_script(_FIRST_EXPLORER)
-            page.goto(f"{site_url}{entry}.html")
-            page.wait_for_function("() => window.__attnPainted !== undefined", timeout=30_000)
-            page.wait_for_load_state("networkidle")
-            figures = page.evaluate(_PAGE_FIGURES)
-            context.close()
+            selector, drawn = first_drawn(entry)
+            loads = [page_figures(browser, f"{site_url}{entry}.html", selector) for _ in range(LOADS)]
+            median = {key: statistics.median(load[key] for load in loads)
+                      for key in ("firstPaint", "ready", "loaded", "painted")}
+            figures = sorted(loads, key=lambda load: load["painted"])[LOADS // 2]
             total = sum(size for _, size, _ in figures["resources"])
-            slowest = max(slowest, figures["painted"])
-            print(f"  {entry:<40}{figures['firstPaint']:9.0f} ms{figures['ready']:7.0f} ms"
-                  f"{figures['loaded']:6.0f} ms{figures['painted']:7.0f} ms{total / 1e6:6.1f} MB")
+            slowest = max(slowest, median["painted"])
+            before_ms, before_mb = BEFORE_BY_PAGE.get(entry, (float("nan"),) * 2)
+            shift = statistics.median(load["layoutShift"] for load in loads)
+            print(f"  {entry:<40}{median['firstPaint']:9.0f} ms{median['ready']:7.0f} ms"
+                  f"{median['loaded']:6.0f} ms{median['painted']:7.0f} ms{before_ms:6.0f} ms"
+                  f"{total / 1e6:6.2f} MB{before_mb:6.2f} MB{shift:7.3f}"
+                  + ("" if drawn == "explorer" else f"  (no explorer: its {drawn})"))
             heaviest = sorted(figures["resources"], key=lambda r: -r[1])[:4]
             for name, size, loaded in heaviest:
                 print(f"      {name[-56:]:<56}{size / 1e6:5.2f} MB, loaded at {loaded:5.0f} ms")

@@ -407,12 +407,39 @@ function updateGoal(goal, model, result) {
     scores: result.scores[0], weights: result.weights[0] });
 }
 
+// The scale slider (trait scale_slider = [min, max, step]; empty: none): a labelled range
+// input with the value shown beside it, drawn by the explorer itself so that a static page
+// needs no widget manager for it. Returns the nodes to show and what stops its listener.
+function scaleSlider(model) {
+  const [min, max, step] = model.get("scale_slider") || [];
+  if (step === undefined) return { nodes: [], stop() {} };
+  const id = `attn-scale-${Math.random().toString(36).slice(2)}`;
+  const row = el("div", "attn-scale");
+  const label = el("label", null, "scale");
+  label.htmlFor = id;
+  const input = el("input");
+  Object.assign(input, { type: "range", id, min, max, step });
+  input.dataset.role = "scale";
+  const shown = el("output");
+  shown.htmlFor = id;
+  row.append(label, input, shown);
+  const follow = () => {
+    input.value = String(model.get("scale"));
+    shown.textContent = model.get("scale").toFixed(2);
+  };
+  input.addEventListener("input", () => saveChanges(model, { scale: Number(input.value) }));
+  model.on("change:scale", follow);
+  follow();
+  return { nodes: [row], stop: () => model.off("change:scale", follow) };
+}
+
 function render({ model, el: root }) {
   root.classList.add("attn-explorer");
   const inputsBox = el("div", "attn-inputs");
   const viewsBox = el("div", "attn-views");
   const goal = goalView(); // a tune exercise's goal, between the inputs and the views
-  root.append(resetButton(model), inputsBox, goal.node, viewsBox);
+  const slider = scaleSlider(model);
+  root.append(resetButton(model), ...slider.nodes, inputsBox, goal.node, viewsBox);
   let figures = []; // the views' figures, for the layout they were built for
   let builtFor = null;
   let editing = false; // while the reader's edit is set: its grid already shows it
@@ -454,7 +481,10 @@ function render({ model, el: root }) {
   });
   pending = "inputs";
   redraw();
-  return () => listeners.forEach(([event, listener]) => model.off(event, listener));
+  return () => {
+    listeners.forEach(([event, listener]) => model.off(event, listener));
+    slider.stop();
+  };
 }
 
 export default { render };

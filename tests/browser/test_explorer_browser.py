@@ -1,5 +1,5 @@
 """Every attention explorer, in headless Chromium with no kernel: it renders, shows the
-numbers Python computed at build time, follows edits and linked sliders with the numbers
+numbers Python computed at build time, follows edits and its scale slider with the numbers
 Python computes for the edited inputs, and shows token labels as text, never as HTML.
 
 The explorer's DOM contract, and its reader, are in ``tools.explorer_dom``.
@@ -17,7 +17,7 @@ import pytest
 import tools
 from attncourse.attention import causal_mask
 from attncourse.esm import bundle
-from attncourse.widgets import AttentionExplorer, explorer_view, with_scale_slider
+from attncourse.widgets import AttentionExplorer, explorer_view
 from tools.explorer_dom import READ_EXPLORER, grid_matrix
 
 pytestmark = pytest.mark.browser
@@ -26,8 +26,8 @@ EXPLORER_ID = "attncourse.widgets.AttentionExplorer"
 VIEWS = ("scores", "weights", "output")  # what explorer_view returns, in order
 TOLERANCE = 1e-9  # the explorer's JavaScript against the numpy reference
 
-# The model id of the widget view an element belongs to (html-manager puts each view in a
-# div.widget-subarea right before its view tag).
+# The model id of the widget view an element belongs to (the site's widget host, like
+# html-manager, puts each view in a div.widget-subarea right before its view tag).
 _VIEW_MODEL = """(root) => JSON.parse(
   root.closest('.widget-subarea').nextElementSibling.textContent).model_id"""
 _WIDGET_STATE = """() => JSON.parse(document.querySelector(
@@ -170,19 +170,6 @@ def edit_cell(matrix):
     return i, j, float(matrix[i, j]) + 1.0
 
 
-def linked_sliders(models, explorer_id):
-    """(slider id, explorer trait) for every slider jslinked to the explorer."""
-    for model in models.values():
-        if model["model_name"] not in ("LinkModel", "DirectionalLinkModel"):
-            continue
-        ends = [(model_id.removeprefix("IPY_MODEL_"), trait)
-                for model_id, trait in (model["state"]["source"], model["state"]["target"])]
-        for (mine, trait), (other, other_trait) in (ends, ends[::-1]):
-            if mine == explorer_id and other_trait == "value" \
-                    and models[other]["model_name"].endswith("SliderModel"):
-                yield other, trait
-
-
 class ExplorerCheck:
     """One explorer on the page, its saved model, and the inputs it should now show."""
 
@@ -191,7 +178,7 @@ class ExplorerCheck:
         self.explorer = page.locator(".attn-explorer").nth(index)
         self.read = self.explorer.evaluate(READ_EXPLORER)
         self.model_id = match_model(models, self.explorer.evaluate(_VIEW_MODEL), self.read)
-        state = models[self.model_id]["state"]
+        state = self.state = models[self.model_id]["state"]
         self.inputs = view_inputs(state)
         self.seq = len(state["tokens"])
         self.where = f"explorer {index} ({', '.join(state['tokens'])})"
@@ -235,22 +222,23 @@ class ExplorerCheck:
             self.changed(f"editing {name}[{i}][{j}]",
                          "output" if name in ("W_v", "W_o") else "weights")
 
-    def move_every_slider(self):
-        """Each slider linked to the explorer and shown in the same box moves one step."""
-        me = f"IPY_MODEL_{self.model_id}"
-        siblings = next((m["state"]["children"] for m in self.models.values()
-                         if me in m["state"].get("children", [])), [])
-        for slider_id, trait in linked_sliders(self.models, self.model_id):
-            if f"IPY_MODEL_{slider_id}" not in siblings:
-                continue
-            slider = self.models[slider_id]["state"]
-            up = slider["value"] + slider["step"] <= slider["max"]
-            position = siblings.index(f"IPY_MODEL_{slider_id}") + 1
-            handle = self.explorer.locator("xpath=..").locator(
-                f":scope > :nth-child({position}) .noUi-handle")
-            handle.press("ArrowRight" if up else "ArrowLeft")  # one step, as a reader would
-            self.inputs[trait] = slider["value"] + (slider["step"] if up else -slider["step"])
-            self.changed(f"moving the {trait} slider to {self.inputs[trait]}", "weights")
+    def move_the_scale_slider(self):
+        """The explorer's own scale slider, if it has one, moves one step from the keyboard
+        (as a reader would) and its readout shows the new scale."""
+        if not self.state.get("scale_slider"):
+            assert not self.explorer.locator('input[data-role="scale"]').count(), \
+                f"{self.where}: a scale slider with no scale_slider range"
+            return
+        minimum, maximum, step = self.state["scale_slider"]
+        slider = self.explorer.locator('input[data-role="scale"]')
+        assert [float(slider.get_attribute(a)) for a in ("min", "max", "step")] \
+            == [minimum, maximum, step], f"{self.where}: the slider's range"
+        up = self.inputs["scale"] + step <= maximum
+        slider.press("ArrowRight" if up else "ArrowLeft")
+        self.inputs["scale"] += step if up else -step
+        self.changed(f"moving the scale slider to {self.inputs['scale']}", "weights")
+        shown = self.explorer.locator(".attn-scale output").text_content()
+        assert float(shown) == pytest.approx(self.inputs["scale"], abs=0.005), self.where
 
 
 def check_every_explorer(page):
@@ -269,7 +257,7 @@ def check_every_explorer(page):
     for index in range(count):
         check = ExplorerCheck(page, models, index)
         check.edit_every_grid()
-        check.move_every_slider()
+        check.move_the_scale_slider()
     return count
 
 
@@ -302,9 +290,9 @@ def test_every_kind_of_explorer(site, visit, watched_page):
     every_input = AttentionExplorer(
         tokens, X, W_q=W_q, W_k=W_k, W_v=W_v, mask=causal_mask(5), n_heads=2,
         editable=("X", "W_q", "W_k", "W_v", "mask"), views=("scores", "weights", "output", "graph"))
-    with_slider = with_scale_slider(AttentionExplorer(
+    with_slider = AttentionExplorer(
         tokens, X, W_q=W_q, W_k=W_k, scale=1.0, mask=causal_mask(5), editable=(),
-        views=("weights", "graph", "mask")))
+        views=("weights", "graph", "mask"), scale_slider=(0.0, 5.0, 0.5))
     visit(site.write_page("family.html", [every_input, with_slider], "Explorer family"))
     assert check_every_explorer(watched_page) == 2
 

@@ -66,6 +66,7 @@ explorer = AttentionExplorer(
     W_q=np.array({W_Q.tolist()!r}), W_k=np.array({W_K.tolist()!r}),
     W_v=np.array({W_V.tolist()!r}),
     editable=("X", "W_q"), views=("scores", "weights", "output"),
+    scale_slider=(0.0, 2.0, 0.25),
 )
 
 def report():
@@ -89,6 +90,8 @@ CELLS = {
     "assign decimals": "explorer.decimals = 4",
     "assign dims": "explorer.dims = ['p', 'q']",
     "assign views": "explorer.views = ['weights', 'graph']",
+    "report scale": "print(json.dumps({'scale': explorer.scale, "
+                    "'weights': explorer.weights.tolist()}))",
 }
 
 
@@ -367,6 +370,19 @@ def test_explorer_syncs_with_a_live_kernel(lab, lab_page, screenshots):
         and not read["tables"]["scores"] and not read["tables"]["output"]
     ) else [f"{len(read['graphs'])} graphs and heatmaps {read['decimals']}"],
         "explorer.views = ['weights', 'graph'] (a weights heatmap and a graph per head)")
+
+    # Browser -> Python, the explorer's own scale slider moved (fill sets a range input and
+    # fires its input event, as dragging does): the kernel holds the scale and the weights
+    # recomputed for it.
+    explorer.locator('input[data-role="scale"]').fill("0.75")
+    expect(explorer.locator(".attn-scale output")).to_have_text("0.75")
+    output = run_cell(page, "report scale").locator(".jp-OutputArea-output")
+    expect(output).to_have_text(re.compile(r'^\{"scale": '), timeout=KERNEL_MS)
+    printed = json.loads(output.inner_text())
+    assert printed["scale"] == 0.75, f"the kernel holds scale={printed['scale']}"
+    np.testing.assert_allclose(printed["weights"], explorer_view(
+        X_FROM_PYTHON, W_q=W_Q_FROM_PYTHON, W_k=W_K, W_v=W_V, scale=0.75, n_heads=2)[1],
+        rtol=0, atol=TOLERANCE, err_msg="explorer.weights after the scale slider moved")
 
     explorer.scroll_into_view_if_needed()
     page.screenshot(path=screenshots / "live_kernel_lab.png")

@@ -1,5 +1,5 @@
 """Dark mode (the reader's system asks for it; the theme follows): every explorer's text
-(titles, grid labels, inputs, readouts, Reset, linked sliders; the attention, graph,
+(titles, grid labels, inputs, readouts, Reset, the scale slider; the attention, graph,
 convolution and model explorers alike), and every number printed in an attention heatmap, at >= 4.5:1 contrast (WCAG AA), computed in the browser on every chapter page."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 import tools
-from attncourse.widgets import AttentionExplorer, with_scale_slider
+from attncourse.widgets import AttentionExplorer
 
 pytestmark = pytest.mark.browser
 
 AA = 4.5
 
-# WCAG contrast of each visible element of an explorer (and its linked controls) that holds
+# WCAG contrast of each visible element of an explorer that holds
 # text of its own or a typed value (SVG labels aside: they carry their own halo; disabled
 # controls aside, as WCAG exempts them),
 # against the colour behind it: the first opaque background up the tree, with translucent
@@ -109,6 +109,7 @@ def test_every_shade_of_a_heatmap_prints_readable_numbers(site, visit, watched_p
     """Twelve tokens, weights and scores spread over every shade: the text colour of each
     cell (black or white) must contrast with it (dark grey fell to 4.0:1 on mid blues)."""
     X = np.random.default_rng(0).normal(size=(12, 3)) * 1.5
-    explorer = AttentionExplorer([f"t{k}" for k in range(12)], X, scale=1.0)
-    visit(site.write_page("shades.html", [with_scale_slider(explorer)], "Shades"))
+    explorer = AttentionExplorer([f"t{k}" for k in range(12)], X, scale=1.0,
+                                 scale_slider=(0.0, 10.0, 0.1))
+    visit(site.write_page("shades.html", [explorer], "Shades"))
     assert_readable(watched_page, "shades", themed=False)  # a page without the theme

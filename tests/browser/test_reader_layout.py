@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 import tools
-from attncourse.widgets import AttentionExplorer, explorer_view, with_scale_slider
+from attncourse.widgets import AttentionExplorer, explorer_view
 from tools.explorer_dom import READ_EXPLORER
 
 pytestmark = pytest.mark.browser
@@ -158,8 +158,9 @@ _WEIGHTS = "(root) => root.querySelector('canvas[data-role=weights]').dataset.va
 
 def test_the_hint_shows_once_and_reset_restores_the_first_values(site, visit, watched_page):
     page = watched_page
-    explorer = AttentionExplorer(["a", "b", "c"], [[1, 0], [0, 1], [1, 1]])
-    visit(site.write_page("reset.html", [with_scale_slider(explorer)], "Reset"))
+    explorer = AttentionExplorer(["a", "b", "c"], [[1, 0], [0, 1], [1, 1]],
+                                 scale_slider=(0.0, 10.0, 0.1))
+    visit(site.write_page("reset.html", [explorer], "Reset"))
     root = page.locator(".attn-explorer")
     hints = root.locator(".attn-readout[data-idle]")
     assert hints.count() == 3  # scores, weights, output: each idle
@@ -170,10 +171,10 @@ def test_the_hint_shows_once_and_reset_restores_the_first_values(site, visit, wa
 
     before = root.evaluate(READ_EXPLORER)
     weights = root.evaluate(_WEIGHTS)
-    readout = page.locator(".widget-readout").first
+    readout = root.locator(".attn-scale output")
     scale = readout.inner_text()
     page.get_by_label("X[2][0]").fill("-3")
-    page.locator(".noUi-handle").first.focus()
+    root.get_by_label("scale", exact=True).focus()
     page.keyboard.press("End")  # the scale slider to its maximum
     expect(readout).not_to_have_text(scale)
     page.wait_for_function(f"() => ({_WEIGHTS})(document.querySelector('.attn-explorer')) "
@@ -181,7 +182,7 @@ def test_the_hint_shows_once_and_reset_restores_the_first_values(site, visit, wa
     assert root.evaluate(READ_EXPLORER)["grids"] != before["grids"]
 
     root.get_by_role("button", name="Reset the explorer to its first values").click()
-    expect(readout).to_have_text(scale)  # the linked slider follows
+    expect(readout).to_have_text(scale)  # the slider follows
     page.wait_for_function(f"() => ({_WEIGHTS})(document.querySelector('.attn-explorer')) "
                            f"=== {weights!r}")
     after = root.evaluate(READ_EXPLORER)

@@ -1,0 +1,212 @@
+// A static host for anywidgets: shows every widget a built page saved, with no kernel and
+// no widget manager. Replaces @jupyter-widgets/html-manager (3.6 MB, with require.js) on
+// the site: every widget the course shows is an anywidget, whose front end is an
+// anywidget front-end module (AFM: https://anywidget.dev/en/afm/) saved in its state as
+// `_esm`, with its stylesheet as `_css`. The host implements AFM's narrow model interface
+// (get, set, on/off "change:NAME", save_changes, send) over the saved state and calls the
+// module's initialize({ model }) once per model and render({ model, el }) once per view.
+// In a live kernel (Jupyter, Colab, Binder) none of this runs: the real widget manager
+// and anywidget's own glue do.
+//
+// Loaded as an async module from the page's head, after the page's widget state (one
+// <script type="application/vnd.jupyter.widget-state+json">): it shows each view (a
+// <script type="application/vnd.jupyter.widget-view+json"> where it goes) as the parser
+// reaches it, never waiting for the deferred scripts (the theme's icons, MathJax: 2.7 MB)
+// as a deferred script would. A widget that cannot be shown is reported on the console by
+// model id and name; the others are shown all the same.
+
+const STATE = 'script[type="application/vnd.jupyter.widget-state+json"]';
+const VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]';
+
+// What html-manager's models throw on save_changes() with no kernel (@jupyter-widgets/base,
+// WidgetModel.sync: a string, not an Error). The course's widgets catch it by this text,
+// as they must in any static page, so the host fails the same way.
+export const NO_COMM = "Syncing error: no comm channel defined";
+
+// Equal as JSON data (what saved state holds): a set() that changes nothing fires no
+// change event, as in the widget manager (Backbone compares with _.isEqual).
+function sameData(a, b) {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length
+    && keys.every((key) => Object.hasOwn(b, key) && sameData(a[key], b[key]));
+}
+
+// AFM's model over one widget's saved state. Events are "change:NAME" (after set() changed
+// NAME) and "change" (after any set() that changed something); like Backbone, on() and
+// off() take several names separated by spaces, and off() with no callback removes all.
+export class SavedModel {
+  #state;
+  #listeners = new Map(); // event name -> callbacks, in the order they were added
+
+  constructor(state) {
+    this.#state = { ...state };
+  }
+
+  get(name) {
+    return this.#state[name];
+  }
+
+  set(name, value) {
+    if (sameData(this.#state[name], value)) return;
+    this.#state[name] = value;
+    this.#emit(`change:${name}`);
+    this.#emit("change");
+  }
+
+  on(events, callback) {
+    for (const event of events.split(/\s+/).filter(Boolean)) {
+      if (!this.#listeners.has(event)) this.#listeners.set(event, []);
+      this.#listeners.get(event).push(callback);
+    }
+  }
+
+  off(events, callback) {
+    const names = events ? events.split(/\s+/).filter(Boolean) : [...this.#listeners.keys()];
+    for (const event of names) {
+      const kept = callback ? (this.#listeners.get(event) || []).filter((c) => c !== callback) : [];
+      this.#listeners.set(event, kept);
+    }
+  }
+
+  // No kernel to send to: fail as the widget manager does on a static page.
+  save_changes() {
+    throw NO_COMM;
+  }
+
+  send() {
+    throw NO_COMM;
+  }
+
+  #emit(event) {
+    // A copy: a callback may add or remove listeners.
+    for (const callback of [...(this.#listeners.get(event) || [])]) callback();
+  }
+}
+
+// The widget state saved in the page: {model id: {model_module, model_name, state}}.
+export function savedState(root = document) {
+  const script = root.querySelector(STATE);
+  return script ? JSON.parse(script.textContent).state : {};
+}
+
+// The anywidget model `id` of `state`, with its saved traits; an Error naming what is
+// wrong for anything else (a standard ipywidgets control needs the full widget manager).
+export function anywidgetState(state, id) {
+  const saved = state[id];
+  if (!saved) throw new Error(`no saved state for widget model ${id}`);
+  if (saved.model_module !== "anywidget") {
+    throw new Error(`widget model ${id} is a ${saved.model_module} ${saved.model_name}: `
+      + "this page's host shows anywidgets only");
+  }
+  if (saved.buffers && saved.buffers.length) {
+    throw new Error(`widget model ${id} saved binary buffers, which this host does not read`);
+  }
+  if (typeof saved.state._esm !== "string") {
+    throw new Error(`widget model ${id} has no front-end module (_esm)`);
+  }
+  return saved.state;
+}
+
+// A module from its source text, imported from a blob: URL (no request leaves the page).
+async function importSource(source) {
+  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  try {
+    return await import(url);
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+// The widget's lifecycle methods: a default export that is the object or a function
+// returning it (AFM), or an older module exporting render itself.
+async function widgetDefinition(source) {
+  const module = await importSource(source);
+  if (module.default) {
+    return typeof module.default === "function" ? await module.default() : module.default;
+  }
+  if (module.render) return { render: module.render };
+  throw new Error("the front-end module exports neither a default nor render");
+}
+
+// One <style> per anywidget id, as anywidget itself does, however many views share it.
+function addStylesheet(css, id) {
+  if (!css || document.getElementById(id)) return;
+  const style = document.createElement("style");
+  style.id = id;
+  style.textContent = css;
+  document.head.appendChild(style);
+}
+
+// Each model once: its module loaded (once per distinct source: a page's explorers share
+// one) and initialize() called before its first view.
+function modelLoader(state) {
+  const modules = new Map(); // front-end module source -> its widget definition
+  const models = new Map(); // model id -> { model, widget }
+  const definition = (source) => {
+    if (!modules.has(source)) modules.set(source, widgetDefinition(source));
+    return modules.get(source);
+  };
+  return (id) => {
+    if (!models.has(id)) {
+      models.set(id, (async () => {
+        const saved = anywidgetState(state, id);
+        const model = new SavedModel(saved);
+        addStylesheet(saved._css, saved._anywidget_id || `anywidget-${id}`);
+        const widget = await definition(saved._esm);
+        await widget.initialize?.({ model });
+        return { model, widget };
+      })());
+    }
+    return models.get(id);
+  };
+}
+
+// The view where its script is: a div.widget-subarea before the script, as html-manager
+// inserts it (the site's stylesheets style widgets by that class), in the page before
+// render() so that a view can measure itself.
+async function showView(script, load) {
+  const { model_id: id } = JSON.parse(script.textContent);
+  const { model, widget } = await load(id);
+  const area = document.createElement("div");
+  area.className = "widget-subarea";
+  const el = document.createElement("div");
+  area.appendChild(el);
+  script.before(area);
+  await widget.render?.({ model, el });
+}
+
+// Every view of the page, each as soon as the parser has reached it: the models' modules
+// are loaded from the start (the widget state is in the head, before this script), so
+// when they are ready before the parser reaches a view (as they usually are), the view is
+// drawn before the text below it is first painted, and nothing moves.
+export function showWidgets(root = document) {
+  const state = savedState(root);
+  const load = modelLoader(state);
+  for (const [id, saved] of Object.entries(state)) {
+    // A failure is reported once, when a view of the model is shown.
+    if (saved.model_module === "anywidget") load(id).catch(() => {});
+  }
+  const report = (error) => console.error("anywidget host:", error);
+  const shown = new WeakSet();
+  const showNew = () => {
+    for (const script of root.querySelectorAll(VIEW)) {
+      if (shown.has(script)) continue;
+      shown.add(script);
+      showView(script, load).catch(report);
+    }
+  };
+  if (root.readyState === "loading") {
+    const parsing = new MutationObserver(showNew);
+    parsing.observe(root, { childList: true, subtree: true });
+    root.addEventListener("readystatechange", () => {
+      showNew(); // views the observer has not reported yet: disconnect() drops them
+      parsing.disconnect();
+    }, { once: true });
+  }
+  showNew();
+}
+
+if (typeof document !== "undefined") showWidgets();

@@ -1,0 +1,111 @@
+"""Explorers that appear at once (issue 16): a chapter page shows its widgets through the
+site's own anywidget host (site_static/anywidget-host.js), never through the 3.6 MB widget
+manager and require.js; every widget it saved is an anywidget the host can show; a widget
+drawn before the reader touches anything moves nothing; and one the host cannot show is
+named on the console while the others still work. Timings are for `make bench`, not here.
+That every explorer renders and responds with no kernel is checked on every page by
+test_explorer_browser.py, test_graph_explorer_browser.py, test_conv_explorer_browser.py
+and test_reader_answer_box.py, which all go through this host."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import tools
+from attncourse.widgets import AttentionExplorer
+
+pytestmark = pytest.mark.browser
+
+# What the pages used to load for their widgets: the widget manager, its AMD loader
+# (require.js, not MathJax's TeX extension of that name) and anywidget's AMD module.
+WIDGET_MANAGER = re.compile(r"html-manager|embed-amd|/requirejs/|/anywidget/index\.js")
+_SAVED_MODELS = """() => JSON.parse(document.querySelector(
+  'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state"""
+_VIEWS = """() => [...document.querySelectorAll(
+  'script[type="application/vnd.jupyter.widget-view+json"]')]
+  .map((tag) => JSON.parse(tag.textContent).model_id)"""
+
+
+@pytest.mark.parametrize("entry", tools.notebook_pages())
+def test_a_chapter_shows_its_widgets_without_the_widget_manager(entry, visit, watched_page):
+    requested = []
+    watched_page.on("request", lambda request: requested.append(request.url))
+    visit(f"{entry}.html")  # every view rendered (or the visit fails)
+    models = watched_page.evaluate(_SAVED_MODELS)
+    shown = {models[model_id]["model_module"] for model_id in watched_page.evaluate(_VIEWS)}
+    assert shown == {"anywidget"}, f"{entry} shows widgets other than anywidgets: {shown}"
+    standard = sorted({m["model_name"] for m in models.values()
+                       if m["model_module"] == "@jupyter-widgets/controls"})
+    assert not standard, f"{entry} saved standard ipywidgets controls: {standard}"
+    loaded = [url for url in requested if WIDGET_MANAGER.search(url)]
+    assert not loaded, f"{entry} loaded the widget manager: {loaded}"
+    assert any(url.split("?")[0].endswith("/_static/anywidget-host.js") for url in requested)
+
+
+def test_the_built_site_ships_no_widget_manager():
+    shipped = [path.relative_to(tools.SITE).as_posix() for path in tools.SITE.rglob("*")
+               if WIDGET_MANAGER.search("/" + path.relative_to(tools.SITE).as_posix())]
+    assert not shipped, f"left in the site: {shipped[:5]}"
+
+
+# Each widget cell's height in every animation frame from the start of the page, with
+# whether its view was drawn yet.
+_WATCH_CELLS = """(() => {
+  window.__cells = [];
+  const frame = () => {
+    const tags = document.querySelectorAll(
+      'script[type="application/vnd.jupyter.widget-view+json"]');
+    tags.forEach((tag, k) => {
+      const area = tag.previousElementSibling;
+      const drawn = !!(area && area.classList.contains('widget-subarea') && area.childElementCount);
+      window.__cells.push({ k, drawn, height: tag.parentElement.getBoundingClientRect().height });
+    });
+    requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+})()"""
+
+
+@pytest.mark.parametrize("entry", tools.notebook_pages())
+def test_a_drawn_widget_keeps_its_size_while_the_page_loads(entry, site, watched_page):
+    """Its stylesheet is in place before it is drawn, so a widget never restyles (and moves
+    what follows) once the reader has seen it: its cell has one height in every frame
+    from the first in which it is drawn until the page has loaded and settled."""
+    watched_page.add_init_script(_WATCH_CELLS)
+    watched_page.goto(f"{site.url}{entry}.html")
+    watched_page.wait_for_load_state("load")
+    watched_page.evaluate("() => new Promise((settled) => setTimeout(settled, 500))")
+    heights = {}
+    for cell in watched_page.evaluate("window.__cells"):
+        if cell["drawn"]:
+            heights.setdefault(cell["k"], set()).add(round(cell["height"], 1))
+    views = watched_page.evaluate(_VIEWS)
+    assert sorted(heights) == list(range(len(views))), f"{entry}: views never drawn"
+    changed = {k: sorted(h) for k, h in heights.items() if len(h) > 1}
+    assert not changed, f"{entry}: widgets changed height once drawn: {changed}"
+
+
+def test_a_widget_the_host_cannot_show_is_named_and_the_others_still_work(site, page):
+    # Not the watched page: the console error is what this test expects.
+    errors = []
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    shown = AttentionExplorer(["a", "b"], [[1.0, 0.0], [0.0, 1.0]])
+    lost = AttentionExplorer(["c", "d"], [[1.0, 0.0], [0.0, 1.0]])
+    url = site.write_page("lost.html", [shown, lost], "A lost model")
+    # The second view names a model the page did not save (a page edited by hand).
+    path = site.generated / "lost.html"
+    path.write_text(path.read_text().replace(f'"model_id": "{lost.model_id}"',
+                                             '"model_id": "missing-model"'))
+    page.goto(url)
+    weights = page.locator("canvas[data-role=weights]")
+    before = weights.get_attribute("data-values")
+    page.get_by_label("X[1][0]").fill("2")  # the other explorer responds
+    page.wait_for_function("(before) => document.querySelector('canvas[data-role=weights]')"
+                           ".dataset.values !== before", arg=before)
+    assert page.locator(".attn-explorer").count() == 1
+    said = [error.splitlines()[0] for error in errors  # the message, not its stack
+            if not error.startswith("Failed to load resource")]  # the generated page's favicon
+    assert said == ["anywidget host: Error: no saved state for widget model missing-model"]

@@ -1,0 +1,112 @@
+"""site_static/anywidget-host.js, the static site's host for saved anywidgets, in Node: its
+model (AFM's get / set / on / off / save_changes) and how it reads a page's saved state.
+That it shows every explorer on every chapter page, which then responds to the reader, is
+checked in a browser (tests/browser/)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+import tools
+
+HOST = tools.ROOT / "site_static" / "anywidget-host.js"
+
+
+def run_host(script: str):
+    """Run ``script`` (an async function body with the host's exports as ``host``) in Node;
+    returns what it returns, through JSON."""
+    node = shutil.which("node")
+    assert node, "Node.js is needed to test the widget host"
+    program = (f"import * as host from {json.dumps(HOST.as_uri())};\n"
+               f"const result = await (async () => {{ {script} }})();\n"
+               "console.log(JSON.stringify(result));")
+    done = subprocess.run([node, "--input-type=module", "-e", program], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_set_fires_change_events_only_for_a_real_change():
+    events = run_host("""
+      const model = new host.SavedModel({ X: [[1, 2]], scale: 1 });
+      const events = [];
+      model.on("change:X", () => events.push(["X", model.get("X")]));
+      model.on("change", () => events.push(["any"]));
+      model.set("X", [[1, 2]]);         // equal data, a new array: no event
+      model.set("X", [[1, 3]]);
+      model.set("scale", 1);            // unchanged: no event
+      model.set("scale", 2);            // no listener for scale, but "change" fires
+      return events;
+    """)
+    assert events == [["X", [[1, 3]]], ["any"], ["any"]]
+
+
+def test_on_and_off_take_several_event_names_as_backbone_does():
+    # graph_explorer.js listens with one call to "change:threshold change:causal ...".
+    calls = run_host("""
+      const model = new host.SavedModel({ a: 0, b: 0 });
+      let calls = 0;
+      const count = () => { calls += 1; };
+      model.on("change:a  change:b", count);
+      model.set("a", 1); model.set("b", 1);
+      model.off("change:a", count);
+      model.set("a", 2); model.set("b", 2);
+      model.off();                       // everything
+      model.set("b", 3);
+      return calls;
+    """)
+    assert calls == 3
+
+
+def test_save_changes_and_send_fail_as_the_widget_manager_does_with_no_kernel():
+    thrown = run_host("""
+      const model = new host.SavedModel({});
+      const caught = (call) => { try { call(); return null; } catch (error) { return error; } };
+      return [caught(() => model.save_changes()), caught(() => model.send({})), host.NO_COMM];
+    """)
+    # html-manager throws this very string: the explorers recognise "no comm channel".
+    assert thrown == ["Syncing error: no comm channel defined"] * 3
+
+
+def test_a_listener_that_removes_itself_does_not_stop_the_others():
+    calls = run_host("""
+      const model = new host.SavedModel({ a: 0 });
+      const calls = [];
+      const once = () => { calls.push("once"); model.off("change:a", once); };
+      model.on("change:a", once);
+      model.on("change:a", () => calls.push("always"));
+      model.set("a", 1); model.set("a", 2);
+      return calls;
+    """)
+    assert calls == ["once", "always", "always"]
+
+
+@pytest.mark.parametrize(("saved", "message"), [
+    ({}, "no saved state for widget model m1"),
+    ({"m1": {"model_module": "@jupyter-widgets/controls", "model_name": "FloatSliderModel",
+             "state": {}}},
+     "widget model m1 is a @jupyter-widgets/controls FloatSliderModel: "
+     "this page's host shows anywidgets only"),
+    ({"m1": {"model_module": "anywidget", "model_name": "AnyModel", "state": {"_esm": "x"},
+             "buffers": [{"path": ["data"], "data": "AA==", "encoding": "base64"}]}},
+     "widget model m1 saved binary buffers, which this host does not read"),
+    ({"m1": {"model_module": "anywidget", "model_name": "AnyModel", "state": {}}},
+     "widget model m1 has no front-end module (_esm)"),
+])
+def test_a_model_the_host_cannot_show_is_named(saved, message):
+    said = run_host(f"""
+      try {{ host.anywidgetState({json.dumps(saved)}, "m1"); return null; }}
+      catch (error) {{ return error.message; }}
+    """)
+    assert said == message
+
+
+def test_an_anywidget_model_gives_its_saved_traits():
+    saved = {"m1": {"model_module": "anywidget", "model_name": "AnyModel",
+                    "state": {"_esm": "export default {}", "tokens": ["a", "b"]}}}
+    state = run_host(f"return host.anywidgetState({json.dumps(saved)}, 'm1');")
+    assert state == saved["m1"]["state"]
