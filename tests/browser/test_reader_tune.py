@@ -149,7 +149,7 @@ def test_the_scale_slider_takes_the_checkmark_away(visit, watched_page):
     line = explorer.locator(".attn-goal")
     type_entries(explorer, TUNINGS[label].right)
     expect(line).to_have_attribute("data-met", "true")
-    handle = page.locator(".widget-subarea:has(.attn-goal) .widget-slider [role=slider]").first
+    handle = explorer.get_by_label("scale", exact=True)  # the explorer's own slider
     handle.focus()
     handle.press("ArrowRight")
     expect(line).to_have_attribute("data-met", "false")
