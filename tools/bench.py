@@ -444,8 +444,8 @@ def grading_time():
 
 
 # What counts as a painted explorer: the first heatmap or graph of any kind of explorer
-# (attention, graph, convolution); on a page without one (chapter 7, issue 15), its
-# first widget (an answer box).
+# (attention, graph, convolution, model); on a page without one, its first widget (an
+# answer box).
 EXPLORER_DRAWN = ", ".join(f"{root} {part}" for root in (".attn-explorer", ".attn-graph-explorer",
                                                          ".conv-explorer") for part in ("canvas", "svg"))
 WIDGET_DRAWN = ".widget-subarea form"
@@ -504,7 +504,8 @@ _PAGE_FIGURES = """() => {
 TARGET_FIRST_EXPLORER_MS = 1000.0
 # Each chapter page as it was with the widget manager (html-manager + require.js), measured
 # with this section on 23 Nov 2026 (median of 3 loads; load average 6-10 on 2 cores): ms
-# from navigation to the first painted explorer (chapter 7: its answer box), MB loaded.
+# from navigation to the first painted explorer (chapter 7, which had none yet: its answer
+# box), MB loaded.
 BEFORE_BY_PAGE = {
     "chapters/01_dot_product_similarity": (4194, 7.94),
     "chapters/02_reciprocity_problem": (3450, 7.95),
