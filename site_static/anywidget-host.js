@@ -76,9 +76,10 @@ export class SavedModel {
     throw NO_COMM;
   }
 
-  send() {
-    throw NO_COMM;
-  }
+  // A custom message with no kernel goes nowhere, silently, as in the widget manager
+  // (WidgetModel.send does nothing without a comm): a widget may ask whether a kernel is
+  // there and hear nothing back.
+  send() {}
 
   #emit(event) {
     // A copy: a callback may add or remove listeners.

@@ -62,14 +62,15 @@ def test_on_and_off_take_several_event_names_as_backbone_does():
     assert calls == 3
 
 
-def test_save_changes_and_send_fail_as_the_widget_manager_does_with_no_kernel():
+def test_with_no_kernel_save_changes_fails_and_send_is_dropped_as_in_the_widget_manager():
     thrown = run_host("""
       const model = new host.SavedModel({});
       const caught = (call) => { try { call(); return null; } catch (error) { return error; } };
-      return [caught(() => model.save_changes()), caught(() => model.send({})), host.NO_COMM];
+      return [caught(() => model.save_changes()), host.NO_COMM, caught(() => model.send({}))];
     """)
     # html-manager throws this very string: the explorers recognise "no comm channel".
-    assert thrown == ["Syncing error: no comm channel defined"] * 3
+    # Its send() does nothing without a comm (the model explorer asks for a kernel).
+    assert thrown == ["Syncing error: no comm channel defined"] * 2 + [None]
 
 
 def test_a_listener_that_removes_itself_does_not_stop_the_others():
