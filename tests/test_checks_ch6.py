@@ -143,6 +143,23 @@ def test_the_smallest_alpha_meets_the_target_and_the_gradient_falls_with_the_err
     assert ch6.score_gradient(best + 5) < ch6.score_gradient(best) * np.exp(-4)
 
 
+def test_the_error_falls_as_alpha_grows_so_bisection_finds_the_smallest_alpha():
+    """The goal bisects for the smallest alpha below the target: right only if the error,
+    once below, stays below over the explorer's whole alpha range."""
+    alphas = np.arange(0.0, 30.0, 0.01)
+    errors = np.array([ch6.construction_error(alpha) for alpha in alphas])
+    assert (np.diff(errors) <= 0).all()
+    assert alphas[np.argmax(errors < ch6.ERROR_TARGET)] == pytest.approx(ch6.smallest_alpha(), abs=0.01)
+
+
+def test_the_tuning_problem_is_the_one_channel_problem_its_explorer_shows():
+    x, kernel = ch6.tuning_problem()
+    assert x.shape == (16, 1) and kernel.shape == (1, 1, 5)
+    goal = ch6.goal_sharp_enough
+    assert goal.fixed == {"x": tuple(x[:, 0]), "kernel": tuple(kernel[0, 0])}
+    assert goal.search[0] < ch6.smallest_alpha() < goal.search[1]
+
+
 @pytest.mark.parametrize(
     ("alpha", "expected"),
     [(None, "Not implemented yet."), (1.0, "Not implemented yet."), (10.0, "Passed."), (5, "not below 1e-3"),

@@ -5,12 +5,16 @@ explorer refuses a goal that names tokens, views or inputs it does not have."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import numpy as np
 import pytest
 
 from attncourse import checks
-from attncourse.checks import ch1, ch2, ch3, ch5, tune
+from attncourse.checks import ch1, ch2, ch3, ch5, ch6, tune
 from attncourse.checks.tune import Cell, Condition, CycleRatio
+from attncourse.conv_explorer import ConvolutionExplorer, largest_error
 from attncourse.examples import pool_beats_badminton, tennis_sentence
 from attncourse.widgets import AttentionExplorer, InvalidExplorerInput, explorer_view
 from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
@@ -267,4 +271,122 @@ def test_a_goal_is_declared_once_with_known_comparisons_and_views(monkeypatch):
 
 
 def test_every_tune_exercise_of_these_chapters_declares_its_goal():
-    assert set(tune.GOALS) >= {goal.label for goal, *_ in EXERCISES.values()}
+    assert set(tune.GOALS) >= {goal.label for goal, *_ in EXERCISES.values()} | {"ch6-tune-alpha"}
+
+
+# --- A goal on one setting: chapter 6's alpha -------------------------------------------
+# The explorer's error and Python's are the same maths rounded differently (outputs of
+# size 1 minus the convolution: ~1e-15 apart), so their smallest alphas agree to ~1e-12;
+# the boundaries are straddled at 1e-9, which no reader types.
+CH6 = ch6.goal_sharp_enough
+CH6_X, CH6_KERNEL = (np.array(CH6.fixed[name]) for name in ("x", "kernel"))
+HAIR = 1e-9
+
+
+def ch6_error_at(x, kernel):
+    """The explorer's readout in Python on the problem (x, kernel), remembered: the goal
+    bisects the same alphas for every alpha it is asked about."""
+    return functools.cache(lambda alpha: largest_error(x, kernel, alpha))
+
+
+def ch6_alphas(rng):
+    """Alphas over the slider's range, random ones, and a hair either side of both
+    boundaries: where the error meets the target, and 1 above it."""
+    best = ch6.smallest_alpha()
+    edges = [edge + side * HAIR for edge in (best, best + CH6.margin) for side in (-1, 1)]
+    return [*np.arange(0.0, 30.0, 0.25), *rng.uniform(0, 30, 40), *rng.uniform(best - 1, best + 2, 40), *edges]
+
+
+def ch6_problems(rng):
+    """The exercise's problem, and edits of it: a tap or a token nudged just inside and just
+    outside np.allclose's tolerance, and a tap changed outright (the reader's edit)."""
+    def nudged(values, k, outside):
+        edited = values.copy()
+        edited[k] += (tune.ROW_ATOL + tune.ROW_RTOL * abs(values[k])) * (1 + tune.ROW_RTOL / 2 if outside else 1 - 1e-6)
+        return edited
+    kernel_edited = CH6_KERNEL.copy()
+    kernel_edited[2] += 0.5
+    return [(CH6_X, CH6_KERNEL), (CH6_X, nudged(CH6_KERNEL, 1, False)), (CH6_X, nudged(CH6_KERNEL, 1, True)),
+            (nudged(CH6_X, 3, True), CH6_KERNEL), (CH6_X, kernel_edited)]
+
+
+def test_the_alpha_checkmark_agrees_with_the_python_goal():
+    rng = np.random.default_rng(6)
+    cases = [(x, kernel, alpha) for x, kernel in ch6_problems(rng) for alpha in ch6_alphas(rng)]
+    expected = []
+    error_at_by_problem = {}
+    for x, kernel, alpha in cases:
+        error_at = error_at_by_problem.setdefault((x.tobytes(), kernel.tobytes()), ch6_error_at(x, kernel))
+        expected.append({"met": CH6.holds(alpha, {"x": x, "kernel": kernel}, error_at),
+                         "conditions": [CH6.meets(error_at(alpha)),
+                                        alpha <= CH6.smallest(error_at) + CH6.margin]})
+    statuses = call_in_node("conv_explorer.js", "alphaGoalStatus",
+                            [{"goal": CH6.as_json(), "x": x, "kernel": kernel, "alpha": a} for x, kernel, a in cases])
+    found = [{"met": s["met"], "conditions": [r["holds"] for r in s["requirements"] if not r["constraint"]]}
+             for s in statuses]
+    assert found == expected
+    assert {e["met"] for e in expected} == {True, False}
+    for k in range(2):
+        assert {e["conditions"][k] for e in expected} == {True, False}, k
+    # An edited problem never gets the checkmark, and the line says what changed.
+    edited = [s for s, (x, kernel, _) in zip(statuses, cases) if CH6.changed({"x": x, "kernel": kernel})]
+    assert edited and not any(s["met"] for s in edited)
+    assert {r["now"] for s in edited for r in s["requirements"] if r["constraint"]} == {"changed: x", "changed: kernel"}
+
+
+def test_the_explorer_bisects_the_smallest_alpha_as_the_check_does():
+    (smallest,) = call_in_node("conv_explorer.js", "smallestAlpha",
+                               [{"goal": CH6.as_json(), "x": CH6_X, "kernel": CH6_KERNEL}])
+    best = ch6.smallest_alpha()
+    assert abs(smallest - best) < 1e-11, (smallest, best)
+    assert ch6.construction_error(best) < ch6.ERROR_TARGET <= ch6.construction_error(best - HAIR)
+
+
+def test_the_check_passes_exactly_when_the_alpha_checkmark_shows(capsys):
+    rng = np.random.default_rng(66)
+    alphas = [ch6.STARTING_ALPHA, *ch6_alphas(rng)]
+    statuses = call_in_node("conv_explorer.js", "alphaGoalStatus",
+                            [{"goal": CH6.as_json(), "x": CH6_X, "kernel": CH6_KERNEL, "alpha": a} for a in alphas])
+    met = [s["met"] for s in statuses]
+    passed = ["Passed." in feedback(capsys, checks.tune_alpha, alpha) for alpha in alphas]
+    assert met == passed
+    assert not met[0] and True in met and False in met[1:]
+
+
+def test_the_page_never_carries_the_smallest_alpha():
+    """The goal's JSON is the page's: the answer is bisected in the browser, never saved."""
+    sent = ConvolutionExplorer(CH6_X, CH6_KERNEL, goal=CH6).get_state()["goal"]
+    assert sent == CH6.as_json() and sent["label"] == "ch6-tune-alpha"
+    best = ch6.smallest_alpha()
+    numbers = [v for v in sent.values() if isinstance(v, float)] + sent["search"]
+    assert all(abs(v - best) > 0.5 and abs(v - best - 1) > 0.5 for v in numbers), numbers
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"setting": "query"}, "sets 'alpha' and reads out 'max_error', not 'query'"),
+    ({"fixed": {"W_q": (1.0,)}}, r"fixes \['W_q'\]"),
+    ({"fixed": {"x": (1.0, 2.0)}}, "its x has 2 entries, the explorer's 16"),
+    ({"search": (0.0, 50.0)}, r"outside the slider's \[0, 30\]"),
+])
+def test_the_convolution_explorer_refuses_a_goal_it_cannot_show(options, message):
+    goal = dataclasses.replace(CH6, **options)
+    with pytest.raises(ValueError, match=message):
+        ConvolutionExplorer(CH6_X, CH6_KERNEL, goal=goal)
+    with pytest.raises(ValueError, match="SettingGoal"):
+        ConvolutionExplorer(CH6_X, CH6_KERNEL, goal=ch2.goal_ball_ignores_it)
+
+
+def test_a_setting_goal_is_declared_once_with_a_known_comparison(monkeypatch):
+    monkeypatch.setattr(tune, "GOALS", {})
+    declare = dict(setting="alpha", readout=("max_error", "largest error"), comparison="<", target=1e-3,
+                   margin=1.0, search=(0.0, 30.0), fixed={"x": [1, 2]})
+    goal = tune.tune_setting_goal("ch9-test", "Goal.", **declare)
+    assert list(tune.GOALS.items()) == [("ch9-test", goal)] and goal.fixed == {"x": (1.0, 2.0)}
+    with pytest.raises(ValueError, match="'ch9-test' already has a goal"):
+        tune.tune_setting_goal("ch9-test", "again", **declare)
+    with pytest.raises(ValueError, match="unknown comparison '=='"):
+        tune.tune_setting_goal("ch9-eq", "Goal.", **{**declare, "comparison": "=="})
+    with pytest.raises(ValueError, match="low < high"):
+        tune.tune_setting_goal("ch9-search", "Goal.", **{**declare, "search": (3.0, 3.0)})
+    with pytest.raises(ValueError, match="margin must be positive"):
+        tune.tune_setting_goal("ch9-margin", "Goal.", **{**declare, "margin": 0.0})

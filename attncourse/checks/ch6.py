@@ -14,6 +14,7 @@ from attncourse.checks.core import (
     expect_function,
 )
 from attncourse.checks.predict import predict_exercise
+from attncourse.checks.tune import tune_setting_goal
 from attncourse.convolution import conv1d_as_attention as _reference
 from attncourse.convolution import shift_weights, shifts
 
@@ -162,10 +163,20 @@ def _output_hint(output, expected, x, kernel, alpha) -> str:
     )
 
 
-def tuning_problem() -> tuple[np.ndarray, np.ndarray]:
-    """The problem of exercise ch6-tune-alpha: x (16, 2), kernel (3, 2, 5)."""
+def _tuning_signal_and_taps() -> tuple[np.ndarray, np.ndarray]:
+    """The problem of exercise ch6-tune-alpha, one channel as the convolution explorer
+    shows it: x (16,), kernel (5,), rounded to 2 places to read in the explorer's boxes."""
     rng = np.random.default_rng(6)
-    return rng.standard_normal((16, 2)), rng.standard_normal((3, 2, 5))
+    return rng.standard_normal(16).round(2), rng.standard_normal(5).round(2)
+
+
+_TUNE_X, _TUNE_KERNEL = _tuning_signal_and_taps()
+
+
+def tuning_problem() -> tuple[np.ndarray, np.ndarray]:
+    """The problem of exercise ch6-tune-alpha in the convolution module's layouts:
+    x (seq = 16, c_in = 1), kernel (c_out = 1, c_in = 1, K = 5)."""
+    return _TUNE_X[:, None].copy(), _TUNE_KERNEL[None, None, :].copy()
 
 
 def _convolution(x, kernel) -> np.ndarray:
@@ -174,7 +185,8 @@ def _convolution(x, kernel) -> np.ndarray:
 
 
 def construction_error(alpha: float) -> float:
-    """The largest error of the construction against the convolution on the tuning problem."""
+    """The largest error of the construction against the convolution on the tuning problem:
+    what the convolution explorer reads out as its largest error."""
     x, kernel = tuning_problem()
     return float(np.abs(_reference(x, kernel, alpha) - _convolution(x, kernel)).max())
 
@@ -183,22 +195,29 @@ def score_gradient(alpha: float) -> float:
     """The softmax's slope: the largest derivative of a weight with respect to its own
     score, w (1 - w), over the heads and tokens of the tuning problem. Every gradient that
     reaches the scores in training is multiplied by such slopes."""
-    x, _ = tuning_problem()
-    weights = shift_weights(len(x), 5, alpha)  # (K, seq, seq_padded)
+    x, kernel = tuning_problem()
+    weights = shift_weights(len(x), kernel.shape[-1], alpha)  # (K, seq, seq_padded)
     return float((weights * (1 - weights)).max())
 
 
 ERROR_TARGET = 1e-3
-STARTING_ALPHA = 1.0  # the stub's value: an untouched stub is "not implemented"
+STARTING_ALPHA = 1.0  # the stub's value and the explorer's: untouched is "not implemented"
+
+# Declared once: the check decides with it, the exercise's explorer shows it (its search
+# is the explorer's alpha range, where the smallest alpha lies).
+goal_sharp_enough = tune_setting_goal(
+    "ch6-tune-alpha",
+    "Goal: the largest error below 0.001, with alpha no more than 1 above the smallest alpha "
+    "that gets it there. Only alpha changes: the signal and the taps are the exercise's.",
+    setting="alpha", readout=("max_error", "largest error"), comparison="<", target=ERROR_TARGET,
+    margin=1.0, search=(0.0, 30.0), fixed={"x": _TUNE_X, "kernel": _TUNE_KERNEL},
+)
 
 
 def smallest_alpha() -> float:
-    """The smallest alpha whose error is below ERROR_TARGET (bisection; the error falls)."""
-    low, high = 0.0, 50.0
-    for _ in range(60):
-        middle = (low + high) / 2
-        low, high = (middle, high) if construction_error(middle) >= ERROR_TARGET else (low, middle)
-    return high
+    """The smallest alpha whose error is below ERROR_TARGET (the goal's bisection; the
+    error falls as alpha grows)."""
+    return goal_sharp_enough.smallest(construction_error)
 
 
 @exercise("ch6-tune-alpha")
@@ -206,7 +225,8 @@ def tune_alpha(run, alpha) -> str:
     """Exercise ch6-tune-alpha: an alpha at which the construction's error on the tuning
     problem is below 1e-3, but no more than 1 above the smallest such alpha (a teaching
     device: beyond it the softmax saturates and its slope w (1 - w), which multiplies every
-    gradient reaching the scores, shrinks like e^-alpha)."""
+    gradient reaching the scores, shrinks like e^-alpha). Decided by ``goal_sharp_enough``,
+    the goal the exercise's explorer shows."""
     if alpha is None or alpha is Ellipsis:
         raise NotImplementedYet("set alpha to a number.")
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.number)):
@@ -216,26 +236,27 @@ def tune_alpha(run, alpha) -> str:
         raise NotImplementedYet(f"alpha is still the stub's {STARTING_ALPHA:g}: change it.")
     if not (np.isfinite(alpha) and alpha >= 0):
         raise Failed(f"alpha should be a finite number >= 0, got {alpha}.")
+    goal = goal_sharp_enough
     error, gradient = construction_error(alpha), score_gradient(alpha)
     best = smallest_alpha()
-    if error >= ERROR_TARGET:
+    if goal.holds(alpha, goal.fixed, construction_error):
+        return (
+            f"at alpha = {alpha:g} the error is {error:.2g} (the smallest alpha that gets below "
+            f"1e-3 is {best:.2f}) and the softmax's largest slope w (1 - w) is still {gradient:.2g}. "
+            "Both fall like e^-alpha: the sharper the heads, the less a training step can move them."
+        )
+    if not goal.meets(error):
         raise Failed(
             f"at alpha = {alpha:g} the largest error is {error:.2g}, not below 1e-3. "
             "Hint: the error falls about e-fold per unit of alpha; try larger values."
         )
-    if alpha > best + 1:
-        shrunk = (
-            f"{score_gradient(best) / gradient:.0f} times less than it needs to be"
-            if gradient > 0
-            else "exactly 0 in float64"
-        )
-        raise Failed(
-            f"at alpha = {alpha:g} the error is {error:.2g}, below 1e-3, but the softmax's "
-            f"largest slope w (1 - w) is only {gradient:.2g}, {shrunk}: the "
-            "softmax is saturated. Find the smallest alpha (to within 1) that meets the target."
-        )
-    return (
-        f"at alpha = {alpha:g} the error is {error:.2g} (the smallest alpha that gets below "
-        f"1e-3 is {best:.2f}) and the softmax's largest slope w (1 - w) is still {gradient:.2g}. "
-        "Both fall like e^-alpha: the sharper the heads, the less a training step can move them."
+    shrunk = (
+        f"{score_gradient(best) / gradient:.0f} times less than it needs to be"
+        if gradient > 0
+        else "exactly 0 in float64"
+    )
+    raise Failed(
+        f"at alpha = {alpha:g} the error is {error:.2g}, below 1e-3, but the softmax's "
+        f"largest slope w (1 - w) is only {gradient:.2g}, {shrunk}: the "
+        "softmax is saturated. Find the smallest alpha (to within 1) that meets the target."
     )

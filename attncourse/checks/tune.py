@@ -15,19 +15,26 @@ The check decides pass or fail with ``goal.holds`` (and words its hints itself);
 explorer given ``goal=`` shows the sentence with a checkmark that the browser evaluates
 on every edit (static/goal.js, the same rules: tests/test_tune_goals.py runs both).
 ``GOALS`` keeps every declaration by label, for the pages' tests.
+
+A tune exercise can also ask for one setting of an explorer rather than for edits of its
+matrices: chapter 6's alpha, sharp enough for the largest error to fall below a target and
+no sharper than a margin above the smallest alpha that gets there. ``tune_setting_goal``
+declares that kind (``SettingGoal``); the smallest setting is found by the same bisection
+in the check and in the browser, and never written into the page.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from attncourse.checks.core import Failed, NotImplementedYet, _show, expect_array
 
-__all__ = ["GOALS", "Cell", "Condition", "CycleRatio", "Goal", "expect_edited_embeddings", "tune_goal"]
+__all__ = ["GOALS", "Cell", "Condition", "CycleRatio", "Goal", "SettingGoal", "expect_edited_embeddings",
+           "tune_goal", "tune_setting_goal"]
 
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 # The views a condition can read, and the letter the chapters give each matrix.
@@ -38,6 +45,9 @@ ROW_RTOL, ROW_ATOL = 1e-5, 1e-8
 # The explorer's scale counts as the goal's within this relative tolerance: a slider's
 # value can be 1 off by a rounding step.
 SCALE_RTOL = 1e-9
+# Halvings of a setting goal's search interval: the smallest setting to within its width
+# times 2^-60, below a float's resolution (goal.js bisects as many times).
+BISECTION_STEPS = 60
 
 
 @dataclass(frozen=True)
@@ -138,8 +148,65 @@ class Goal:
         }
 
 
-# Every tune exercise's label -> its goal. Filled at import by tune_goal.
-GOALS: dict[str, Goal] = {}
+@dataclass(frozen=True)
+class SettingGoal:
+    """What a tune exercise asks of one setting of an explorer (chapter 6's alpha): the
+    explorer's ``readout`` (its largest error) ``comparison target`` at that setting, and
+    the setting no more than ``margin`` above the smallest one in ``search`` that meets it,
+    on the exercise's own problem (``fixed``: the explorer's other inputs, unchanged).
+
+    The readout must meet the target from one setting on and keep meeting it above (the
+    error falls as alpha grows): the smallest setting is found by bisection."""
+
+    label: str
+    sentence: str
+    setting: str
+    readout: str
+    readout_text: str
+    comparison: str
+    target: float
+    margin: float
+    search: tuple[float, float]
+    fixed: Mapping[str, tuple[float, ...]]
+
+    def meets(self, readout: float) -> bool:
+        """The readout meets the target (the goal's first condition)."""
+        return bool(COMPARISONS[self.comparison](readout, self.target))
+
+    def smallest(self, readout_at: Callable[[float], float]) -> float:
+        """The smallest setting in ``search`` whose readout meets the target, by bisection
+        (``readout_at(setting)`` computes the readout on the exercise's problem)."""
+        low, high = self.search
+        for _ in range(BISECTION_STEPS):
+            middle = (low + high) / 2
+            low, high = (low, middle) if self.meets(readout_at(middle)) else (middle, high)
+        return high
+
+    def changed(self, inputs: Mapping[str, Sequence[float] | np.ndarray]) -> list[str]:
+        """The fixed inputs that differ from the exercise's (np.allclose's tolerances)."""
+        return [name for name, values in self.fixed.items()
+                if np.shape(inputs[name]) != (len(values),)
+                or not np.allclose(inputs[name], values, rtol=ROW_RTOL, atol=ROW_ATOL)]
+
+    def holds(self, setting: float, inputs: Mapping[str, Sequence[float] | np.ndarray],
+              readout_at: Callable[[float], float]) -> bool:
+        """Every requirement met: what the explorer's checkmark shows."""
+        return (not self.changed(inputs) and self.meets(readout_at(setting))
+                and setting <= self.smallest(readout_at) + self.margin)
+
+    def as_json(self) -> dict:
+        return {
+            "kind": "setting", "label": self.label, "sentence": self.sentence,
+            "setting": self.setting, "readout": self.readout, "readout_text": self.readout_text,
+            "comparison": self.comparison, "target": self.target, "margin": self.margin,
+            "search": list(self.search), "steps": BISECTION_STEPS,
+            "row_tolerance": {"rtol": ROW_RTOL, "atol": ROW_ATOL},
+            "fixed": {name: list(values) for name, values in self.fixed.items()},
+        }
+
+
+# Every tune exercise's label -> its goal. Filled at import by tune_goal and tune_setting_goal.
+GOALS: dict[str, Goal | SettingGoal] = {}
 
 
 def tune_goal(label: str, sentence: str, conditions: Sequence[Condition], *, scale: float = 1.0,
@@ -158,6 +225,27 @@ def tune_goal(label: str, sentence: str, conditions: Sequence[Condition], *, sca
     goal = Goal(label, sentence, tuple(conditions), float(scale),
                 {token: tuple(float(v) for v in row) for token, row in (fixed_rows or {}).items()},
                 {name: (float(low), float(high)) for name, (low, high) in (bounds or {}).items()})
+    GOALS[label] = goal
+    return goal
+
+
+def tune_setting_goal(label: str, sentence: str, *, setting: str, readout: tuple[str, str],
+                      comparison: str, target: float, margin: float, search: tuple[float, float],
+                      fixed: Mapping[str, Sequence[float] | np.ndarray]) -> SettingGoal:
+    """Declare the goal of tune exercise ``label`` on one setting (once per label).
+    ``readout`` is the explorer's name for the number and the words the page shows for it."""
+    if label in GOALS:
+        raise ValueError(f"tune exercise {label!r} already has a goal")
+    if comparison not in COMPARISONS:
+        raise ValueError(f"{label}: unknown comparison {comparison!r}; choose from {sorted(COMPARISONS)}")
+    low, high = (float(limit) for limit in search)
+    if not low < high:
+        raise ValueError(f"{label}: the search interval must have low < high, got {search}")
+    if not margin > 0:
+        raise ValueError(f"{label}: the margin must be positive, got {margin}")
+    name, text = readout
+    goal = SettingGoal(label, sentence, setting, name, text, comparison, float(target), float(margin),
+                       (low, high), {key: tuple(float(v) for v in values) for key, values in fixed.items()})
     GOALS[label] = goal
     return goal
 

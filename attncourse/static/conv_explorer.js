@@ -5,7 +5,10 @@
 // Delta = h - K//2) scores padded key j from token i with -alpha (j - (i + K//2) - Delta)^2,
 // a row softmax gives its weights, and output_i = sum_h kernel[h] * sum_j w[h][i][j] x_pad[j].
 // The convolution is torch's cross-correlation: sum_h kernel[h] * x_pad[i + h].
-// Every label is written with textContent, never as HTML.
+// Every label is written with textContent, never as HTML. A tune exercise's goal on alpha
+// (attncourse.checks.tune.SettingGoal) shows above the controls with a live checkmark.
+
+import { goalView, settingStatus, smallestSetting } from "./goal.js";
 
 import { saveChanges } from "./sync.js";
 
@@ -36,6 +39,18 @@ export function construct({ x, kernel, alpha }) {
   const convolution = x.map((_, i) => kernel.reduce((sum, k, h) => sum + k * padded[i + h], 0));
   const maxError = Math.max(...output.map((o, i) => Math.abs(o - convolution[i])));
   return { weights, output, convolution, maxError };
+}
+
+// A tune exercise's goal on alpha with the explorer's own maths on the problem (x,
+// kernel): the smallest alpha that meets it (bisected as the check bisects), and the
+// goal's status at `alpha` (`smallest` passed in when already bisected for this problem).
+export function smallestAlpha({ goal, x, kernel }) {
+  return smallestSetting(goal, (alpha) => construct({ x, kernel, alpha }).maxError);
+}
+
+export function alphaGoalStatus({ goal, x, kernel, alpha, smallest = null }) {
+  const readoutAt = (a) => construct({ x, kernel, alpha: a }).maxError;
+  return settingStatus({ goal, setting: alpha, inputs: { x, kernel }, readoutAt, smallest });
 }
 
 function element(tag, attributes = {}, text = "") {
@@ -138,9 +153,11 @@ function render({ model, el }) {
   const half = () => (kernel().length - 1) / 2;
   const reach = () => half() + 3;
 
+  // alpha by the slider, or typed to any precision (a tune exercise's goal may need it).
   const alphaInput = element("input", { type: "range", min: "0", max: "30", step: "0.1",
-    "data-role": "alpha", "aria-label": "alpha" });
-  const alphaText = element("span", { "data-role": "alpha-value" });
+    "data-role": "alpha", "aria-label": "alpha slider" });
+  const alphaBox = element("input", { type: "number", min: "0", max: "30", step: "0.1",
+    "data-role": "alpha-value", "aria-label": "alpha", style: "width:5.5em" });
   const queryInput = element("input", { type: "range", min: "0", step: "1",
     "data-role": "query", "aria-label": "query token" });
   const queryText = element("span", { "data-role": "query-value" });
@@ -149,12 +166,14 @@ function render({ model, el }) {
   const outputs = canvas("outputs", 620, 120);
   const readout = element("p", { "data-role": "max-error", style: "font-weight:bold" });
 
-  const alphaRow = labelled("alpha", alphaInput);
-  alphaRow.append(alphaText);
+  // Not a <label>: it would name the slider and the box alike; each has its own name.
+  const alphaRow = element("div", { style: "display:flex;gap:0.5em;align-items:center;margin:0.2em 0" });
+  alphaRow.append(element("span", { style: "min-width:9em" }, "alpha"), alphaInput, alphaBox);
+  const goal = goalView(alphaGoalStatus);
   const queryRow = labelled("query token i", queryInput);
   queryRow.append(queryText);
   root.append(
-    alphaRow, queryRow, labelled("kernel taps", taps),
+    goal.node, alphaRow, queryRow, labelled("kernel taps", taps),
     view("Each head's weights for token i, over the key offsets j - i:", heads),
     view("Output of the heads (bars) and of the convolution (dots), token by token:", outputs),
     readout,
@@ -196,7 +215,7 @@ function render({ model, el }) {
     const query = Math.min(model.get("query"), x().length - 1);
     const result = construct({ x: x(), kernel: kernel(), alpha });
     alphaInput.value = String(alpha);
-    alphaText.textContent = `alpha = ${alpha.toFixed(1)}`;
+    if (alphaBox !== document.activeElement) alphaBox.value = String(alpha);
     queryInput.max = String(x().length - 1);
     queryInput.value = String(query);
     queryText.textContent = `i = ${query}`;
@@ -212,14 +231,34 @@ function render({ model, el }) {
     readout.textContent = `largest error against the convolution: ${result.maxError.toExponential(2)}`;
     drawHeads(heads, rows, reach());
     drawOutputs(outputs, result.output, result.convolution);
+    showGoal(alpha);
+  }
+
+  // The smallest alpha that meets the goal depends on x and the kernel only: bisected
+  // once per problem, not on every move of alpha.
+  let bisected = { key: null, smallest: null };
+  function showGoal(alpha) {
+    const spec = model.get("goal");
+    const problem = { x: x(), kernel: kernel() };
+    if (spec) {
+      const key = JSON.stringify([spec, problem]);
+      if (bisected.key !== key) bisected = { key, smallest: smallestAlpha({ goal: spec, ...problem }) };
+    }
+    goal.update(spec, { ...problem, alpha, smallest: bisected.smallest });
   }
 
   // Controls change the model; the model's change events redraw (Python's changes too).
   alphaInput.addEventListener("input", () => save({ alpha: Number(alphaInput.value) }));
+  alphaBox.addEventListener("input", () => {
+    const number = Number(alphaBox.value);
+    if (alphaBox.value === "" || !(number >= 0 && number <= 30)) return; // half-typed or out of range
+    save({ alpha: number });
+  });
   queryInput.addEventListener("input", () => save({ query: Number(queryInput.value) }));
   model.on("change:alpha", update);
   model.on("change:query", update);
   model.on("change:x", update);
+  model.on("change:goal", update);
   model.on("change:kernel", () => {
     syncTaps();
     update();

@@ -69,6 +69,43 @@ export function goalStatus({ goal, tokens, inputs, scale, scores, weights }) {
   return { met: requirements.every((r) => r.holds), requirements };
 }
 
+// A goal on one setting (attncourse.checks.tune.SettingGoal, "kind": "setting"), with
+// the rules of SettingGoal.holds: the readout meets the target at the setting, the setting
+// is no more than the margin above the smallest one that meets it, and the fixed inputs
+// are the exercise's. `readoutAt(setting)` is the explorer's own maths on its current
+// inputs. The smallest setting is bisected as the check bisects it and never shown: it
+// is the exercise's answer.
+export function smallestSetting(goal, readoutAt) {
+  let [low, high] = goal.search;
+  for (let k = 0; k < goal.steps; k++) {
+    const middle = (low + high) / 2;
+    if (COMPARE[goal.comparison](readoutAt(middle), goal.target)) high = middle;
+    else low = middle;
+  }
+  return high;
+}
+
+export function settingStatus({ goal, setting, inputs, readoutAt, smallest = null }) {
+  const readout = readoutAt(setting);
+  const lowest = smallest ?? smallestSetting(goal, readoutAt);
+  const near = setting <= lowest + goal.margin;
+  const name = goal.setting;
+  const requirements = [
+    { text: `${goal.readout_text} ${SYMBOL[goal.comparison]} ${goal.target}`,
+      now: `now ${readout.toExponential(2)}`,
+      holds: COMPARE[goal.comparison](readout, goal.target), constraint: false },
+    { text: `${name} at most ${goal.margin} above the smallest ${name} that meets it`,
+      now: near ? "now within" : `now more than ${goal.margin} above`, holds: near, constraint: false },
+  ];
+  const changed = Object.entries(goal.fixed)
+    .filter(([key, reference]) => inputs[key].length !== reference.length
+      || !rowsClose(inputs[key], reference, goal.row_tolerance))
+    .map(([key]) => key);
+  requirements.push({ text: `only ${name} may change`, now: `changed: ${changed.join(", ")}`,
+    holds: changed.length === 0, constraint: true });
+  return { met: requirements.every((r) => r.holds), requirements };
+}
+
 // The goal line: the exercise's sentence, a checkmark when the goal is met, and each
 // condition with its current value. Built for one goal; update(status) on every edit.
 function goalLine(goal) {
@@ -101,7 +138,9 @@ function goalLine(goal) {
 }
 
 // Where an explorer shows its goal: empty when it has none, rebuilt when the goal changes.
-export function goalView() {
+// `status` turns the goal and the explorer's state into requirements: goalStatus for a
+// goal on the views, settingStatus for a goal on one setting.
+export function goalView(status = goalStatus) {
   const node = el("div", "attn-goal-slot");
   let shown = null; // the JSON of the goal the line was built for
   let line = null;
@@ -112,7 +151,7 @@ export function goalView() {
       node.replaceChildren(...(line ? [line.node] : []));
       shown = key;
     }
-    if (line) line.update(goalStatus({ goal, ...state }));
+    if (line) line.update(status({ goal, ...state }));
   }
   return { node, update };
 }

@@ -1,5 +1,5 @@
 """The convolution explorer (chapter 6) in headless Chromium with no kernel: it renders the
-numbers Python computes, follows the alpha slider, the query slider and edited taps with
+numbers Python computes, follows the alpha slider and box, the query slider and edited taps with
 the numbers numpy computes for them, and runs on the chapter's page."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _READ = """(root) => ({
   convolution: JSON.parse(root.querySelector('canvas[data-role="outputs"]').dataset.convolution),
   error: Number(root.querySelector('[data-role="max-error"]').dataset.value),
   readout: root.querySelector('[data-role="max-error"]').textContent,
-  alpha: root.querySelector('[data-role="alpha-value"]').textContent,
+  alpha: root.querySelector('[data-role="alpha-value"]').value,
   painted: [...root.querySelectorAll('canvas')].map((canvas) => {
     const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
     return pixels.some((value, k) => k % 4 === 3 && value > 0);
@@ -68,7 +68,7 @@ def test_the_explorer_follows_alpha_query_and_taps(site, visit, watched_page):
     root = watched_page.locator(".conv-explorer")
     read = root.evaluate(_READ)
     assert_shows(read, expected(x, kernel, 1.0, 16), "as rendered")
-    assert read["alpha"] == "alpha = 1.0"
+    assert read["alpha"] == "1"  # the box beside the slider
     assert np.all(np.array(read["heads"]).max(axis=1) < 0.6)  # soft bumps
 
     root.locator('[data-role="alpha"]').fill("30")
@@ -82,8 +82,15 @@ def test_the_explorer_follows_alpha_query_and_taps(site, visit, watched_page):
     read = changed(root, read)
     root.locator('[data-role="alpha"]').press("ArrowRight")  # one step, as a reader would
     read = changed(root, read)
-    assert read["alpha"] == "alpha = 5.1"
+    assert read["alpha"] == "5.1"
     assert_shows(read, expected(x, kernel, 5.1, 16), "at alpha 5.1, by the keyboard")
+
+    root.locator('[data-role="alpha-value"]').fill("7.27")  # typed: finer than the slider's step
+    read = changed(root, read)
+    assert root.locator('[data-role="alpha"]').input_value() == "7.3"  # the slider, to its step
+    assert_shows(read, expected(x, kernel, 7.27, 16), "at alpha 7.27, typed")
+    root.locator('[data-role="alpha-value"]').fill("5.1")
+    read = changed(root, read)
 
     root.locator('[data-role="tap"]').nth(2).fill("2")
     read = changed(root, read)
@@ -102,12 +109,13 @@ def test_the_explorer_on_the_chapter_page(visit, watched_page):
     state = watched_page.evaluate("""() => JSON.parse(document.querySelector(
       'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state""")
     saved = [m["state"] for m in state.values() if m["state"].get("_anywidget_id") == EXPLORER_ID]
-    assert len(saved) == 1, "the chapter shows one convolution explorer"
+    # The section's explorer, and the tune exercise's with its goal.
+    assert sorted(s["goal"] is None for s in saved) == [False, True], "two convolution explorers"
     current = bundle("conv_explorer.js")
-    assert saved[0]["_esm"] == current, \
+    assert all(s["_esm"] == current for s in saved), \
         f"{CHAPTER} carries an older conv_explorer.js: clear _build/.jupyter_cache and rebuild"
-    s = saved[0]
-    root = watched_page.locator(".conv-explorer")
+    (s,) = [s for s in saved if s["goal"] is None]
+    root = watched_page.locator(".conv-explorer:not(:has(.attn-goal))")
     assert root.count() == 1
     read = root.evaluate(_READ)
     assert_shows(read, expected(s["x"], s["kernel"], s["alpha"], s["query"]), "on the chapter page")

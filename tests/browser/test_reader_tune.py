@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 import tools
-from attncourse.checks import tune
+from attncourse.checks import ch6, tune
 from attncourse.examples import pool_beats_badminton, tennis_sentence
 from attncourse.widgets import explorer_view
 
@@ -32,6 +32,7 @@ class Tuning:
     start: dict  # the explorer's matrices by name
     wrong: dict
     right: dict
+    root: str = ".attn-explorer"  # the explorer's element
 
 
 def _row(name, row, values):
@@ -56,12 +57,14 @@ TUNINGS = {
     "ch5-cycle-above-two": Tuning(
         TENNIS.tokens, {"X": TENNIS.X, "W_q": np.eye(5), "W_k": np.eye(5)},
         {f"W_q[{PRONOUN}][{THING}]": 1.0}, {f"W_q[{PRONOUN}][{THING}]": 2.0}),
+    # alpha typed into the convolution explorer's box: not sharp enough (8), and sharp
+    # enough with less than 1 to spare (9.8; the threshold is 9.34).
+    "ch6-tune-alpha": Tuning((), {}, {"alpha": 8.0}, {"alpha": 9.8}, root=".conv-explorer"),
 }
 
-# Tune exercises whose goal is not on an explorer yet: chapter 6's alpha, tuned on a
-# problem of 2 channels in and 3 out, which the one-channel convolution explorer cannot
-# show. Strict: the test fails once it has one, and the mark must go.
-WITHOUT_A_GOAL = {"chapters/06_attention_versus_convolution"}
+# Tune exercises whose goal is not on an explorer yet (strict: the test fails once it has
+# one, and the name must go).
+WITHOUT_A_GOAL: set[str] = set()
 
 _TUNE_EXERCISES = """() => [...document.querySelectorAll('div.exercise.admonition')]
   .filter((node) => node.querySelector('.admonition-title').textContent.includes('(Tune'))
@@ -69,8 +72,11 @@ _TUNE_EXERCISES = """() => [...document.querySelectorAll('div.exercise.admonitio
 
 
 def python_goal_holds(label, typed):
-    """The goal of ``label`` on its explorer's matrices with the ``typed`` entries."""
+    """The goal of ``label`` on its explorer's matrices with the ``typed`` entries (for a
+    goal on one setting, that setting on the exercise's problem)."""
     tuning, goal = TUNINGS[label], tune.GOALS[label]
+    if isinstance(goal, tune.SettingGoal):
+        return goal.holds(typed[goal.setting], goal.fixed, ch6.construction_error)
     inputs = {name: np.array(matrix, dtype=float) for name, matrix in tuning.start.items()}
     for entry, value in typed.items():
         name, i, j = entry.replace("]", "").replace("[", " ").split()
@@ -104,7 +110,7 @@ def test_every_tune_exercise_checks_itself_on_its_explorer(entry, visit, watched
         goal, tuning = tune.GOALS[label], TUNINGS[label]
         line = page.locator(f'.attn-goal[data-goal="{label}"]')
         expect(line).to_have_count(1)
-        explorer = page.locator(f'.attn-explorer:has(.attn-goal[data-goal="{label}"])')
+        explorer = page.locator(f'{tuning.root}:has(.attn-goal[data-goal="{label}"])')
         expect(line).to_contain_text(goal.sentence)
         expect(line.get_by_role("status")).to_have_attribute("aria-live", "polite")
         # As the page first shows it: not met.
@@ -116,7 +122,7 @@ def test_every_tune_exercise_checks_itself_on_its_explorer(entry, visit, watched
         expect(line.get_by_role("status")).to_contain_text("Not yet:")
         # Every condition is listed with its current value, a ✓ or ✗ before it.
         conditions = line.locator("li[data-holds]")
-        expect(conditions).to_have_count(len(goal.conditions))
+        expect(conditions).to_have_count(2 if isinstance(goal, tune.SettingGoal) else len(goal.conditions))
         expect(conditions.first).to_contain_text("now ")
 
         assert python_goal_holds(label, tuning.right)
@@ -128,7 +134,7 @@ def test_every_tune_exercise_checks_itself_on_its_explorer(entry, visit, watched
         explorer.screenshot(path=str(screenshots / f"tune_{label}.png"))
 
         # A row the exercise does not free: the checkmark goes, and the line says which.
-        if goal.fixed_rows:
+        if getattr(goal, "fixed_rows", None):
             token = next(iter(goal.fixed_rows))
             row = tuning.tokens.index(token)
             box = explorer.get_by_label(f"X[{row}][0]", exact=True)
@@ -155,4 +161,38 @@ def test_the_scale_slider_takes_the_checkmark_away(visit, watched_page):
     expect(line).to_have_attribute("data-met", "false")
     expect(line).to_contain_text("scale 1 (now 1.10)")
     handle.press("ArrowLeft")
+    expect(line).to_have_attribute("data-met", "true")
+
+
+def test_too_sharp_an_alpha_loses_the_checkmark(visit, watched_page, screenshots):
+    """Chapter 6: the reader who slides alpha to the end (the error far below 1e-3, the
+    softmax saturated) loses the checkmark, and the line says why without the threshold;
+    an edited tap takes it away too, and typing the tap back returns it."""
+    page = watched_page
+    label = "ch6-tune-alpha"
+    goal = tune.GOALS[label]
+    visit("chapters/06_attention_versus_convolution.html")
+    explorer = page.locator(f'.conv-explorer:has(.attn-goal[data-goal="{label}"])')
+    line = explorer.locator(".attn-goal")
+    type_entries(explorer, TUNINGS[label].right)
+    expect(line).to_have_attribute("data-met", "true")
+    slider = explorer.get_by_label("alpha slider", exact=True)
+    slider.focus()
+    slider.press("End")  # alpha 30
+    expect(line).to_have_attribute("data-met", "false")
+    expect(explorer.get_by_label("alpha", exact=True)).to_have_value("30")
+    assert not python_goal_holds(label, {"alpha": 30.0})
+    expect(line.locator("li[data-holds]").nth(0)).to_have_attribute("data-holds", "true")
+    expect(line.locator("li[data-holds]").nth(1)).to_contain_text("now more than 1 above")
+    best = ch6.smallest_alpha()
+    for shown in (f"{best:.1f}", f"{best:.2f}", f"{best + 1:.1f}", f"{best + 1:.2f}"):
+        assert shown not in line.inner_text(), f"the goal line gives the answer away: {shown}"
+
+    type_entries(explorer, TUNINGS[label].right)
+    expect(line).to_have_attribute("data-met", "true")
+    tap = explorer.get_by_label("tap of shift 0", exact=True)
+    tap.fill("0.5")
+    expect(line).to_have_attribute("data-met", "false")
+    expect(line).to_contain_text("changed: kernel")
+    tap.fill(repr(goal.fixed["kernel"][2]))
     expect(line).to_have_attribute("data-met", "true")
