@@ -167,7 +167,8 @@ function render({ model, el }) {
   const readout = element("p", { "data-role": "max-error", style: "font-weight:bold" });
 
   // Not a <label>: it would name the slider and the box alike; each has its own name.
-  const alphaRow = element("div", { style: "display:flex;gap:0.5em;align-items:center;margin:0.2em 0" });
+  // Wraps on a phone, so that the box stays in view.
+  const alphaRow = element("div", { style: "display:flex;flex-wrap:wrap;gap:0.5em;align-items:center;margin:0.2em 0" });
   alphaRow.append(element("span", { style: "min-width:9em" }, "alpha"), alphaInput, alphaBox);
   const goal = goalView(alphaGoalStatus);
   const queryRow = labelled("query token i", queryInput);
