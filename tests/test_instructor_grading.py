@@ -750,6 +750,8 @@ def test_a_notebook_out_of_time_beside_others_is_run_again_alone(tmp_path, monke
     calls = []
 
     def starved_once(submissions, relative, *args, number, **kwargs):
+        with pytest.raises(RuntimeError):  # no event loop in the thread a notebook runs in
+            asyncio.get_running_loop()
         calls.append((relative.name, number))
         first_bob = relative.name == "bob.ipynb" and number < 3
         return grading._Run(relative.as_posix(), problem="did not finish" if first_bob else "",
@@ -757,7 +759,12 @@ def test_a_notebook_out_of_time_beside_others_is_run_again_alone(tmp_path, monke
 
     monkeypatch.setattr(grading, "_run_notebook", starved_once)
     grading_args = dict(assign=[SOFTMAX], time_limit=60.0)
-    _, problems = grade_submissions(submissions, ROOT / "chapters", jobs=2, **grading_args)
+
+    async def graded_inside_a_running_event_loop():  # as in a notebook: reruns too need their own
+        assert threading.current_thread() is threading.main_thread()
+        return grade_submissions(submissions, ROOT / "chapters", jobs=2, **grading_args)
+
+    _, problems = asyncio.run(graded_inside_a_running_event_loop())
     assert sorted(calls) == [("ada.ipynb", 0), ("bob.ipynb", 1), ("bob.ipynb", 4), ("cy.ipynb", 2)]
     assert problems["bob"] == [f"bob.ipynb: {grading.RAN_ALONE}"]  # the second run's grade
     assert problems["ada"] == problems["cy"] == []

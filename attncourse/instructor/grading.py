@@ -519,11 +519,14 @@ def grade_submissions(
     with prepared_sandbox(unsafe_no_sandbox, limits) as sandbox:
         run_one = functools.partial(_run_safely, submissions, course=course, sandbox=sandbox,
                                     time_limit=time_limit, check_timeout=check_timeout)
+        # Notebooks run in worker threads, never in the caller's, which may have an event
+        # loop running (a notebook's own, or a test's): the kernels need one of their own.
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             results = list(pool.map(lambda numbered: run_one(numbered[1][1], number=numbered[0]),
                                     enumerate(tasks)))
         if jobs > 1:
-            results = _rerun_alone(results, [path for _, path in tasks], run_one)
+            with concurrent.futures.ThreadPoolExecutor(max_workers=1) as alone:
+                results = alone.submit(_rerun_alone, results, [path for _, path in tasks], run_one).result()
     runs: dict[str, list[_Run]] = {learner: [] for learner in learners}
     for (learner, _), result in zip(tasks, results):
         runs[learner].append(result)
