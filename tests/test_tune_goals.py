@@ -390,3 +390,15 @@ def test_a_setting_goal_is_declared_once_with_a_known_comparison(monkeypatch):
         tune.tune_setting_goal("ch9-search", "Goal.", **{**declare, "search": (3.0, 3.0)})
     with pytest.raises(ValueError, match="margin must be positive"):
         tune.tune_setting_goal("ch9-margin", "Goal.", **{**declare, "margin": 0.0})
+
+
+def test_a_broken_bound_names_the_matrix_as_the_chapter_does():
+    """Chapter 1 calls its embeddings A (the explorer's input_name): so does its goal line."""
+    goal = ch1.goal_pool_prefers_badminton
+    inputs = ch1_inputs(np.array([1.2, 0.0, 0.0, 0.0]))
+    _, weights, _ = explorer_view(inputs["X"], scale=goal.scale)
+    problem = {"goal": goal.as_json(), "tokens": list(CH1.tokens), "inputs": {"X": inputs["X"].tolist()},
+               "scale": goal.scale, "scores": inputs["X"] @ inputs["X"].T, "weights": weights}
+    named = call_in_node("explorer.js", "goalStatus", [problem, {**problem, "inputName": "A"}])
+    broken = [[r["text"] for r in status["requirements"] if not r["holds"]] for status in named]
+    assert broken == [["every entry of X between -1 and 1"], ["every entry of A between -1 and 1"]]

@@ -404,7 +404,7 @@ function resetButton(model) {
 function updateGoal(goal, model, result) {
   const inputs = Object.fromEntries(["X", "W_q", "W_k", "W_v", "W_o"].map((k) => [k, model.get(k)]));
   goal.update(model.get("goal"), { tokens: model.get("tokens"), inputs, scale: model.get("scale"),
-    scores: result.scores[0], weights: result.weights[0] });
+    scores: result.scores[0], weights: result.weights[0], inputName: model.get("input_name") });
 }
 
 // The scale slider (trait scale_slider = [min, max, step]; empty: none): a labelled range

@@ -40,8 +40,9 @@ function rowsClose(row, reference, { rtol, atol }) {
 // Every requirement of the goal, {text, now, holds, constraint}, and whether all hold.
 // The conditions are always listed; the constraints (scale, fixed rows, bounds) only
 // matter to the reader when broken. `inputs` holds the explorer's matrices by name,
-// `scores` and `weights` its single head's (seq, seq) views.
-export function goalStatus({ goal, tokens, inputs, scale, scores, weights }) {
+// `scores` and `weights` its single head's (seq, seq) views, `inputName` X's name in the
+// chapter's notation.
+export function goalStatus({ goal, tokens, inputs, scale, scores, weights, inputName = "X" }) {
   const views = { scores, weights };
   const requirements = goal.conditions.map(({ left, comparison, right }) => {
     const value = cellValue(left, tokens, views);
@@ -63,7 +64,8 @@ export function goalStatus({ goal, tokens, inputs, scale, scores, weights }) {
     holds: changed.length === 0, constraint: true });
   for (const [name, [low, high]] of Object.entries(goal.bounds)) {
     const inside = inputs[name].every((row) => row.every((v) => v >= low && v <= high));
-    requirements.push({ text: `every entry of ${name} between ${low} and ${high}`, now: "one is not",
+    const shown = name === "X" ? inputName : name; // the chapter's letter (chapter 1: A)
+    requirements.push({ text: `every entry of ${shown} between ${low} and ${high}`, now: "one is not",
       holds: inside, constraint: true });
   }
   return { met: requirements.every((r) => r.holds), requirements };
