@@ -21,7 +21,7 @@ import numpy as np
 import traitlets
 
 from attncourse.convolution import conv1d_as_attention, shift_weights
-from attncourse.esm import STATIC, bundle
+from attncourse.esm import bundle, stylesheet
 
 __all__ = ["ConvolutionExplorer", "exact_convolution", "heads_output", "largest_error"]
 
@@ -77,7 +77,9 @@ class ConvolutionExplorer(anywidget.AnyWidget):
     """
 
     _esm = bundle("conv_explorer.js")
-    _css = STATIC / "conv_explorer.css"
+    # In dark mode it stays on the light panel the theme gives every widget, in that
+    # panel's dark ink: its canvases draw for a light background.
+    _css = stylesheet("goal.css")
 
     x = traitlets.List(traitlets.Float()).tag(sync=True)
     kernel = traitlets.List(traitlets.Float()).tag(sync=True)

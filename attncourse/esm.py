@@ -18,7 +18,7 @@ from __future__ import annotations
 import pathlib
 import re
 
-__all__ = ["bundle"]
+__all__ = ["bundle", "stylesheet"]
 
 STATIC = pathlib.Path(__file__).parent / "static"
 _RELATIVE_IMPORT = re.compile(r'^import \{[\w\s,]+\} from "\./([\w-]+\.js)";\n', re.MULTILINE)
@@ -47,3 +47,8 @@ def _inline(name: str, included: set[str]) -> str:
         return f"// --- {dependency} ---\n{_inline(dependency, included)}// --- end of {dependency} ---\n"
 
     return _RELATIVE_IMPORT.sub(replace, path.read_text(encoding="utf-8"))
+
+
+def stylesheet(*names: str) -> str:
+    """The CSS files ``static/<name>``, in order, as one stylesheet (a widget has one)."""
+    return "\n".join((STATIC / name).read_text(encoding="utf-8") for name in names)

@@ -50,7 +50,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-from attncourse.esm import STATIC, bundle
+from attncourse.esm import bundle, stylesheet
 from attncourse.pretrained import (
     N_HEADS,
     N_LAYERS,
@@ -159,8 +159,7 @@ class ModelExplorer(anywidget.AnyWidget):
 
     _esm = bundle("model_explorer.js")
     # The heatmaps and the dark-mode rules of the attention explorer, then this one's own.
-    _css = "\n".join((STATIC / name).read_text(encoding="utf-8")
-                     for name in ("explorer.css", "model_explorer.css"))
+    _css = stylesheet("explorer.css", "model_explorer.css")
 
     texts = traitlets.List(traitlets.Unicode()).tag(sync=True)
     tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)

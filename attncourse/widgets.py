@@ -49,7 +49,7 @@ import numpy as np
 import traitlets
 
 from attncourse.attention import dot_product_scores, scaled_dot_product_attention
-from attncourse.esm import STATIC, bundle
+from attncourse.esm import bundle, stylesheet
 from attncourse.multihead import merge_heads, split_heads
 
 __all__ = [
@@ -343,7 +343,7 @@ class AttentionExplorer(anywidget.AnyWidget):
     """
 
     _esm = bundle("explorer.js")
-    _css = STATIC / "explorer.css"
+    _css = stylesheet("explorer.css", "goal.css")
 
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     X = _matrix_trait()

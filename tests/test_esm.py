@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from attncourse import esm
-from attncourse.esm import bundle
+from attncourse.esm import bundle, stylesheet
 
 WIDGET_MODULES = ["explorer.js", "graph_explorer.js", "conv_explorer.js", "model_explorer.js",
                   "answer_box.js"]
@@ -74,3 +74,14 @@ def test_save_changes_stays_quiet_only_without_a_kernel():
     saved, static_page, bug = json.loads(done.stdout)
     assert saved == static_page == {"scale": 2, "heads_on": [True]}
     assert bug == "thrown: bad state"
+
+
+def test_the_goal_line_is_styled_once_for_both_explorers_that_show_it():
+    from attncourse.conv_explorer import ConvolutionExplorer
+    from attncourse.widgets import AttentionExplorer
+
+    goal_rules = stylesheet("goal.css")
+    assert ".attn-goal {" in goal_rules
+    for widget in (AttentionExplorer, ConvolutionExplorer):
+        assert widget._css.count(goal_rules) == 1
+    assert ".attn-goal" not in (esm.STATIC / "explorer.css").read_text()
