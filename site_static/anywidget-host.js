@@ -179,7 +179,18 @@ async function showView(script, load) {
   await widget.render?.({ model, el });
 }
 
-// Every view of the page, each as soon as the parser has reached it: the models' modules
+// Whether the parser has finished ``node``: the parser inserts a <script> as soon as it
+// reads its start tag and appends its text as the text arrives, so a view read earlier may
+// be half its JSON. Past it once anything follows it in the document, or the page is parsed.
+function parsedPast(node, root) {
+  if (root.readyState !== "loading") return true;
+  for (let at = node; at && at !== root; at = at.parentNode) {
+    if (at.nextSibling) return true;
+  }
+  return false;
+}
+
+// Every view of the page, each as soon as the parser has passed it: the models' modules
 // are loaded from the start (the widget state is in the head, before this script), so
 // when they are ready before the parser reaches a view (as they usually are), the view is
 // drawn before the text below it is first painted, and nothing moves.
@@ -194,7 +205,7 @@ export function showWidgets(root = document) {
   const shown = new WeakSet();
   const showNew = () => {
     for (const script of root.querySelectorAll(VIEW)) {
-      if (shown.has(script)) continue;
+      if (shown.has(script) || !parsedPast(script, root)) continue;
       shown.add(script);
       showView(script, load).catch(report);
     }

@@ -13,6 +13,7 @@ import json
 import os
 import pathlib
 import threading
+import time
 from typing import Any
 
 import yaml
@@ -39,6 +40,9 @@ CHROMIUM: dict[str, Any] = {
 # Pages written by the tests and the benchmark are served under this prefix, next to the
 # site (one level below its root, like a chapter), and never written into _build.
 GENERATED_PREFIX = "/_generated/"
+# Where a generated page stops arriving for a while (see _SiteHandler.do_GET).
+PAUSE = "<!-- pause -->"
+PAUSE_SECONDS = 0.5
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -58,6 +62,23 @@ class _SiteHandler(_QuietHandler):
             self.directory = str(self.generated)
             path = "/" + path[len(GENERATED_PREFIX):]
         return super().translate_path(path)
+
+    def do_GET(self):
+        """A generated page holding PAUSE is sent in two parts, PAUSE_SECONDS apart, so a
+        test sees the browser parse a page that has not fully arrived."""
+        path = pathlib.Path(self.translate_path(self.path.split("?")[0]))
+        if not (self.path.startswith(GENERATED_PREFIX) and path.suffix == ".html"
+                and path.is_file() and PAUSE in (text := path.read_text())):
+            return super().do_GET()
+        parts = [part.encode() for part in text.split(PAUSE, 1)]
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(sum(map(len, parts))))
+        self.end_headers()
+        self.wfile.write(parts[0])
+        self.wfile.flush()
+        time.sleep(PAUSE_SECONDS)
+        self.wfile.write(parts[1])
 
 
 @contextlib.contextmanager

@@ -109,3 +109,16 @@ def test_a_widget_the_host_cannot_show_is_named_and_the_others_still_work(site, 
     said = [error.splitlines()[0] for error in errors  # the message, not its stack
             if not error.startswith("Failed to load resource")]  # the generated page's favicon
     assert said == ["anywidget host: Error: no saved state for widget model missing-model"]
+
+
+def test_a_view_whose_tag_arrives_in_two_parts_is_shown_once_it_is_whole(site, watched_page):
+    # The parser inserts a view's <script> before its text has all arrived; a view read
+    # then is half a JSON object (CI once failed on it: "Unexpected end of JSON input").
+    explorer = AttentionExplorer(["a", "b"], [[1.0, 0.0], [0.0, 1.0]])
+    url = site.write_page("slow.html", [explorer], "A page that arrives slowly")
+    path = site.generated / "slow.html"
+    view = '<script type="application/vnd.jupyter.widget-view+json">{'
+    path.write_text(path.read_text().replace(view, view + tools.PAUSE))
+    watched_page.goto(url)
+    watched_page.locator(".attn-explorer canvas[data-role=weights]").wait_for()
+    assert watched_page.locator(".attn-explorer").count() == 1
