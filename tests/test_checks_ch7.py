@@ -61,6 +61,7 @@ def in_place(X, W_q, b_q, W_k, b_k, W_v, b_v, n_heads):
     return solution(X - 1.0, W_q, b_q, W_k, b_k, W_v, b_v, n_heads)
 
 
+@pytest.mark.slow  # loads the real model
 def test_the_solution_passes_and_reproduces_the_real_model(capsys):
     assert "Passed." in feedback(capsys, checks.layer_attention, solution)
     X, p = run_model("Dogs chase cats.").hidden[3], layer_parameters(3)
@@ -92,6 +93,7 @@ def test_stub_and_nonsense_answers(capsys):
 # --- ch7-most-important-head ---------------------------------------------------------------
 
 
+@pytest.mark.slow  # loads the real model
 def test_the_head_that_changes_the_pair_most_passes_and_others_do_not(capsys):
     changes = head_ablation_changes(*ch7.ABLATION_PAIR)
     best = tuple(int(i) for i in np.unravel_index(np.abs(changes).argmax(), changes.shape))

@@ -32,6 +32,7 @@ def explorer():
     return ModelExplorer(PAIRS)
 
 
+@pytest.mark.slow  # loads the real model
 def test_the_saved_maps_are_the_models_to_the_hundredth(explorer):
     assert explorer.texts == TEXTS
     for k, text in enumerate(TEXTS):
@@ -44,6 +45,7 @@ def test_the_saved_maps_are_the_models_to_the_hundredth(explorer):
         assert np.array_equal(saved, saved.round(2))  # hundredths, no more
 
 
+@pytest.mark.slow  # loads the real model
 def test_the_saved_similarities_are_the_models(explorer):
     for k, pair in enumerate(PAIRS):
         assert explorer.pair_similarity[k] == pytest.approx(similarity(*pair), abs=THOUSANDTH)
@@ -57,6 +59,7 @@ def test_the_saved_similarities_are_the_models(explorer):
         assert without[layer, head] == pytest.approx(alone, abs=THOUSANDTH)
 
 
+@pytest.mark.slow  # loads the real model
 def test_python_results_follow_every_choice(explorer):
     e = ModelExplorer(PAIRS, sentence=3, layer=2)
     assert np.array_equal(e.weights, attention_maps(TEXTS[3])[1][2])
@@ -82,6 +85,7 @@ def test_python_results_follow_every_choice(explorer):
     assert e.ablated_maps == ""  # the page draws the saved maps again
 
 
+@pytest.mark.slow  # loads the real model
 def test_a_choice_from_the_page_is_checked_and_answered():
     e = ModelExplorer(PAIRS)
     e.set_state({"ablated": [[2, 1], [0, 4]]})  # what a message from the page does
@@ -92,6 +96,7 @@ def test_a_choice_from_the_page_is_checked_and_answered():
     assert e.layer == 0
 
 
+@pytest.mark.slow  # loads the real model
 def test_the_page_learns_from_python_that_a_kernel_is_there(explorer):
     sent = []
     explorer.send = sent.append
@@ -116,6 +121,7 @@ def test_the_page_learns_from_python_that_a_kernel_is_there(explorer):
         ("ablated", 5, "'ablated' trait of a ModelExplorer instance expected a list, not the int 5"),
     ],
 )
+@pytest.mark.slow  # loads the real model
 def test_a_refused_choice_names_the_value_and_changes_nothing(explorer, name, value, message):
     before = explorer.get_state()
     with pytest.raises(traitlets.TraitError, match=message):
@@ -129,7 +135,8 @@ LONG = "one two three four five six seven eight nine ten eleven twelve thirteen 
 @pytest.mark.parametrize(
     ("pairs", "message"),
     [
-        ([(LONG, "short")], f"makes 17 tokens with \\[CLS\\] and \\[SEP\\]: .* MAX_TOKENS={MAX_TOKENS}"),
+        pytest.param([(LONG, "short")], f"makes 17 tokens with \\[CLS\\] and \\[SEP\\]: .* MAX_TOKENS={MAX_TOKENS}",
+                     marks=pytest.mark.slow),  # the model's tokenizer counts the tokens
         ([("only one",)], r"each pair must be two non-empty sentences, got \('only one',\)"),
         ([("a", "  ")], "each pair must be two non-empty sentences"),
         ("a sentence", r"pairs must be a list of \(sentence, sentence\) pairs, got 'a sentence'"),
@@ -152,6 +159,7 @@ def test_weights_outside_zero_one_cannot_be_saved():
 STATE_BUDGET = 100_000
 
 
+@pytest.mark.slow  # loads the real model
 def test_the_default_explorer_leaves_the_exercise_to_do_and_saves_little():
     explorer = ModelExplorer()
     assert all(len(tokens) <= MAX_TOKENS for tokens in explorer.tokens)
@@ -166,6 +174,7 @@ def test_the_default_explorer_leaves_the_exercise_to_do_and_saves_little():
     assert size < STATE_BUDGET, f"the saved state takes {size:,} bytes"
 
 
+@pytest.mark.slow  # loads the real model
 def test_javascript_decodes_what_python_encodes(explorer):
     problems = [{"encoded": explorer.maps[k], "seq": len(explorer.tokens[k]), "nHeads": 12}
                 for k in (0, 3)]

@@ -25,6 +25,7 @@ def maps():
     return attention_maps(SENTENCE)
 
 
+@pytest.mark.slow  # loads the real model
 def test_shapes_are_the_real_ones(maps):
     tokens, weights = maps
     assert (N_LAYERS, N_HEADS, D_HEAD) == (6, 12, 32) and D_MODEL == 384 == N_HEADS * D_HEAD
@@ -35,6 +36,7 @@ def test_shapes_are_the_real_ones(maps):
     assert params.W_q.shape == (384, 384) and params.b_q.shape == (384,)
 
 
+@pytest.mark.slow  # loads the real model
 def test_recomputation_equals_the_models_own_attention(maps):
     _, weights = maps
     ours = recompute_attention(SENTENCE)
@@ -42,6 +44,7 @@ def test_recomputation_equals_the_models_own_attention(maps):
     assert np.abs(ours - weights).max() < 1e-5
 
 
+@pytest.mark.slow  # loads the real model
 def test_the_weights_come_from_transformers_own_model():
     """An independent path: the torch model's attentions read directly, in float32."""
     tokenizer, model = pretrained._model()
@@ -54,6 +57,7 @@ def test_the_weights_come_from_transformers_own_model():
     assert np.abs(recompute_attention("Dogs bark.") - direct).max() < 1e-5
 
 
+@pytest.mark.slow  # loads the real model
 def test_recomputation_needs_the_biases_the_transpose_and_the_scale():
     X = run_model(SENTENCE).hidden[2]
     params = layer_parameters(2)
@@ -71,6 +75,7 @@ def test_recomputation_needs_the_biases_the_transpose_and_the_scale():
     assert np.abs(layer_attention(X, no_key_bias)[1] - expected).max() < 1e-9
 
 
+@pytest.mark.slow  # loads the real model
 def test_the_sentence_embedding_matches_the_published_similarity():
     a = sentence_embedding("A man is eating food.")
     b = sentence_embedding("A man is eating a piece of bread.")
@@ -78,6 +83,7 @@ def test_the_sentence_embedding_matches_the_published_similarity():
     assert abs(float(a @ b) - 0.755) < 0.01
 
 
+@pytest.mark.slow  # loads the real model
 def test_ablating_a_head_changes_only_what_follows_it():
     full = run_model(SENTENCE)
     ablated = run_model(SENTENCE, ablate=((3, 5),))
@@ -101,6 +107,7 @@ def test_bad_arguments_name_the_fault():
         layer_attention(np.zeros((3, 5)), layer_parameters(0))
 
 
+@pytest.mark.slow  # loads the real model
 def test_the_batched_ablation_equals_one_head_at_a_time():
     a, b = "A man is eating food.", "A man is eating a piece of bread."
     changes = pretrained.head_ablation_changes(a, b)

@@ -147,7 +147,8 @@ def borderline_inputs(chapter):
                 ch1_inputs(np.array([0.8, 0.0, 0.0, np.nextafter(1.0, 2.0)])),
                 nudged_fixed_row(solved, POOL, False), nudged_fixed_row(solved, POOL, True)]
     if chapter == "ch2":
-        return [*straddle(lambda t: ch2_inputs(ball=t), margin(IT, BALL, threshold=0.4), 1.0, 1.5),
+        return [ch2_inputs(ball=1.5),  # the solution's
+                *straddle(lambda t: ch2_inputs(ball=t), margin(IT, BALL, threshold=0.4), 1.0, 1.5),
                 *straddle(lambda t: ch2_inputs(ball=t), margin(BALL, IT, (IT, BALL), 0.1), 1.0, 1.5)]
     if chapter == "ch5":
         return [*straddle(ch5_inputs, cycle_margin, 1.0, 2.0),
@@ -185,12 +186,18 @@ def nudged_views(goal, tokens, views):
     return out
 
 
+# The inputs either side of every boundary, alone (`make unit`) or with random ones around
+# them (`make test`): how many random inputs a sweep adds.
+SWEEPS = [0, pytest.param(150, marks=pytest.mark.slow, id="random")]
+
+
+@pytest.mark.parametrize("n_random", SWEEPS)
 @pytest.mark.parametrize("chapter", EXERCISES)
-def test_the_checkmark_agrees_with_the_python_goal(chapter):
+def test_the_checkmark_agrees_with_the_python_goal(chapter, n_random):
     goal, tokens, _, _ = EXERCISES[chapter]
     rng = np.random.default_rng(16)
     cases = []  # (inputs, scale, views)
-    for inputs in [random_inputs(chapter, rng) for _ in range(150)] + borderline_inputs(chapter):
+    for inputs in [random_inputs(chapter, rng) for _ in range(n_random)] + borderline_inputs(chapter):
         for scale in (1.0, 1.0 + 1e-12, 1.1):
             scores, weights, _ = explorer_view(**inputs, scale=scale)
             views = {"scores": scores, "weights": weights}
@@ -206,14 +213,15 @@ def test_the_checkmark_agrees_with_the_python_goal(chapter):
         assert {e["conditions"][k] for e in expected} == {True, False}, k
 
 
+@pytest.mark.parametrize("n_random", SWEEPS)
 @pytest.mark.parametrize("chapter", EXERCISES)
-def test_the_check_passes_exactly_when_the_checkmark_shows(chapter, capsys):
+def test_the_check_passes_exactly_when_the_checkmark_shows(chapter, n_random, capsys):
     """The explorer's own maths (attend, in Node) and goal at scale 1, against the check."""
     goal, tokens, check, answers = EXERCISES[chapter]
     rng = np.random.default_rng(61)
     start = {"ch1": ch1_inputs(CH1.X[BADMINTON].copy()), "ch2": ch2_inputs(),
              "ch3": ch3_inputs(0.0, 1.0, 1.0), "ch5": ch5_inputs()}[chapter]
-    cases = [start, *borderline_inputs(chapter), *(random_inputs(chapter, rng) for _ in range(120))]
+    cases = [start, *borderline_inputs(chapter), *(random_inputs(chapter, rng) for _ in range(n_random))]
     results = call_in_node("explorer.js", "attend", [{**c, "scale": goal.scale} for c in cases])
     met = [s["met"] for s in call_in_node("explorer.js", "goalStatus", [
         {"goal": goal.as_json(), "tokens": list(tokens), "scale": goal.scale,
@@ -289,12 +297,15 @@ def ch6_error_at(x, kernel):
     return functools.cache(lambda alpha: largest_error(x, kernel, alpha))
 
 
-def ch6_alphas(rng):
-    """Alphas over the slider's range, random ones, and a hair either side of both
-    boundaries: where the error meets the target, and 1 above it."""
+def ch6_alphas(rng, n_random):
+    """A hair either side of both boundaries (where the error meets the target, and 1
+    above it), each end of the slider and, given n_random, alphas over its whole range
+    every 0.25 and n_random random ones, half of them near the boundaries."""
     best = ch6.smallest_alpha()
     edges = [edge + side * HAIR for edge in (best, best + CH6.margin) for side in (-1, 1)]
-    return [*np.arange(0.0, 30.0, 0.25), *rng.uniform(0, 30, 40), *rng.uniform(best - 1, best + 2, 40), *edges]
+    many = [*np.arange(0.0, 30.0, 0.25), *rng.uniform(0, 30, n_random // 2),
+            *rng.uniform(best - 1, best + 2, n_random // 2)] if n_random else []
+    return [0.0, 30.0, *edges, *many]
 
 
 def ch6_problems(rng):
@@ -310,9 +321,10 @@ def ch6_problems(rng):
             (nudged(CH6_X, 3, True), CH6_KERNEL), (CH6_X, kernel_edited)]
 
 
-def test_the_alpha_checkmark_agrees_with_the_python_goal():
+@pytest.mark.parametrize("n_random", SWEEPS)
+def test_the_alpha_checkmark_agrees_with_the_python_goal(n_random):
     rng = np.random.default_rng(6)
-    cases = [(x, kernel, alpha) for x, kernel in ch6_problems(rng) for alpha in ch6_alphas(rng)]
+    cases = [(x, kernel, alpha) for x, kernel in ch6_problems(rng) for alpha in ch6_alphas(rng, n_random)]
     expected = []
     error_at_by_problem = {}
     for x, kernel, alpha in cases:
@@ -342,9 +354,10 @@ def test_the_explorer_bisects_the_smallest_alpha_as_the_check_does():
     assert ch6.construction_error(best) < ch6.ERROR_TARGET <= ch6.construction_error(best - HAIR)
 
 
-def test_the_check_passes_exactly_when_the_alpha_checkmark_shows(capsys):
+@pytest.mark.parametrize("n_random", SWEEPS)
+def test_the_check_passes_exactly_when_the_alpha_checkmark_shows(n_random, capsys):
     rng = np.random.default_rng(66)
-    alphas = [ch6.STARTING_ALPHA, *ch6_alphas(rng)]
+    alphas = [ch6.STARTING_ALPHA, *ch6_alphas(rng, n_random)]
     statuses = call_in_node("conv_explorer.js", "alphaGoalStatus",
                             [{"goal": CH6.as_json(), "x": CH6_X, "kernel": CH6_KERNEL, "alpha": a} for a in alphas])
     met = [s["met"] for s in statuses]
