@@ -8,11 +8,11 @@
 // In a live kernel (Jupyter, Colab, Binder) none of this runs: the real widget manager
 // and anywidget's own glue do.
 //
-// Loaded as an async module from the page's head, after the page's widget state (one
-// <script type="application/vnd.jupyter.widget-state+json">): it shows each view (a
-// <script type="application/vnd.jupyter.widget-view+json"> where it goes) as the parser
-// reaches it, never waiting for the deferred scripts (the theme's icons, MathJax: 2.7 MB)
-// as a deferred script would. A widget that cannot be shown is reported on the console by
+// Loaded as an async, render-blocking module from the page's head, after the page's
+// widget state (one <script type="application/vnd.jupyter.widget-state+json">): it shows
+// each view (a <script type="application/vnd.jupyter.widget-view+json"> where it goes) as
+// the parser passes it, before the text below the view is first painted, never waiting
+// for the deferred scripts (the theme's icons, MathJax: 2.7 MB) as a deferred script would. A widget that cannot be shown is reported on the console by
 // model id and name; the others are shown all the same.
 
 const STATE = 'script[type="application/vnd.jupyter.widget-state+json"]';
@@ -121,10 +121,37 @@ async function importSource(source) {
   }
 }
 
+// A module whose only exports are `export function` lines and one `export default`
+// line (the course's explorers: attncourse/esm.py), run at once as a function body:
+// { default } (what the host uses of a module); null for any other module. An import() waits for the
+// parser to yield (150-250 ms on a chapter page), and a view the parser passed meanwhile
+// appeared late and pushed the text below it down.
+const STATEMENT = /^(import|export)\b(.*)$/gm;
+const FUNCTION_EXPORT = /^ (async )?function\b/;
+export function evaluateNow(source) {
+  const statements = [...source.matchAll(STATEMENT)];
+  const defaults = statements.filter(([, word, rest]) => word === "export" && rest.startsWith(" default "));
+  const other = statements.filter(([, word, rest]) => word === "import"
+    || !(rest.startsWith(" default ") || FUNCTION_EXPORT.test(rest)));
+  if (defaults.length !== 1 || other.length) return null;
+  const body = source.replace(/^export default /m, "exported.default = ")
+    .replace(/^export (?=(async )?function\b)/gm, "");
+  let run;
+  try {
+    run = new Function("exported", `"use strict";\n${body}`);
+  } catch (error) {
+    if (error instanceof SyntaxError) return null; // a module-only form, e.g. import.meta
+    throw error;
+  }
+  const exported = {};
+  run(exported);
+  return exported;
+}
+
 // The widget's lifecycle methods: a default export that is the object or a function
 // returning it (AFM), or an older module exporting render itself.
 async function widgetDefinition(source) {
-  const module = await importSource(source);
+  const module = evaluateNow(source) || await importSource(source);
   if (module.default) {
     return typeof module.default === "function" ? await module.default() : module.default;
   }

@@ -111,3 +111,41 @@ def test_an_anywidget_model_gives_its_saved_traits():
                     "state": {"_esm": "export default {}", "tokens": ["a", "b"]}}}
     state = run_host(f"return host.anywidgetState({json.dumps(saved)}, 'm1');")
     assert state == saved["m1"]["state"]
+
+
+# The course's widget modules, as their pages save them (attncourse/esm.py).
+COURSE_MODULES = ["explorer.js", "graph_explorer.js", "conv_explorer.js", "model_explorer.js",
+                  "answer_box.js"]
+
+
+@pytest.mark.parametrize("name", COURSE_MODULES)
+def test_every_course_module_is_evaluated_at_once_with_its_render(name):
+    """No import() to wait for: a view is drawn as soon as the parser passes it."""
+    from attncourse.esm import bundle
+
+    found = run_host(f"""
+      const exported = host.evaluateNow({json.dumps(bundle(name))});
+      return exported && typeof exported.default.render;
+    """)
+    assert found == "function"
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    # export function lines anywhere, one export default line anywhere: run at once
+    ("export default { render };\nfunction render() {}\nexport function twice(x) { return 2 * x; }",
+     ["function", ["default"]]),
+    ("export async function load() {}\nexport default { render: () => 1 };", ["function", ["default"]]),
+    # anything else is left to import(): null
+    ('import { el } from "./dom.js";\nexport default { render() {} };', None),
+    ("export const answer = 42;\nexport default {};", None),
+    ("export { helper };\nfunction helper() {}\nexport default {};", None),
+    ("export function render() {}", None),  # no default: an older module, imported
+    ("const here = import.meta.url;\nexport default {};", None),  # module-only syntax
+])
+def test_only_modules_of_the_course_s_form_are_evaluated_at_once(source, expected):
+    found = run_host(f"""
+      const exported = host.evaluateNow({json.dumps(source)});
+      if (!exported) return null;
+      return [typeof exported.default.render, Object.keys(exported)];
+    """)
+    assert found == expected

@@ -224,7 +224,7 @@ function perHead(layout, name, build) {
 
 function heatmapFigure(title, map, update) {
   const note = map.numbers ? "" : " (colour only: point at a cell for its value)";
-  return { title: title + note, node: map.node, update };
+  return { title: title + note, node: map.node, update, mapWidth: map.width };
 }
 
 // Each view, built from the explorer's layout ({tokens, decimals, heads, dv, mask,
@@ -267,8 +267,14 @@ const VIEW_BUILDERS = {
     : []),
 };
 
-function figure({ title, node }) {
+// A map's figure knows its map's width: with room, maps shrink a little to sit side by
+// side (explorer.css).
+function figure({ title, node, mapWidth }) {
   const box = el("figure", "attn-view");
+  if (mapWidth) {
+    box.classList.add("attn-view-map");
+    box.style.setProperty("--attn-map-width", `${mapWidth}px`);
+  }
   box.append(el("figcaption", null, title), node);
   return box;
 }

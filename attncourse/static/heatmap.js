@@ -295,5 +295,5 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
     paint();
     canvas.dataset.values = JSON.stringify(matrix); // after the paint it describes
   }
-  return { node: box, update, numbers };
+  return { node: box, update, numbers, width }; // width: the map's own, in CSS pixels
 }

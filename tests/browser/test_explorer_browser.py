@@ -312,13 +312,15 @@ def test_large_heatmaps_read_out_values_to_pointer_and_keyboard(site, visit, wat
     assert "colour only: point at a cell for its value" in caption, caption
     values = np.array(weights.evaluate("(canvas) => JSON.parse(canvas.dataset.values)"))
     grid = json.loads(weights.get_attribute("data-grid"))
+    # The map may be shown smaller than drawn (maps shrink to sit side by side).
+    scale = weights.bounding_box()["width"] / float(weights.evaluate("(c) => parseFloat(c.style.width)"))
 
     def says(row, col):
         return f"t{row}, t{col}: {float(f'{values[row, col]:.6g}')}"
 
     for row, col in ((5, 4), (15, 14), (0, 0)):
-        weights.hover(position={"x": grid["left"] + (col + 0.5) * grid["cellWidth"],
-                                "y": grid["top"] + (row + 0.5) * grid["cellHeight"]})
+        weights.hover(position={"x": scale * (grid["left"] + (col + 0.5) * grid["cellWidth"]),
+                                "y": scale * (grid["top"] + (row + 0.5) * grid["cellHeight"])})
         assert (readout.text_content(), weights.get_attribute("title")) == (says(row, col),) * 2
     weights.hover(position={"x": 2, "y": 2})  # the corner is a header, not a cell
     assert weights.get_attribute("title") == "" and "Point at a cell" in readout.text_content()

@@ -59,6 +59,50 @@ def test_explorers_fit_their_column_and_pages_their_viewport(entry, screen, visi
 
 _VIEW_TOPS = "(views) => views.map((view) => Math.round(view.getBoundingClientRect().top))"
 
+# Each explorer's row of views: the row's width and gap, and for each view its top, its
+# width with padding, what the padding is, and for a map its own width and shown width.
+_VIEW_ROWS = """() => [...document.querySelectorAll('.attn-explorer .attn-views')].map((row) => ({
+  width: row.clientWidth, gap: parseFloat(getComputedStyle(row).columnGap),
+  views: [...row.children].map((view) => {
+    const style = getComputedStyle(view);
+    const map = view.querySelector(':scope > div > .attn-heatmap-scroller canvas.attn-heatmap');
+    return { top: Math.round(view.getBoundingClientRect().top), width: view.getBoundingClientRect().width,
+             padding: parseFloat(style.paddingLeft) + parseFloat(style.paddingRight),
+             natural: map && parseFloat(map.style.width), shown: map && map.getBoundingClientRect().width };
+  }),
+}))"""
+
+
+def smallest_width(view):
+    """A view's narrowest: a map at 3/4 of its width, any other view as it is; padding in."""
+    return (0.75 * view["natural"] + view["padding"]) if view["natural"] else view["width"]
+
+
+@pytest.mark.parametrize("entry", NOTEBOOK_PAGES)
+def test_maps_sit_side_by_side_when_each_keeps_three_quarters_of_its_size(entry, visit,
+                                                                          watched_page):
+    page = watched_page
+    page.set_viewport_size({"width": WIDTHS["desktop"], "height": 900})
+    visit(f"{entry}.html")
+    shared_rows = 0
+    for k, explorer in enumerate(page.evaluate(_VIEW_ROWS)):
+        rows = {}
+        for view in explorer["views"]:
+            rows.setdefault(view["top"], []).append(view)
+        rows = [rows[top] for top in sorted(rows)]
+        for row in rows:
+            for view in row:
+                if view["natural"] and len(row) > 1:
+                    assert view["shown"] >= 0.75 * view["natural"] - SLACK, \
+                        f"{entry} explorer {k}: a map beside another shrinks below 3/4"
+            shared_rows += len(row) > 1
+        for previous, row in zip(rows, rows[1:]):
+            wanted = sum(map(smallest_width, [*previous, row[0]])) + len(previous) * explorer["gap"]
+            assert wanted > explorer["width"] + SLACK, \
+                f"{entry} explorer {k}: a view starts a row although it fits beside the one above"
+    if entry == "chapters/01_dot_product_similarity":
+        assert shared_rows, "chapter 1's three-token maps no longer sit side by side"
+
 
 def eleven_tokens():
     tokens = ["the", "ball", "hit", "the", "window", "and", "it", "broke", "into", "many", "bits"]

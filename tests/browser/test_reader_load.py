@@ -87,6 +87,47 @@ def test_a_drawn_widget_keeps_its_size_while_the_page_loads(entry, site, watched
     assert not changed, f"{entry}: widgets changed height once drawn: {changed}"
 
 
+# In every animation frame from the start of the page: its time, and the views the parser
+# has passed (something follows their tag) but the host has not drawn yet; and when the
+# page was first painted.
+_WATCH_PASSED = """(() => {
+  window.__frames = [];
+  const passed = (node) => {
+    for (let at = node; at && at !== document; at = at.parentNode) if (at.nextSibling) return true;
+    return false;
+  };
+  const frame = (time) => {
+    const tags = document.querySelectorAll(
+      'script[type="application/vnd.jupyter.widget-view+json"]');
+    const undrawn = [...tags].map((tag, k) => [tag, k]).filter(([tag]) => {
+      const area = tag.previousElementSibling;
+      return passed(tag) && !(area && area.classList.contains('widget-subarea') && area.childElementCount);
+    }).map(([, k]) => k);
+    window.__frames.push({ time, undrawn });
+    if (document.readyState !== 'complete') requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+})()"""
+
+
+@pytest.mark.parametrize("entry", tools.notebook_pages())
+def test_no_painted_frame_shows_the_text_below_a_view_before_the_view(entry, site, watched_page):
+    """A view is drawn before what follows it is painted, so it pushes nothing down: the
+    host arrives before the first paint and evaluates the course's modules at once."""
+    watched_page.add_init_script(_WATCH_PASSED)
+    watched_page.goto(f"{site.url}{entry}.html")
+    watched_page.wait_for_load_state("load")
+    frames = watched_page.evaluate("window.__frames")
+    first_paint = watched_page.evaluate(
+        "performance.getEntriesByName('first-paint')[0].startTime")
+    # A frame's callbacks run just before it is painted: the first painted frame is the
+    # last one that started before the first paint.
+    before = [f for f in frames if f["time"] <= first_paint]
+    painted = before[-1:] + [f for f in frames if f["time"] > first_paint]
+    late = [(round(f["time"]), f["undrawn"]) for f in painted if f["undrawn"]]
+    assert not late, f"{entry}: views passed but not drawn in painted frames (ms, views): {late}"
+
+
 def test_a_widget_the_host_cannot_show_is_named_and_the_others_still_work(site, page):
     # Not the watched page: the console error is what this test expects.
     errors = []
