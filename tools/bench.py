@@ -57,12 +57,39 @@ FRAME_MS = 16.0  # one frame at 60 Hz
 SPEED_UP = 10.0  # how much faster than the matplotlib redraw the explorer should be
 STEP = 0.25  # what each edit adds to one entry of X
 
-# Each edit starts inside a requestAnimationFrame callback, so the browser renders it in
+# Each action runs inside a requestAnimationFrame callback, so the browser renders it in
 # that same frame (style, layout, paint) right after the callback returns; a message
 # posted from the callback is delivered after that rendering. Its arrival time minus the
-# start is the edit's cost up to the painted view, with no wait for the next vsync.
-# Reading the explorer's box right after the input handler forces style and layout.
-_EDIT_TO_PAINT = """async ({ edits, warmUp, step }) => {
+# start is the action's cost up to the painted view, with no wait for the next vsync.
+# Reading the page's box forces style and layout. `queued`: the explorer redraws in a
+# microtask queued by the action; the measurement is queued after it. Every script below
+# starts with this helper (see `timing`).
+_PAINTED_AFTER = """const paintedAfter = (act, queued = false) => new Promise((resolve) => {
+  requestAnimationFrame(() => {
+    const start = performance.now();
+    act();
+    const measure = () => {
+      const handled = performance.now() - start;
+      document.body.getBoundingClientRect();
+      const laidOut = performance.now() - start;
+      const channel = new MessageChannel();
+      channel.port1.onmessage = () => resolve({ handled, laidOut, painted: performance.now() - start });
+      channel.port2.postMessage(null);
+    };
+    if (queued) queueMicrotask(measure);
+    else measure();
+  });
+});"""
+
+
+def timing(script):
+    """``script`` (an async arrow function's text) with paintedAfter defined in its body."""
+    head, body = script.split("=> {\n", 1)
+    return f"{head}=> {{\n{_PAINTED_AFTER}\n{body}"
+
+
+# Edits one entry of X after another (see _PAINTED_AFTER); each must change the weights.
+_EDIT_TO_PAINT = timing("""async ({ edits, warmUp, step }) => {
   const root = document.querySelector('.attn-explorer');
   const inputs = [...root.querySelectorAll('table[data-role="edit-X"] input')];
   const weights = () => [...root.querySelectorAll('canvas[data-role="weights"]')]
@@ -72,26 +99,15 @@ _EDIT_TO_PAINT = """async ({ edits, warmUp, step }) => {
   for (let k = 0; k < warmUp + edits; k++) {
     const input = inputs[(7 * k) % inputs.length];
     const before = weights();
-    const edit = await new Promise((resolve) => requestAnimationFrame(() => {
-      const start = performance.now();
+    const edit = await paintedAfter(() => {
       input.value = String(Number(input.value) + step);
       input.dispatchEvent(new Event('input', { bubbles: true }));
-      // The explorer redraws in a microtask queued by the edit; this one runs after it.
-      queueMicrotask(() => {
-        const handled = performance.now() - start;
-        root.getBoundingClientRect();
-        const laidOut = performance.now() - start;
-        const channel = new MessageChannel();
-        channel.port1.onmessage = () =>
-          resolve({ handled, laidOut, painted: performance.now() - start });
-        channel.port2.postMessage(null);
-      });
-    }));
+    }, true);
     if (weights() === before) unchanged += 1;
     if (k >= warmUp) for (const key in times) times[key].push(edit[key]);
   }
   return { times, unchanged };
-}"""
+}""")
 
 
 def timed(command):
@@ -148,26 +164,19 @@ CASES = [
 
 # Like _EDIT_TO_PAINT, for a click on a head's switch (head 0 off, on, off, ...): the
 # output must change each time.
-_SWITCH_TO_PAINT = """async ({ edits, warmUp }) => {
+_SWITCH_TO_PAINT = timing("""async ({ edits, warmUp }) => {
   const root = document.querySelector('.attn-explorer');
   const output = () => root.querySelector('canvas[data-role="output"]').dataset.values;
   const times = [];
   let unchanged = 0;
   for (let k = 0; k < warmUp + edits; k++) {
     const before = output();
-    const taken = await new Promise((resolve) => requestAnimationFrame(() => {
-      const start = performance.now();
-      root.querySelector('[data-role="heads_on"] input').click();
-      root.getBoundingClientRect();
-      const channel = new MessageChannel();
-      channel.port1.onmessage = () => resolve(performance.now() - start);
-      channel.port2.postMessage(null);
-    }));
+    const { painted } = await paintedAfter(() => root.querySelector('[data-role="heads_on"] input').click());
     if (output() === before) unchanged += 1;
-    if (k >= warmUp) times.push(taken);
+    if (k >= warmUp) times.push(painted);
   }
   return { times, unchanged };
-}"""
+}""")
 
 
 def switch_time(page):
@@ -270,8 +279,8 @@ def latencies():
               f"{ratio:.0f}x, {verdict}")
 
 
-# Steps the alpha slider of the convolution explorer, as _EDIT_TO_PAINT edits X.
-_ALPHA_STEP_TO_PAINT = """async ({ edits, warmUp }) => {
+# Steps the alpha slider of the convolution explorer (see _PAINTED_AFTER).
+_ALPHA_STEP_TO_PAINT = timing("""async ({ edits, warmUp }) => {
   const root = document.querySelector('.conv-explorer');
   const slider = root.querySelector('input[data-role="alpha"]');
   const readout = root.querySelector('[data-role="max-error"]');
@@ -279,20 +288,15 @@ _ALPHA_STEP_TO_PAINT = """async ({ edits, warmUp }) => {
   let unchanged = 0;
   for (let k = 0; k < warmUp + edits; k++) {
     const before = readout.dataset.value;
-    const painted = await new Promise((resolve) => requestAnimationFrame(() => {
-      const start = performance.now();
+    const { painted } = await paintedAfter(() => {
       slider.value = String(1.1 + (k % 200) * 0.1); // never the starting 1.0
       slider.dispatchEvent(new Event('input', { bubbles: true }));
-      root.getBoundingClientRect();
-      const channel = new MessageChannel();
-      channel.port1.onmessage = () => resolve(performance.now() - start);
-      channel.port2.postMessage(null);
-    }));
+    });
     if (readout.dataset.value === before) unchanged += 1;
     if (k >= warmUp) times.push(painted);
   }
   return { times, unchanged };
-}"""
+}""")
 
 
 def convolution_explorer_time():
@@ -311,22 +315,19 @@ def convolution_explorer_time():
           f"of {EDITS}: {painted:.1f} ms (target within one frame, {FRAME_MS:.0f} ms: {verdict})")
 
 
-# Toggle "W_Q = W_K" inside a requestAnimationFrame callback, as in _EDIT_TO_PAINT.
-_TOGGLE_TO_PAINT = """async ({ toggles }) => {
+# Toggles "W_Q = W_K" (see _PAINTED_AFTER).
+_TOGGLE_TO_PAINT = timing("""async ({ toggles }) => {
   const box = document.querySelector('.attn-graph-explorer input[data-role="tied"]');
   const times = [];
   for (let k = 0; k < toggles; k++) {
-    times.push(await new Promise((resolve) => requestAnimationFrame(() => {
-      const start = performance.now();
+    const { painted } = await paintedAfter(() => {
       box.checked = !box.checked;
       box.dispatchEvent(new Event('change', { bubbles: true }));
-      const channel = new MessageChannel();
-      channel.port1.onmessage = () => resolve(performance.now() - start);
-      channel.port2.postMessage(null);
-    })));
+    });
+    times.push(painted);
   }
   return times;
-}"""
+}""")
 
 
 def graph_explorer_time():
@@ -348,10 +349,9 @@ def graph_explorer_time():
           f"median of {EDITS}: {median:.1f} ms (target one frame, {FRAME_MS:.0f} ms: {verdict})")
 
 
-# Picks the next option of one of the model explorer's selects (layer or sentence) inside
-# a requestAnimationFrame callback, as _EDIT_TO_PAINT edits X: the explorer redraws in a
-# microtask queued by the change; the one queued here runs after it.
-_PICK_TO_PAINT = """async ({ edits, warmUp, role }) => {
+# Picks the next option of one of the model explorer's selects (layer or sentence), see
+# _PAINTED_AFTER; the explorer redraws in a microtask queued by the change.
+_PICK_TO_PAINT = timing("""async ({ edits, warmUp, role }) => {
   const root = document.querySelector('.model-explorer');
   const select = root.querySelector(`select[data-role="${role}"]`);
   const maps = () => [...root.querySelectorAll('canvas[data-role="head-map"]')]
@@ -360,22 +360,15 @@ _PICK_TO_PAINT = """async ({ edits, warmUp, role }) => {
   let unchanged = 0;
   for (let k = 0; k < warmUp + edits; k++) {
     const before = maps();
-    const painted = await new Promise((resolve) => requestAnimationFrame(() => {
-      const start = performance.now();
+    const { painted } = await paintedAfter(() => {
       select.value = String((Number(select.value) + 1) % select.options.length);
       select.dispatchEvent(new Event('change', { bubbles: true }));
-      queueMicrotask(() => {
-        root.getBoundingClientRect();
-        const channel = new MessageChannel();
-        channel.port1.onmessage = () => resolve(performance.now() - start);
-        channel.port2.postMessage(null);
-      });
-    }));
+    }, true);
     if (maps() === before) unchanged += 1;
     if (k >= warmUp) times.push(painted);
   }
   return { times, unchanged };
-}"""
+}""")
 
 
 def model_explorer_time():
