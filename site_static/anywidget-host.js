@@ -11,9 +11,11 @@
 // Loaded as an async, render-blocking module from the page's head, after the page's
 // widget state (one <script type="application/vnd.jupyter.widget-state+json">): it shows
 // each view (a <script type="application/vnd.jupyter.widget-view+json"> where it goes) as
-// the parser passes it, before the text below the view is first painted, never waiting
-// for the deferred scripts (the theme's icons, MathJax: 2.7 MB) as a deferred script would. A widget that cannot be shown is reported on the console by
-// model id and name; the others are shown all the same.
+// the parser passes it, before the text below the view is first painted (in Chromium;
+// other browsers ignore blocking="render", and may paint before the host has run), never
+// waiting for the deferred scripts (the theme's icons, MathJax: 2.7 MB) as a deferred
+// script would. A widget that cannot be shown is reported on the console by model id and
+// name; the others are shown all the same.
 
 const STATE = 'script[type="application/vnd.jupyter.widget-state+json"]';
 const VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]';
@@ -121,27 +123,28 @@ async function importSource(source) {
   }
 }
 
-// A module whose only exports are `export function` lines and one `export default`
-// line (the course's explorers: attncourse/esm.py), run at once as a function body:
-// { default } (what the host uses of a module); null for any other module. An import() waits for the
-// parser to yield (150-250 ms on a chapter page), and a view the parser passed meanwhile
-// appeared late and pushed the text below it down.
+// The course's own widget modules (attncourse/esm.py: only `export function` lines and
+// one `export default {` line) run at once as a function body, giving { default }; null
+// for any other module, or where the page forbids eval (a Content-Security-Policy
+// without 'unsafe-eval'): those are imported. An import() waits for the parser to yield
+// (150-250 ms on a chapter page), and a view the parser passed meanwhile appeared late
+// and pushed the text below it down.
 const STATEMENT = /^(import|export)\b(.*)$/gm;
 const FUNCTION_EXPORT = /^ (async )?function\b/;
-export function evaluateNow(source) {
+export function evaluateNow(source, name = "widget") {
   const statements = [...source.matchAll(STATEMENT)];
-  const defaults = statements.filter(([, word, rest]) => word === "export" && rest.startsWith(" default "));
+  const defaults = statements.filter(([, word, rest]) => word === "export"
+    && rest.startsWith(" default {"));
   const other = statements.filter(([, word, rest]) => word === "import"
-    || !(rest.startsWith(" default ") || FUNCTION_EXPORT.test(rest)));
+    || !(rest.startsWith(" default {") || FUNCTION_EXPORT.test(rest)));
   if (defaults.length !== 1 || other.length) return null;
-  const body = source.replace(/^export default /m, "exported.default = ")
+  const body = source.replace(/^export default \{/m, "__hostExports.default = {")
     .replace(/^export (?=(async )?function\b)/gm, "");
   let run;
   try {
-    run = new Function("exported", `"use strict";\n${body}`);
-  } catch (error) {
-    if (error instanceof SyntaxError) return null; // a module-only form, e.g. import.meta
-    throw error;
+    run = new Function("__hostExports", `"use strict";\n${body}\n//# sourceURL=${name}.js`);
+  } catch {
+    return null; // a module-only form (import.meta, top-level await), or eval forbidden
   }
   const exported = {};
   run(exported);
@@ -150,8 +153,9 @@ export function evaluateNow(source) {
 
 // The widget's lifecycle methods: a default export that is the object or a function
 // returning it (AFM), or an older module exporting render itself.
-async function widgetDefinition(source) {
-  const module = evaluateNow(source) || await importSource(source);
+async function widgetDefinition(source, name) {
+  const course = typeof name === "string" && name.startsWith("attncourse.");
+  const module = (course && evaluateNow(source, name)) || await importSource(source);
   if (module.default) {
     return typeof module.default === "function" ? await module.default() : module.default;
   }
@@ -173,8 +177,8 @@ function addStylesheet(css, id) {
 function modelLoader(state) {
   const modules = new Map(); // front-end module source -> its widget definition
   const models = new Map(); // model id -> { model, widget }
-  const definition = (source) => {
-    if (!modules.has(source)) modules.set(source, widgetDefinition(source));
+  const definition = (source, name) => {
+    if (!modules.has(source)) modules.set(source, widgetDefinition(source, name));
     return modules.get(source);
   };
   return (id) => {
@@ -183,7 +187,7 @@ function modelLoader(state) {
         const saved = anywidgetState(state, id);
         const model = new SavedModel(saved);
         addStylesheet(saved._css, saved._anywidget_id || `anywidget-${id}`);
-        const widget = await definition(saved._esm);
+        const widget = await definition(saved._esm, saved._anywidget_id);
         await widget.initialize?.({ model });
         return { model, widget };
       })());

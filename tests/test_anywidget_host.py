@@ -131,13 +131,16 @@ def test_every_course_module_is_evaluated_at_once_with_its_render(name):
 
 
 @pytest.mark.parametrize(("source", "expected"), [
-    # export function lines anywhere, one export default line anywhere: run at once
+    # export function lines anywhere, one `export default {` line anywhere: run at once
+    ("var exported = 1;\nexport default { render() { return exported; } };", ["function", ["default"]]),
     ("export default { render };\nfunction render() {}\nexport function twice(x) { return 2 * x; }",
      ["function", ["default"]]),
     ("export async function load() {}\nexport default { render: () => 1 };", ["function", ["default"]]),
     # anything else is left to import(): null
     ('import { el } from "./dom.js";\nexport default { render() {} };', None),
     ("export const answer = 42;\nexport default {};", None),
+    ("export default class Widget {}\nWidget.render = () => 1;", None),  # a default not `{`
+    ("export default function render() {}", None),
     ("export { helper };\nfunction helper() {}\nexport default {};", None),
     ("export function render() {}", None),  # no default: an older module, imported
     ("const here = import.meta.url;\nexport default {};", None),  # module-only syntax
@@ -149,3 +152,12 @@ def test_only_modules_of_the_course_s_form_are_evaluated_at_once(source, expecte
       return [typeof exported.default.render, Object.keys(exported)];
     """)
     assert found == expected
+
+
+def test_where_eval_is_forbidden_a_course_module_is_left_to_import():
+    """A Content-Security-Policy without 'unsafe-eval' makes new Function throw EvalError."""
+    found = run_host("""
+      globalThis.Function = function () { throw new EvalError("unsafe-eval is not allowed"); };
+      return host.evaluateNow("export default { render() {} };");
+    """)
+    assert found is None

@@ -267,8 +267,8 @@ const VIEW_BUILDERS = {
     : []),
 };
 
-// A map's figure knows its map's width: with room, maps shrink a little to sit side by
-// side (explorer.css).
+// A map's figure knows its map's width, and the views' box its widest map's: with room,
+// maps shrink a little to sit side by side in equal columns (explorer.css).
 function figure({ title, node, mapWidth }) {
   const box = el("figure", "attn-view");
   if (mapWidth) {
@@ -464,6 +464,8 @@ function render({ model, el: root }) {
     if (key !== builtFor) {
       figures = layout.views.flatMap((name) => VIEW_BUILDERS[name](layout));
       viewsBox.replaceChildren(...figures.map(figure));
+      const widest = Math.max(0, ...figures.map((view) => view.mapWidth || 0));
+      viewsBox.style.setProperty("--attn-widest-map", `${widest}px`);
       builtFor = key;
     }
     figures.forEach((view) => view.update(result));

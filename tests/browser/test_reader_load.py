@@ -163,3 +163,15 @@ def test_a_view_whose_tag_arrives_in_two_parts_is_shown_once_it_is_whole(site, w
     watched_page.goto(url)
     watched_page.locator(".attn-explorer canvas[data-role=weights]").wait_for()
     assert watched_page.locator(".attn-explorer").count() == 1
+
+
+def test_where_the_page_forbids_eval_the_explorers_are_still_shown(site, watched_page):
+    # The host runs the course's modules with new Function when it may, and imports them
+    # when a Content-Security-Policy forbids eval.
+    explorer = AttentionExplorer(["a", "b"], [[1.0, 0.0], [0.0, 1.0]])
+    policy = "script-src 'self' 'unsafe-inline' blob:"
+    path = tools.write_widget_page(site.generated, "no_eval.html", [explorer], "No eval",
+                                   head=f'<meta http-equiv="Content-Security-Policy" content="{policy}">')
+    watched_page.goto(site.url + path.removeprefix("/"))
+    watched_page.locator(".attn-explorer canvas[data-role=weights]").wait_for()
+    assert watched_page.locator(".attn-explorer").count() == 1
