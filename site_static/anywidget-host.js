@@ -221,10 +221,10 @@ function parsedPast(node, root) {
   return false;
 }
 
-// Every view of the page, each as soon as the parser has passed it: the models' modules
-// are loaded from the start (the widget state is in the head, before this script), so
-// when they are ready before the parser reaches a view (as they usually are), the view is
-// drawn before the text below it is first painted, and nothing moves.
+// Every view of the page, each as soon as the parser has passed it: the models are loaded
+// from the start (the widget state is in the head, before this script; the course's
+// modules at once, see evaluateNow), so the view is drawn before the text below it is
+// first painted, and nothing moves.
 export function showWidgets(root = document) {
   const state = savedState(root);
   const load = modelLoader(state);

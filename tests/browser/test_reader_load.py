@@ -50,47 +50,10 @@ def test_the_built_site_ships_no_widget_manager():
     assert not shipped, f"left in the site: {shipped[:5]}"
 
 
-# Each widget cell's height in every animation frame from the start of the page, with
-# whether its view was drawn yet.
-_WATCH_CELLS = """(() => {
-  window.__cells = [];
-  const frame = () => {
-    const tags = document.querySelectorAll(
-      'script[type="application/vnd.jupyter.widget-view+json"]');
-    tags.forEach((tag, k) => {
-      const area = tag.previousElementSibling;
-      const drawn = !!(area && area.classList.contains('widget-subarea') && area.childElementCount);
-      window.__cells.push({ k, drawn, height: tag.parentElement.getBoundingClientRect().height });
-    });
-    requestAnimationFrame(frame);
-  };
-  requestAnimationFrame(frame);
-})()"""
-
-
-@pytest.mark.parametrize("entry", tools.notebook_pages())
-def test_a_drawn_widget_keeps_its_size_while_the_page_loads(entry, site, watched_page):
-    """Its stylesheet is in place before it is drawn, so a widget never restyles (and moves
-    what follows) once the reader has seen it: its cell has one height in every frame
-    from the first in which it is drawn until the page has loaded and settled."""
-    watched_page.add_init_script(_WATCH_CELLS)
-    watched_page.goto(f"{site.url}{entry}.html")
-    watched_page.wait_for_load_state("load")
-    watched_page.evaluate("() => new Promise((settled) => setTimeout(settled, 500))")
-    heights = {}
-    for cell in watched_page.evaluate("window.__cells"):
-        if cell["drawn"]:
-            heights.setdefault(cell["k"], set()).add(round(cell["height"], 1))
-    views = watched_page.evaluate(_VIEWS)
-    assert sorted(heights) == list(range(len(views))), f"{entry}: views never drawn"
-    changed = {k: sorted(h) for k, h in heights.items() if len(h) > 1}
-    assert not changed, f"{entry}: widgets changed height once drawn: {changed}"
-
-
-# In every animation frame from the start of the page: its time, and the views the parser
-# has passed (something follows their tag) but the host has not drawn yet; and when the
-# page was first painted.
-_WATCH_PASSED = """(() => {
+# Every animation frame from the start of the page: its time and, for each widget view,
+# its cell's height, whether the host has drawn it, and whether the parser has passed its
+# tag (something follows it in the document).
+_WATCH_FRAMES = """(() => {
   window.__frames = [];
   const passed = (node) => {
     for (let at = node; at && at !== document; at = at.parentNode) if (at.nextSibling) return true;
@@ -99,33 +62,57 @@ _WATCH_PASSED = """(() => {
   const frame = (time) => {
     const tags = document.querySelectorAll(
       'script[type="application/vnd.jupyter.widget-view+json"]');
-    const undrawn = [...tags].map((tag, k) => [tag, k]).filter(([tag]) => {
+    window.__frames.push({ time, views: [...tags].map((tag) => {
       const area = tag.previousElementSibling;
-      return passed(tag) && !(area && area.classList.contains('widget-subarea') && area.childElementCount);
-    }).map(([, k]) => k);
-    window.__frames.push({ time, undrawn });
-    if (document.readyState !== 'complete') requestAnimationFrame(frame);
+      return { drawn: !!(area && area.classList.contains('widget-subarea') && area.childElementCount),
+               passed: passed(tag), height: tag.parentElement.getBoundingClientRect().height };
+    }) });
+    requestAnimationFrame(frame);
   };
   requestAnimationFrame(frame);
 })()"""
+
+
+def watch_load(page, url):
+    """Load ``url`` watching every frame (_WATCH_FRAMES) until it has loaded and settled;
+    the frames and the time of the first paint."""
+    page.add_init_script(_WATCH_FRAMES)
+    page.goto(url)
+    page.wait_for_load_state("load")
+    page.evaluate("() => new Promise((settled) => setTimeout(settled, 500))")
+    first_paint = page.evaluate("performance.getEntriesByName('first-paint')[0].startTime")
+    return page.evaluate("window.__frames"), first_paint
+
+
+@pytest.mark.parametrize("entry", tools.notebook_pages())
+def test_a_drawn_widget_keeps_its_size_while_the_page_loads(entry, site, watched_page):
+    """Its stylesheet is in place before it is drawn, so a widget never restyles (and moves
+    what follows) once the reader has seen it: its cell has one height in every frame
+    from the first in which it is drawn until the page has loaded and settled."""
+    frames, _ = watch_load(watched_page, f"{site.url}{entry}.html")
+    heights = {}
+    for frame in frames:
+        for k, view in enumerate(frame["views"]):
+            if view["drawn"]:
+                heights.setdefault(k, set()).add(round(view["height"], 1))
+    views = watched_page.evaluate(_VIEWS)
+    assert sorted(heights) == list(range(len(views))), f"{entry}: views never drawn"
+    changed = {k: sorted(h) for k, h in heights.items() if len(h) > 1}
+    assert not changed, f"{entry}: widgets changed height once drawn: {changed}"
 
 
 @pytest.mark.parametrize("entry", tools.notebook_pages())
 def test_no_painted_frame_shows_the_text_below_a_view_before_the_view(entry, site, watched_page):
     """A view is drawn before what follows it is painted, so it pushes nothing down: the
     host arrives before the first paint and evaluates the course's modules at once."""
-    watched_page.add_init_script(_WATCH_PASSED)
-    watched_page.goto(f"{site.url}{entry}.html")
-    watched_page.wait_for_load_state("load")
-    frames = watched_page.evaluate("window.__frames")
-    first_paint = watched_page.evaluate(
-        "performance.getEntriesByName('first-paint')[0].startTime")
+    frames, first_paint = watch_load(watched_page, f"{site.url}{entry}.html")
     # A frame's callbacks run just before it is painted: the first painted frame is the
     # last one that started before the first paint.
     before = [f for f in frames if f["time"] <= first_paint]
     painted = before[-1:] + [f for f in frames if f["time"] > first_paint]
-    late = [(round(f["time"]), f["undrawn"]) for f in painted if f["undrawn"]]
-    assert not late, f"{entry}: views passed but not drawn in painted frames (ms, views): {late}"
+    late = [(round(f["time"]), k) for f in painted
+            for k, view in enumerate(f["views"]) if view["passed"] and not view["drawn"]]
+    assert not late, f"{entry}: views passed but not drawn in painted frames (ms, view): {late}"
 
 
 def test_a_widget_the_host_cannot_show_is_named_and_the_others_still_work(site, page):
