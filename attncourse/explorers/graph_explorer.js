@@ -199,7 +199,8 @@ function render({ model, el: root }) {
   root.classList.add("attn-graph-explorer");
   const tokens = model.get("tokens");
   const layerCount = () => model.get("W_q").length;
-  const set = (name, value) => model.set(name, value); // the change event redraws
+  // The change event redraws; a live kernel hears of the reader's choice and recomputes.
+  const set = (name, value) => saveChanges(model, { [name]: value });
 
   const controls = el("div", "ge-controls");
   const thresholdBox = el("label", "ge-threshold");
@@ -282,7 +283,6 @@ function render({ model, el: root }) {
       cycleLine.textContent = `Layer ${layer + 1} has no cycle through three tokens `
         + "(with the causal mask every edge runs forward: no cycles but self-loops).";
     }
-    saveChanges(model, { weights: view.weights, rollout: view.rollouts[layer] });
   }
 
   recompute();
