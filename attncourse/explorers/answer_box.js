@@ -4,6 +4,8 @@
 // the exercise's declaration); no kernel is needed and nothing is sent back. Text is only
 // ever written with textContent.
 
+import { onChanges } from "./sync.js";
+
 // Reading, writing and judging a number: a mirror of attncourse.checks.predict (read_number,
 // format_number, judge), line for line; tests/test_answer_box.py runs both on one table.
 
@@ -151,9 +153,7 @@ function render({ model, el: root }) {
     const { answer, explanation } = exercise();
     show("answer", `The answer is ${formatNumber(answer)}. ${explanation}`);
   });
-  const listeners = ["prompt", "label"].map((name) => [`change:${name}`, relabel]);
-  listeners.forEach(([event, listener]) => model.on(event, listener));
-  return () => listeners.forEach(([event, listener]) => model.off(event, listener));
+  return onChanges(model, { prompt: relabel, label: relabel });
 }
 
 export default { render };

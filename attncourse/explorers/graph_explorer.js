@@ -1,13 +1,13 @@
 // Graph explorer: a stack of single-head attention layers drawn as graphs. Runs in the
 // browser with or without a kernel (anywidget keeps this file in the saved widget state).
-// Conventions follow attncourse.graph and attncourse.graph_explorer: rows are tokens;
+// Conventions follow attncourse.graph and graph_explorer.py: rows are tokens;
 // weights[i][j] is the edge j -> i ("i reads j"); layer l maps X_l to
 // A_l X_l W_v[l] (+ X_l with a skip connection), A_l = softmax(scale Q K^T, masked) by
 // rows. Token labels are only ever written with textContent.
 
 import { el, svg } from "./dom.js";
 import { matmul, softmaxRows, transpose } from "./linalg.js";
-import { saveChanges } from "./sync.js";
+import { onChanges, saveChanges } from "./sync.js";
 
 function identity(n) {
   return Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
@@ -286,10 +286,11 @@ function render({ model, el: root }) {
   }
 
   recompute();
-  const events = "change:threshold change:causal change:window change:tied change:layer "
-    + "change:X change:W_q change:W_k change:W_v change:scale change:skip";
-  model.on(events, recompute);
-  return () => model.off(events, recompute);
+  return onChanges(model, Object.fromEntries(REDRAWN_ON.map((name) => [name, recompute])));
 }
+
+// Every trait the drawing reads.
+const REDRAWN_ON = ["threshold", "causal", "window", "tied", "layer", "X", "W_q", "W_k", "W_v",
+  "scale", "skip"];
 
 export default { render };
