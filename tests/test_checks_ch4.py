@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch  # noqa: F401  chapter 4 imports it first too: the check's lazy import is then free
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -214,3 +215,19 @@ def test_a_head_number_is_no_longer_an_answer(capsys):
 def test_indispensable_head_names_the_mistake(capsys, answer, expected):
     line = feedback(capsys, checks.indispensable_head, answer)
     assert expected in line and "the check itself hit an error" not in line
+
+
+MULTI_HEAD_WRONG = [variant(split="reshape alone"), variant(merge="reshape alone"),
+                    variant(scale=1.0), variant(project=False), variant(average=True),
+                    variant(use_mask=False), lambda *a: (reference(*a)[0] * 2, reference(*a)[1])]
+
+
+@pytest.mark.slow  # 400 runs of the check, torch's module included
+def test_on_50_seeds_of_inputs_the_reference_passes_and_every_mistake_fails(capsys, monkeypatch):
+    """Issue #21 item 13: the verdict does not rest on the check's one draw (seed 4)."""
+    drawn = ch4._attention_cases
+    for seed in range(50):
+        monkeypatch.setattr(ch4, "_attention_cases", lambda seed=seed: drawn(seed))
+        assert "Passed." in feedback(capsys, checks.multi_head_attention, per_head_loop)
+        for answer in MULTI_HEAD_WRONG:
+            assert "Not right yet." in feedback(capsys, checks.multi_head_attention, answer), seed
