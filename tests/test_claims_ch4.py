@@ -126,17 +126,21 @@ def test_zero_and_mean_ablation_agree_and_respect_their_bounds(runs):
         assert np.all(mean >= affine)
 
 
+def kept_heads(task: RoleTask, model: TrainedHeads, dropped: int) -> np.ndarray:
+    """The other heads' outputs at the verb, side by side: (batch, (n_heads - 1) * d_head)."""
+    heads, _ = attention_heads(task.embeddings(), model.W_q, model.W_k, model.W_v, model.n_heads)
+    at_verb = heads[np.arange(len(task.roles)), :, task.position(VERB)]  # (batch, n_heads, d_head)
+    return np.delete(at_verb, dropped, axis=1).reshape(len(task.roles), -1)
+
+
 def test_refitting_w_o_never_does_worse_than_zero_ablation(runs):
     for run in runs:
         without = ablation_losses(run.test, run.three)
         assert verb_loss(run.test, run.three) < 1e-3
         for dropped in range(3):
-            def kept(task):
-                heads, _ = attention_heads(task.embeddings(), run.three.W_q, run.three.W_k, run.three.W_v, 3)
-                at_verb = heads[np.arange(len(task.roles)), :, task.position(VERB)]  # (batch, 3, 2)
-                return np.delete(at_verb, dropped, axis=1).reshape(len(task.roles), -1)  # (batch, 4)
-            W_o = np.linalg.lstsq(kept(run.train), run.train.wanted_output(), rcond=None)[0]
-            refit = np.mean((kept(run.test) @ W_o - run.test.wanted_output()) ** 2)
+            kept_train, kept_test = (kept_heads(task, run.three, dropped) for task in (run.train, run.test))
+            W_o = np.linalg.lstsq(kept_train, run.train.wanted_output(), rcond=None)[0]
+            refit = np.mean((kept_test @ W_o - run.test.wanted_output()) ** 2)
             assert refit <= without[dropped] + 1e-3
 
 
