@@ -144,6 +144,19 @@ def test_refitting_w_o_never_does_worse_than_zero_ablation(runs):
             assert refit <= without[dropped] + 1e-3
 
 
+def test_a_dropped_heads_information_is_lost_only_where_the_others_mix_alike(runs):
+    """The exercise's solution: refitting W_O leaves a large loss only where the two heads
+    left make nearly the same mixture of subject and object (their table's determinant near 0)."""
+    for run in runs:
+        table = np.stack([weight_on(run.test, run.three, SUBJECT), weight_on(run.test, run.three, OBJECT)],
+                         axis=1)  # (n_heads, 2)
+        for dropped in range(3):
+            kept_train, kept_test = (kept_heads(task, run.three, dropped) for task in (run.train, run.test))
+            W_o = np.linalg.lstsq(kept_train, run.train.wanted_output(), rcond=None)[0]
+            refit = np.mean((kept_test @ W_o - run.test.wanted_output()) ** 2)
+            assert refit < 0.01 or abs(np.linalg.det(np.delete(table, dropped, axis=0))) < 0.05
+
+
 def test_identical_starts_stay_identical():
     train = make_role_task(256, seed=0)
     for k in SEEDS:
