@@ -102,7 +102,7 @@ def test_the_rollout_is_positive_and_flatter_than_the_last_layer(draws):
     assert flatter >= 0.9 * len(out)
 
 
-def test_biases_keep_a_symmetric_block_reversible_and_a_symmetric_m_is_needed_without_them():
+def test_biases_keep_a_symmetric_block_reversible_and_a_symmetric_m_is_needed_with_or_without_them():
     X = tennis_sentence().X
     for seed in range(10):
         rng = np.random.default_rng(seed)
@@ -117,6 +117,8 @@ def test_biases_keep_a_symmetric_block_reversible_and_a_symmetric_m_is_needed_wi
         three = np.vstack([x_a, x_b, np.zeros(5)])  # (3, d_model)
         weights = softmax(dot_product_scores(three @ W_Q, three @ W_K_other))
         assert np.isclose(np.log(cycle_ratio(weights, [0, 1, 2])), x_a @ B @ x_b)
+        weights_biased = softmax(dot_product_scores(three @ W_Q + b_Q, three @ W_K_other + b_K))
+        assert np.isclose(np.log(cycle_ratio(weights_biased, [0, 1, 2])), x_a @ B @ x_b)  # biases too
 
 
 def test_the_converse_needs_a_positive_stationary_distribution():
