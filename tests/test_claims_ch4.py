@@ -144,17 +144,23 @@ def test_refitting_w_o_never_does_worse_than_zero_ablation(runs):
             assert refit <= without[dropped] + 1e-3
 
 
-def test_a_dropped_heads_information_is_lost_only_where_the_others_mix_alike(runs):
-    """The exercise's solution: refitting W_O leaves a large loss only where the two heads
-    left make nearly the same mixture of subject and object (their table's determinant near 0)."""
+def test_information_is_lost_where_the_heads_left_mix_alike_and_some_starts_lose_none(runs):
+    """The exercise's solution: where the two heads left make one mixture of subject and
+    object (their table's determinant 0), refitting W_O cannot recover the loss; from some
+    starts every pair makes two different mixtures and refitting recovers every ablation."""
+    starts_losing_nothing = 0
     for run in runs:
         table = np.stack([weight_on(run.test, run.three, SUBJECT), weight_on(run.test, run.three, OBJECT)],
                          axis=1)  # (n_heads, 2)
+        refits = []
         for dropped in range(3):
             kept_train, kept_test = (kept_heads(task, run.three, dropped) for task in (run.train, run.test))
             W_o = np.linalg.lstsq(kept_train, run.train.wanted_output(), rcond=None)[0]
-            refit = np.mean((kept_test @ W_o - run.test.wanted_output()) ** 2)
-            assert refit < 0.01 or abs(np.linalg.det(np.delete(table, dropped, axis=0))) < 0.05
+            refits.append(np.mean((kept_test @ W_o - run.test.wanted_output()) ** 2))
+            if abs(np.linalg.det(np.delete(table, dropped, axis=0))) < 1e-3:
+                assert refits[-1] > 0.1
+        starts_losing_nothing += max(refits) < 0.1
+    assert starts_losing_nothing >= 1
 
 
 def test_identical_starts_stay_identical():
