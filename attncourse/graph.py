@@ -184,7 +184,7 @@ def stationary_distribution(weights: Float[np.ndarray, "seq seq"]) -> Float[np.n
 
     pi is where the random walk "from a token to a token it reads" spends its time in
     the long run; pi_j = sum_i pi_i weights[i, j] says how much token j is read, counting
-    each reader by its own pi. With symmetric scores S (W = softmax(S)), pi_i is
+    each reader by its own pi. With symmetric scores S (A = softmax(S)), pi_i is
     proportional to the row normaliser Z_i (chapter 2).
 
     Raises ValueError if a weight is negative, if a row does not sum to 1, or if pi is
@@ -230,7 +230,7 @@ def _irreducible_stationary(P: np.ndarray) -> np.ndarray:
 def cycle_ratio(weights: Float[np.ndarray, "seq seq"], cycle) -> float:
     """The product of the weights around ``cycle`` divided by the product the other way.
 
-    For ``cycle = [a, b, c]``: ``W[a, b] W[b, c] W[c, a] / (W[b, a] W[c, b] W[a, c])``,
+    For ``cycle = [a, b, c]`` and A = ``weights``: ``A[a, b] A[b, c] A[c, a] / (A[b, a] A[c, b] A[a, c])``,
     a reads from b, b from c, c from a, against the same walk reversed. Kolmogorov's
     criterion: the walk is reversible (detailed balance holds) exactly when every cycle
     has ratio 1. Around two tokens the ratio is always 1. Computed in logarithms, so
@@ -239,8 +239,8 @@ def cycle_ratio(weights: Float[np.ndarray, "seq seq"], cycle) -> float:
     Raises ValueError for fewer than 2 tokens, an index out of range, or a cycle whose
     reverse uses an edge of weight 0 (the ratio is then undefined).
 
-    >>> W = [[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.4, 0.1, 0.5]]
-    >>> round(cycle_ratio(W, [0, 1, 2]), 6)
+    >>> A = [[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.4, 0.1, 0.5]]
+    >>> round(cycle_ratio(A, [0, 1, 2]), 6)
     64.0
     """
     array = _square_weights(weights)
@@ -281,8 +281,8 @@ def largest_cycle_ratio(
     largest ratio is >= 1). None when there is no such cycle (fewer than three tokens,
     or a causal mask: a DAG has no cycle).
 
-    >>> W = [[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.4, 0.1, 0.5]]
-    >>> ratio, cycle = largest_cycle_ratio(W)
+    >>> A = [[0.5, 0.4, 0.1], [0.1, 0.5, 0.4], [0.4, 0.1, 0.5]]
+    >>> ratio, cycle = largest_cycle_ratio(A)
     >>> round(ratio, 6), cycle
     (64.0, (0, 1, 2))
     """

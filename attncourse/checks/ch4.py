@@ -11,7 +11,6 @@ from attncourse.attention import causal_mask, scaled_dot_product_attention
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _short_repr,
     _show,
     _type_name,
     exercise,
@@ -61,10 +60,11 @@ predict_parameter_count = predict_exercise(
 # ch4-multi-head-attention
 
 
-def _attention_cases() -> list[tuple[str, tuple[np.ndarray, ...], int, np.ndarray | None]]:
+def _attention_cases(seed: int = 4) -> list[tuple[str, tuple[np.ndarray, ...], int, np.ndarray | None]]:
     """(description, (X, W_q, W_k, W_v, W_o), n_heads, mask): d_model, d_head, the heads'
-    total width and d_out all differ, so a scale by the wrong width and a missing W_O show."""
-    rng = np.random.default_rng(4)
+    total width and d_out all differ, so a scale by the wrong width and a missing W_O show.
+    The check uses seed 4; the tests try 50 others, so that no verdict rests on one draw."""
+    rng = np.random.default_rng(seed)
 
     def problem(lead, seq, d_model, n_heads, d_head, d_out):
         X = rng.standard_normal((*lead, seq, d_model))  # (..., seq, d_model)
@@ -264,28 +264,65 @@ def _exercise_ablation() -> tuple[float, np.ndarray]:
     return verb_loss(test_task, exercise_model()), ablation_losses(test_task, exercise_model())
 
 
+def _ablation_mistakes() -> list[tuple[np.ndarray, str]]:
+    """What common mistakes give instead of the zero-ablated held-out losses, with a hint."""
+    train_task, test_task = chapter_tasks()
+    model = exercise_model()
+    intact = verb_loss(test_task, model)
+    return [
+        (ablation_losses(test_task, model, how="mean"),
+         "these are the losses with each head replaced by its MEAN output (mean ablation). The "
+         "exercise asks for zero ablation: verb_loss(test_task, three_heads, ablate=h), whose "
+         "default is how=\"zero\"."),
+        (ablation_losses(train_task, model),
+         "these are the losses on the training sentences. Ablate on the held-out ones: "
+         "test_task, not train_task."),
+        (np.full(EXERCISE_MODEL["n_heads"], intact),
+         "that is the loss with all three heads, three times. Pass ablate=h to remove head h."),
+    ]
+
+
+def _close_losses(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.allclose(a, b, rtol=1e-6, atol=1e-9))
+
+
 @exercise("ch4-indispensable-head")
-def indispensable_head(run, head) -> str:
-    """Exercise ch4-indispensable-head: which head of the three-head model trained on
-    chapter 4's task (train_heads(train_task, n_heads=3, d_head=2, seed=0)) raises the
-    held-out loss most when zero-ablated?"""
+def indispensable_head(run, without) -> str:
+    """Exercise ch4-indispensable-head: ``without``, shape (3,), the held-out loss of the
+    three-head model trained on chapter 4's task (train_heads(train_task, n_heads=3,
+    d_head=2, seed=0)) with head 0, 1, 2 zero-ablated in turn.
+
+    The answer is three measured numbers, so it cannot be guessed, and the check's model
+    is fixed, so the verdict on an answer does not depend on a seed. Diagnoses a head
+    number given instead of the losses, mean ablation, the training sentences, the intact
+    loss repeated, and the right losses in another order.
+    """
     n_heads = EXERCISE_MODEL["n_heads"]
-    if head is None or head is Ellipsis:
-        raise NotImplementedYet(f"set indispensable to a head number, 0 to {n_heads - 1}.")
-    if isinstance(head, (bool, np.bool_)) or not isinstance(head, (int, np.integer)):
-        raise Failed(f"write the head as a whole number from 0 to {n_heads - 1}; got {_short_repr(head)}.")
-    if not 0 <= head < n_heads:
-        raise Failed(f"there are {n_heads} heads, numbered 0 to {n_heads - 1}; got {int(head)}.")
-    intact, losses = _exercise_ablation()
-    answer = int(np.argmax(losses))
-    if head != answer:
+    if without is None or without is Ellipsis:
+        raise NotImplementedYet(f"set without to the {n_heads} held-out losses, one per ablated head.")
+    if isinstance(without, (bool, np.bool_, int, np.integer)):
         raise Failed(
-            f"without head {head} the held-out loss is {losses[head]:.3f} (with all heads "
-            f"{intact:.1e}); the model can lose it more easily than another head. Hint: "
-            f"compute verb_loss(test_task, three_heads, ablate=h) for every h and compare."
+            f"without is the number {int(without)}; give the {n_heads} held-out losses instead, "
+            "[loss without head 0, without head 1, without head 2], and read the head off them."
         )
-    others = ", ".join(f"head {h} {loss:.3f}" for h, loss in enumerate(losses) if h != answer)
+    losses = expect_array(without, (n_heads,), "without")
+    if not np.isfinite(losses).all():
+        raise Failed(f"without contains nan or inf: {_show(losses)}")
+    intact, expected = _exercise_ablation()
+    answer = int(np.argmax(expected))
+    if not _close_losses(losses, expected):
+        for wrong, hint in _ablation_mistakes():
+            if _close_losses(losses, wrong):
+                raise Failed(hint)
+        if _close_losses(np.sort(losses), np.sort(expected)):
+            raise Failed("the right three losses in another order: entry h is the loss without head h.")
+        raise Failed(
+            f"without = {_show(losses)} is not what zero ablation gives on the held-out sentences "
+            f"(with all heads the loss is {intact:.1e}). Hint: "
+            "[verb_loss(test_task, three_heads, ablate=h) for h in range(3)]."
+        )
+    others = ", ".join(f"head {h} {loss:.3f}" for h, loss in enumerate(expected) if h != answer)
     return (
         f"without head {answer} the held-out loss rises from {intact:.1e} to "
-        f"{losses[answer]:.3f}; without the others it rises less ({others})."
+        f"{expected[answer]:.3f}, the most; without the others it rises less ({others})."
     )

@@ -58,7 +58,7 @@ def cycle_above_two(run, W_q, W_k=None) -> str:
     that on the tennis sentence (scale 1, no mask) the cycle He ⇝ it ⇝ ball (He reads
     it, it reads ball, ball reads He) has a cycle ratio above 2.
 
-    The log ratio is x_He B x_it + x_it B x_ball + x_ball B x_He with B = M - Mᵀ,
+    The log ratio is x_Heᵀ B x_it + x_itᵀ B x_ball + x_ballᵀ B x_He with B = M - Mᵀ,
     M = W_q W_kᵀ: only the antisymmetric part of M counts.
     """
     if W_k is None:
@@ -102,13 +102,14 @@ def cycle_above_two(run, W_q, W_k=None) -> str:
         )
     raise Failed(
         f"the ratio is {ratio:.3f}, not above 2. Hint: its logarithm is "
-        "x_He B x_it + x_it B x_ball + x_ball B x_He with B = M - Mᵀ; make it larger than "
+        "x_Heᵀ B x_it + x_itᵀ B x_ball + x_ballᵀ B x_He with B = M - Mᵀ; make it larger than "
         "log 2 = 0.693."
     )
 
 
-def _rollout_cases() -> list[tuple[str, np.ndarray]]:
-    rng = np.random.default_rng(2027)
+def _rollout_cases(seed: int = 2027) -> list[tuple[str, np.ndarray]]:
+    """The check's inputs (seed 2027); the tests try 50 other seeds."""
+    rng = np.random.default_rng(seed)
     random_layers = softmax(2 * rng.standard_normal((3, 5, 5)))  # (n_layers, seq, seq)
     heads = softmax(2 * rng.standard_normal((2, 3, 4, 4)))  # (n_layers, n_heads, seq, seq)
     faint = softmax(2 * rng.standard_normal((4, 6, 6)))
