@@ -44,21 +44,21 @@ class Prediction:
         return abs(value - self.answer) <= self.tolerance
 
 
+ATTEMPTS_MIMETYPE = "application/vnd.attncourse.attempts+json"
+
 # Every predict exercise's label -> its declaration. Filled at import by predict_exercise.
 PREDICTIONS: dict[str, Prediction] = {}
 
 class _MissCounter:
-    """Misses per label in this kernel: the hint comes first, the answer from the second miss.
-
-    An object rather than a Counter in the module on purpose: the grader fingerprints the
-    checks' modules (``core._fingerprint``), and a learner's miss is not a change to them.
-    """
+    """Misses per label in this kernel: the hint comes first, the answer from the second miss."""
 
     def __init__(self) -> None:
         self._counts: Counter[str] = Counter()
+        self.attempts: dict[str, list[dict]] = {}
 
     def clear(self) -> None:
         self._counts.clear()
+        self.attempts.clear()
 
     def add(self, label: str) -> int:
         self._counts[label] += 1
@@ -66,6 +66,11 @@ class _MissCounter:
 
 
 _misses = _MissCounter()
+
+
+def forget_misses() -> None:
+    """Start counting misses afresh (the grader judges each learner's answer on its own)."""
+    _misses.clear()
 
 
 def predict_exercise(label: str, *, answer: float, tolerance: float, hint: str, explanation: str):
@@ -110,11 +115,30 @@ def _judge(prediction: Prediction, value: float | None) -> str:
         raise NotImplementedYet("write your prediction as a number: prediction = 0.25, say.")
     said = f"you predicted {_number(value)}"
     if prediction.accepts(value):
+        _keep_attempt(prediction.label, value, right=True, revealed=False)
         return f"{said}; the answer is {_number(prediction.answer)}. {prediction.explanation}"
     if _misses.add(prediction.label) == 1:
+        _keep_attempt(prediction.label, value, right=False, revealed=False)
         raise Failed(f"{said}, which is not within {prediction.tolerance:g} of the answer. "
                      f"Hint: {prediction.hint} Then try again.")
+    _keep_attempt(prediction.label, value, right=False, revealed=True)
     raise Failed(f"{said}; the answer is {_number(prediction.answer)}. {prediction.explanation}")
+
+
+def _keep_attempt(label: str, value: float, right: bool, revealed: bool) -> None:
+    """Note the attempt, and in a Jupyter kernel save every attempt so far in the check
+    cell's output (no text: nothing shows), where ``grade`` reads them in the submitted
+    notebook. A kernel cannot write the notebook's metadata; an output is saved with it."""
+    attempts = _misses.attempts.setdefault(label, [])
+    attempts.append({"value": value, "right": right, "revealed": revealed})
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        display({ATTEMPTS_MIMETYPE: {"exercise": label, "attempts": list(attempts)}, "text/plain": ""}, raw=True)
 
 
 def _number(value: float) -> str:

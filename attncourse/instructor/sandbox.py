@@ -128,6 +128,13 @@ class Sandbox:
         copy.write_bytes(notebook.read_bytes())
         copy.chmod(0o644)  # readable by the kernel when it runs as nobody
 
+    def copy_in_data(self, scratch: Path, name: str, text: str) -> None:
+        """Put a data file for the grader's cells in the kernel's working folder (read-only
+        in the sandbox, like the notebook)."""
+        path = scratch / "work" / name
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o644)
+
     def environment(self, scratch: Path, check_timeout: float | None) -> dict[str, str]:
         """The kernel's whole environment (nothing of the instructor's)."""
         env = {
