@@ -148,7 +148,7 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
     client = _OutputLimitedClient(
         nb, km, limits.output, timeout=None, allow_errors=True, shutdown_kernel="immediate",
         on_cell_start=lambda cell, cell_index: current.update(cell=cell_index),
-        on_cell_error=_stop_when_out_of_memory,
+        on_cell_error=_stop_when_out_of_memory, on_notebook_start=lambda notebook: km.lock_runtime(),
     )
     run = Execution(nb)
     started = time.monotonic()
