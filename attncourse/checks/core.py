@@ -341,7 +341,20 @@ def short_repr(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+class Opaque:
+    """What the grader sees of a learner's answer that was not data (see
+    ``attncourse.checks.wire``): equal to nothing, an array of nothing."""
+
+    def __init__(self, description: str):
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"<{self.description}, not data>"
+
+
 def type_name(value) -> str:
+    if isinstance(value, Opaque):
+        return f"{value.description} (not data)"
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
     return f"a {type(value).__name__}"

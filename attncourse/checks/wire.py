@@ -88,12 +88,15 @@ def encode(value: Any, depth: int = 0) -> Any:
     what is not data becomes ``$opaque``."""
     if depth > MAX_DEPTH:
         return {"$opaque": "a value nested too deeply"}
-    if value is None or isinstance(value, (bool, str)):
-        return value
+    if value is None or isinstance(value, bool):
+        return bool(value) if value is not None else None
+    if isinstance(value, str):
+        return str.__str__(value)  # a subclass's own __str__ is the learner's code
     if isinstance(value, int):
-        return value
+        return int.__int__(value)
     if isinstance(value, float):
-        return value if math.isfinite(value) else {"$float": repr(value)}
+        number = float.__float__(value)  # never a subclass's __float__
+        return number if math.isfinite(number) else {"$float": repr(number)}
     if isinstance(value, complex):
         return {"$complex": [encode(value.real), encode(value.imag)]}
     if isinstance(value, (np.ndarray, np.generic)):
@@ -134,16 +137,6 @@ def _encode_array(value) -> dict:
     return {"$array": encoded}
 
 
-class Opaque:
-    """What the grader sees of an answer that was not data: never equal to anything."""
-
-    def __init__(self, description: str):
-        self.description = description
-
-    def __repr__(self) -> str:
-        return f"<{self.description}, not data>"
-
-
 class Function:
     """A learner's function, seen from the grader: ``replay`` answers its calls."""
 
@@ -162,7 +155,7 @@ class Function:
 
 def decode(data: Any, depth: int = 0, functions: Callable[[str], Any] | None = None) -> Any:
     """The value ``data`` encodes, built only of plain types, numpy arrays, ``Opaque`` and
-    ``Function`` (made by ``functions(name)``). Raises WireError on anything else."""
+    ``Function`` (made by ``functions(name)``) and ``core.Opaque``. Raises WireError on anything else."""
     if depth > MAX_DEPTH:
         raise WireError("nested too deeply")
     if data is None or isinstance(data, (bool, str, int)):
@@ -204,7 +197,7 @@ def decode(data: Any, depth: int = 0, functions: Callable[[str], Any] | None = N
     if tag == "$function" and isinstance(body, str):
         return functions(body) if functions else Function(body)
     if tag == "$opaque" and isinstance(body, str):
-        return Opaque(body[:200])
+        return core.Opaque(body[:200])
     raise WireError(f"an unknown value tag {tag[:40]!r}")
 
 
@@ -255,7 +248,8 @@ def export(label: str, expressions: tuple[str, ...], inputs: str = INPUTS_FILE) 
         answers = None
         record["missing"] = core.describe(error)
     if answers is not None:
-        record["answers"] = [encode(answer) for answer in answers]
+        encoded, _ = core.call_with_deadline(lambda: [encode(answer) for answer in answers], core.time_budget(None))
+        record["answers"] = encoded or [{"$opaque": "a value that could not be read in time"}] * len(answers)
         functions = {id(a): f"answer:{i}" for i, a in enumerate(answers) if callable(a)}
         if functions:
             recorder.check(label, answers, functions)

@@ -63,6 +63,13 @@ READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|
                            r"|\battncourse\.checks\.(predict|ch\d+)\b|\.answer\b")
 
 
+# What in a learner's source touches the grader's recording in the sandbox. It cannot change
+# a verdict (the data is judged here), but it can withhold or alter data: worth a look.
+TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bimport\s+(wire|core)\b|\bexport\s*\("
+                               r"|\bsys\s*\.\s*(setprofile|settrace)\b|\bevents\s*\.\s*register\b"
+                               r"|\bdisplay\s*=[^=]|\bCHECKS\b|__wrapped__")
+
+
 @dataclass(frozen=True)
 class Grade:
     """One row of the report: how ``learner`` did on ``exercise``."""
@@ -223,6 +230,10 @@ def _grade_exercise(run: _Run, label: str, course: Course) -> tuple[str, str, st
     if record is None:
         return NEEDS_REVIEW, problem, problem
     notes = [placed.note] if placed.note else []
+    touching = [m.group(0) for c in run.submitted.cells if c.cell_type == "code"
+                for m in [TOUCHES_RECORDING.search(c.source)] if m]
+    if touching:
+        notes.append(f"its source touches the grader's recording (`{touching[0]}`)")
     if record.get("references"):
         notes.append(f"its answer called the course's own {', '.join(map(str, record['references'][:3]))}")
     try:
@@ -505,11 +516,11 @@ RAN_ALONE = ("ran out of time beside other notebooks while using little of the p
 
 
 def _starved(run: _Run, time_limit: float) -> bool:
-    """Out of time while its own processes used less than half of it: a neighbour took the
+    """Out of time while its own processes used less than a quarter of it: a neighbour took the
     processor (processes that each start a session of their own each get a share of it, so
     a fork bomb of them starves the notebook beside it within every per-process limit). A
     notebook that ran out of time on its own processor time is endless: run once only."""
-    return run.timed_out and run.execution.cpu_seconds < 0.5 * time_limit
+    return run.timed_out and run.execution.cpu_seconds < 0.25 * time_limit
 
 
 def _problems(learner: str, paths: list[Path], runs: list[_Run]) -> list[str]:

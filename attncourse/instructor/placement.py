@@ -66,14 +66,17 @@ def defined_names(source: str) -> set[str]:
     except SyntaxError:
         return set(re.findall(r"^\s*(?:def\s+|class\s+)?([A-Za-z_]\w*)\s*(?:\(|=[^=]|:)", source, re.MULTILINE))
     found: set[str] = set()
-    for node in tree.body:
-        for sub in ast.walk(node):
-            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub in tree.body:
-                found.add(sub.name)
-            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                found.add(sub.id)
-            elif isinstance(sub, (ast.Import, ast.ImportFrom)):
-                found.update((alias.asname or alias.name).split(".")[0] for alias in sub.names)
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)  # what it binds inside is its own
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif not isinstance(node, ast.Lambda):
+            pending += list(ast.iter_child_nodes(node))
     return found
 
 
