@@ -67,7 +67,7 @@ READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|
 # a verdict (the data is judged here), but it can withhold or alter data: worth a look.
 TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bimport\s+(wire|core)\b|\bexport\s*\("
                                r"|\bsys\s*\.\s*(setprofile|settrace)\b|\bevents\s*\.\s*register\b"
-                               r"|\bdisplay\s*=[^=]|\bCHECKS\b|__wrapped__")
+                               r"|^\s*[\w.]*\bdisplay\s*=[^=]|\bCHECKS\b|__wrapped__", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,7 @@ class Course:
     exercises: dict[str, Exercise]  # label -> its check's arguments and names (those with a check)
     hidden: dict[str, list[str]]  # label -> the sources of its hidden-test cells
     inputs: dict[str, dict]  # label -> its hidden tests' modules, names and inputs (discovery)
+    sources: frozenset[str] = frozenset()  # every code cell of the chapters: the course's, not the learner's
 
 
 # ---------------------------------------------------------------------------------------
@@ -230,7 +231,7 @@ def _grade_exercise(run: _Run, label: str, course: Course) -> tuple[str, str, st
     if record is None:
         return NEEDS_REVIEW, problem, problem
     notes = [placed.note] if placed.note else []
-    touching = [m.group(0) for c in run.submitted.cells if c.cell_type == "code"
+    touching = [m.group(0) for c in _learners_code(run.submitted, course)
                 for m in [TOUCHES_RECORDING.search(c.source)] if m]
     if touching:
         notes.append(f"its source touches the grader's recording (`{touching[0]}`)")
@@ -255,7 +256,15 @@ def _grade_exercise(run: _Run, label: str, course: Course) -> tuple[str, str, st
     return PASSED, results[0].message, "; ".join(notes)
 
 
-def _predicted(run: _Run, label: str, status: str, message: str, review: str, score: bool) -> tuple[str, str, str]:
+def _learners_code(submitted, course: Course) -> list:
+    """The code cells the learner wrote or changed (the course's own cells, as handed
+    out, import the checks' modules themselves)."""
+    return [c for c in submitted.cells if c.cell_type == "code" and role_of(c) not in (CHECK, HIDDEN_TEST)
+            and c.source.strip() not in course.sources]
+
+
+def _predicted(run: _Run, label: str, status: str, message: str, review: str, score: bool,
+               course: Course) -> tuple[str, str, str]:
     """A predict exercise's grade: completed (or its verdict where the instructor scores
     them), with what the notebook's saved attempts and source say about how it was found."""
     notes = [review] if review else []
@@ -263,8 +272,7 @@ def _predicted(run: _Run, label: str, status: str, message: str, review: str, sc
     first_right = next((i for i, a in enumerate(attempts) if a.get("right")), len(attempts))
     if any(a.get("revealed") for a in attempts[:first_right]):
         notes.append(f"the check showed the answer after {first_right} misses, before the first right attempt")
-    reading = [m.group(0) for c in run.submitted.cells if c.cell_type == "code" and role_of(c) not in (CHECK, HIDDEN_TEST)
-               for m in [READS_ANSWERS.search(c.source)] if m]
+    reading = [m.group(0) for c in _learners_code(run.submitted, course) for m in [READS_ANSWERS.search(c.source)] if m]
     if reading:
         notes.append(f"its source reads the course's declarations (`{reading[0]}`)")
     if attempts:
@@ -296,9 +304,12 @@ def _grade_learner(learner: str, runs: list[_Run], expected: list[str], course: 
         for run in runs:
             if run.submitted is None or label not in {p.label for p in run.placed}:
                 continue
-            status, message, review = _grade_exercise(run, label, course)
+            try:
+                status, message, review = _grade_exercise(run, label, course)
+            except Exception as error:  # a bug of grade's own: this row's error, not the class's
+                status, message, review = ERROR, f"the grader failed on this exercise: {describe(error)}", ""
             if label in PREDICTIONS:
-                status, message, review = _predicted(run, label, status, message, review, score_predictions)
+                status, message, review = _predicted(run, label, status, message, review, score_predictions, course)
             if run.ran_alone:
                 review = "; ".join(filter(None, (review, RAN_ALONE)))
             outcomes.append((run.notebook, status, message, review))
@@ -407,7 +418,8 @@ def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None =
     inputs = hidden_inputs(sources, set(hidden), cache)
     exercises = {label: exercise_of_course(label, checks_cells[label], inputs.get(label, {}))
                  for label in order if label in checks_cells}
-    return Course(order, exercises, hidden, inputs)
+    sources = frozenset(c.source.strip() for nb in sources.values() for c in nb.cells if c.cell_type == "code")
+    return Course(order, exercises, hidden, inputs, sources)
 
 
 def grade_submissions(
