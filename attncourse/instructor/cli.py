@@ -100,7 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("submissions", type=Path, help="folder of submitted notebooks")
     grade.add_argument("--out", type=Path, required=True, help="folder for the report")
     grade.add_argument("--time-limit", type=_positive(float), default=120.0, metavar="SECONDS",
-                       help="per notebook, kernel start included (default: 120)")
+                       help="processor time per notebook, kernel start included (default: 120); a notebook "
+                            "kept waiting by a busy machine gets up to 3 times as long on the clock")
     grade.add_argument("--memory-limit", type=_positive(int), default=DEFAULT_LIMITS.memory // MiB, metavar="MIB",
                        help="memory of each of a notebook's processes, in MiB; past it, what it asks for "
                             "raises MemoryError and the notebook is stopped (default: "
@@ -108,8 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--check-timeout", type=_positive(float), default=None, metavar="SECONDS",
                        help=f"time budget of each check (default: {checks.DEFAULT_TIMEOUT:g})")
     grade.add_argument("--jobs", type=_positive(int), default=None, metavar="N",
-                       help=f"notebooks run at once (default: the number of processors, {os.cpu_count()}); "
-                            "with more than 1, a notebook that runs out of time is run again alone")
+                       help=f"notebooks run at once (default: the number of processors, {os.cpu_count()})")
     grade.add_argument("--learners", metavar="NAME[,NAME...]", default=None,
                        help="grade only these learners; the other learners' rows already in --out are kept")
     grade.add_argument("--score-predictions", action="store_true",

@@ -91,15 +91,10 @@ class _Run:
     placed: list[Placed] = field(default_factory=list)
     problem: str = ""  # why the run stopped early, or never started ("" if it ran to the end)
     grader_failed: bool = False  # a bug of grade's own, not the learner's doing
-    ran_alone: bool = False  # run again with no other notebook beside it (see _rerun_alone)
 
     @property
     def executed(self):
         return self.execution.executed if self.execution else None
-
-    @property
-    def timed_out(self) -> bool:
-        return bool(self.execution and self.execution.timed_out)
 
 
 @dataclass(frozen=True)
@@ -310,8 +305,6 @@ def _grade_learner(learner: str, runs: list[_Run], expected: list[str], course: 
                 status, message, review = ERROR, f"the grader failed on this exercise: {describe(error)}", ""
             if label in PREDICTIONS:
                 status, message, review = _predicted(run, label, status, message, review, score_predictions, course)
-            if run.ran_alone:
-                review = "; ".join(filter(None, (review, RAN_ALONE)))
             outcomes.append((run.notebook, status, message, review))
         unreadable = [run for run in runs if run.submitted is None]
         if len(outcomes) > 1:
@@ -498,41 +491,17 @@ def grade_submissions(
             for future in concurrent.futures.as_completed(futures):
                 i = futures[future]
                 results[i] = future.result()
-                if jobs > 1 and _starved(results[i], time_limit):
-                    continue  # judged after its run alone
-                _finish_one(tasks[i][0], remaining, learner_done)
-        starved = [i for i in sorted(results) if jobs > 1 and _starved(results[i], time_limit)]
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as alone:
-            for i in starved:
-                results[i] = alone.submit(run_one, tasks[i][1], number=len(tasks) + i).result()
-                results[i].ran_alone = True
-                _finish_one(tasks[i][0], remaining, learner_done)
+                remaining[tasks[i][0]] -= 1
+                if remaining[tasks[i][0]] == 0:
+                    learner_done(tasks[i][0])
     order = {name: n for n, name in enumerate(found)}
     grades.sort(key=lambda g: (order.get(g.learner, 0), course.order.index(g.exercise) if g.exercise in course.order else 0))
     return grades, problems
 
 
-def _finish_one(learner: str, remaining: dict[str, int], learner_done) -> None:
-    remaining[learner] -= 1
-    if remaining[learner] == 0:
-        learner_done(learner)
-
-
 def _found_labels(runs: list[_Run], course: Course) -> list[str]:
     found = {p.label for run in runs for p in run.placed}
     return [label for label in course.order if label in found] or [label for label in course.order if label in course.exercises]
-
-
-RAN_ALONE = ("ran out of time beside other notebooks while using little of the processor, so it was "
-             "run again alone: this grade is from that second run")
-
-
-def _starved(run: _Run, time_limit: float) -> bool:
-    """Out of time while its own processes used less than a quarter of it: a neighbour took the
-    processor (processes that each start a session of their own each get a share of it, so
-    a fork bomb of them starves the notebook beside it within every per-process limit). A
-    notebook that ran out of time on its own processor time is endless: run once only."""
-    return run.timed_out and run.execution.cpu_seconds < 0.25 * time_limit
 
 
 def _problems(learner: str, paths: list[Path], runs: list[_Run]) -> list[str]:
@@ -541,7 +510,7 @@ def _problems(learner: str, paths: list[Path], runs: list[_Run]) -> list[str]:
         (["submitted both as a file and as a folder: graded separately, not merged"] if flat_and_folder else [])
         + (["no notebook in the folder"] if not runs else [])
         + [f"{run.notebook}: {note}" for run in runs
-           for note in (([RAN_ALONE] if run.ran_alone else []) + ([run.problem] if run.problem else [])
+           for note in (([run.problem] if run.problem else [])
                         + _solution_note(run) + (run.execution.errors if run.execution else []))]
     )
 
