@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--memory-limit", type=_positive(int), default=DEFAULT_LIMITS.memory // MiB, metavar="MIB",
                        help="memory of each of a notebook's processes, in MiB; past it, what it asks for "
                             "raises MemoryError and the notebook is stopped (default: "
-                            f"{DEFAULT_LIMITS.memory // MiB}; chapter 7, the largest, passes with 768 and runs out at 640)")
+                            f"{DEFAULT_LIMITS.memory // MiB}, address space: chapter 7, the largest, passes with it)")
     grade.add_argument("--check-timeout", type=_positive(float), default=None, metavar="SECONDS",
                        help=f"time budget of each check (default: {checks.DEFAULT_TIMEOUT:g})")
     grade.add_argument("--jobs", type=_positive(int), default=None, metavar="N",

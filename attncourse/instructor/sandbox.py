@@ -71,7 +71,7 @@ class Limits:
 
     The defaults leave a margin over what the course's chapters need in the sandbox (see
     the instructor guide): chapter 7, which loads a real model with transformers, passes
-    with 768 MiB and runs out at 640; a kernel runs 15 to 17 threads; the largest
+    with 2048 MiB of address space; a kernel runs 15 to 17 threads; the largest
     chapter's outputs come to 0.6 MB."""
 
     memory: int = 2048 * MiB  # bytes of address space per process (RLIMIT_AS)
