@@ -600,7 +600,9 @@ def test_class_a_patched_numpy_display_checks_or_names_forge_no_pass(graded):
     assert grades["numpy-patcher", DOUBLING].status == FAILED
     broken = grades["display-patcher", SOFTMAX]  # builtins.isinstance replaced: nothing can record, or even run
     assert broken.status in (NEEDS_REVIEW, CRASHED) and broken.message
-    assert grades["check-patcher", SOFTMAX].status == FAILED and grades["check-patcher", DOUBLING].status == FAILED
+    patched = grades["check-patcher", SOFTMAX]  # the check it ran in the sandbox called nothing: no outputs
+    assert patched.status == NEEDS_REVIEW and "did not record" in patched.message and patched.review
+    assert grades["check-patcher", DOUBLING].status == FAILED
     rebound = grades["rebinder", SOFTMAX]  # the hidden test uses numpy, not the notebook's np
     assert rebound.status == FAILED and rebound.message.startswith("hidden test:")
 
