@@ -101,9 +101,12 @@ def test_whole_numbers_are_written_out_in_full(capsys, declare):
     assert "you predicted 655,360; the answer is 655,360." in said(capsys, check, 655_360)
 
 
-def test_a_miss_does_not_change_the_graders_fingerprint_of_the_checks(capsys, declare):
+def test_every_attempt_is_kept_with_whether_the_answer_was_shown(capsys, declare):
     check = declare()
-    before = core._fingerprint()
-    said(capsys, check, 1.0)
-    said(capsys, check, 2.0)
-    assert core._fingerprint() == before
+    for value in (1.0, 2.0, 0.3):
+        said(capsys, check, value)
+    assert predict._misses.attempts["ch9-predict-weight"] == [
+        {"value": 1.0, "right": False, "revealed": False},  # the hint only
+        {"value": 2.0, "right": False, "revealed": True},  # the answer shown
+        {"value": 0.3, "right": True, "revealed": False},
+    ]

@@ -262,15 +262,16 @@ def test_the_guide_documents_the_sandbox_the_trust_model_and_the_flags(capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     guide = (ROOT / "instructor_guide.md").read_text(encoding="utf-8")
     flags = ("--time-limit", "--memory-limit", "--check-timeout", "--jobs", "--unsafe-no-sandbox", "--out", "--assign",
-             "--chapters")
+             "--chapters", "--learners", "--score-predictions")
     assert [flag for flag in flags if flag not in guide or flag not in help_text] == []
-    for topic in ("### The sandbox", "### Limits", "### The trust model", "bubblewrap", "nonce", "fingerprint",
-                  "Flagged for review", "review", "formula", "not merged", "detected, not prevented",
-                  "RLIMIT_DATA", "RLIMIT_NPROC", "prlimit", "nobody", "What the limits do not do"):
+    for topic in ("### The sandbox", "### Limits", "### The trust model", "bubblewrap", "What crosses the boundary",
+                  "What the learner can influence", "flagged, not prevented", "needs review", "Files not graded",
+                  "Grading again", "Predict exercises", "Flagged for review", "review", "formula", "not merged",
+                  "RLIMIT_AS", "RLIMIT_NPROC", "--disable-userns", "prlimit", "nobody", "What the limits do not do"):
         assert topic in guide, topic
     limits = DEFAULT_LIMITS  # the numbers both state are the ones grade uses
     stated = (f"{limits.processes} processes and threads", f"{limits.disk // MiB} MiB", f"{limits.output // MiB} MiB")
     assert [number for number in stated if number not in guide or number not in help_text] == []
     assert f"{limits.memory // MiB} MiB per process" in guide and f"default: {limits.memory // MiB}" in help_text
-    for status in ("passed", "failed", "not attempted", "notebook crashed", "error"):
+    for status in ("passed", "failed", "completed", "not attempted", "needs review", "notebook crashed", "error"):
         assert f"| {status} |" in guide

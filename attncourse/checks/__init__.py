@@ -18,8 +18,8 @@ Three environment variables, read at every call:
   raises unless the check reported "not implemented" (CI on the student version: a stub
   that passes means a solution leaked into it).
 * ``ATTNCOURSE_CHECK_LOG``: a file to which every result is appended as one JSON line
-  ``{"exercise", "status", "message", "kind"}`` (``grade`` does not trust it: it reads
-  results on a channel of its own, see :mod:`attncourse.checks.core`).
+  ``{"exercise", "status", "message", "kind"}`` (``grade`` does not read it: it judges
+  data the notebook records, see :mod:`attncourse.checks.wire`).
 * ``ATTNCOURSE_CHECK_TIMEOUT``: the time budget of one check in seconds (default 10).
 
 The machinery lives in :mod:`attncourse.checks.core`; each chapter's checks in their own
@@ -37,7 +37,11 @@ without its chapter prefix::
         return "why this counts as a pass"
 
 ``run`` calls the learner's code safely; ``Failed`` and ``NotImplementedYet`` end the
-check with that message; the returned string is the message of a pass. Instructors' hidden
+check with that message; the returned string is the message of a pass. Call the learner's
+functions only through ``run``, on inputs the check makes itself (seeded, never random
+without a seed): ``grade`` replays those calls from the outputs a learner's notebook
+recorded, looked up by their inputs. ``show``, ``type_name``, ``short_repr`` and
+``describe`` format values and errors for a message. Instructors' hidden
 tests use :func:`hidden_test`.
 """
 
@@ -83,6 +87,7 @@ from attncourse.checks.core import (
     FAILED,
     LOG_VARIABLE,
     MODE_VARIABLE,
+    NEEDS_REVIEW,
     NOT_IMPLEMENTED,
     PASSED,
     TIMEOUT_VARIABLE,
@@ -90,10 +95,14 @@ from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
     Result,
+    describe,
     exercise,
     expect_array,
     expect_function,
     hidden_test,
+    short_repr,
+    show,
+    type_name,
 )
 
 __all__ = [
@@ -104,6 +113,7 @@ __all__ = [
     "Failed",
     "LOG_VARIABLE",
     "MODE_VARIABLE",
+    "NEEDS_REVIEW",
     "NOT_IMPLEMENTED",
     "NotImplementedYet",
     "PASSED",
@@ -114,6 +124,7 @@ __all__ = [
     "ball_ignores_it",
     "conv1d_as_attention",
     "cycle_above_two",
+    "describe",
     "exercise",
     "expect_array",
     "expect_function",
@@ -132,7 +143,10 @@ __all__ = [
     "predict_rank",
     "predict_rotation",
     "predict_weight_back",
+    "short_repr",
+    "show",
     "stable_softmax",
     "stationary_distribution",
     "tune_alpha",
+    "type_name",
 ]

@@ -7,10 +7,10 @@ import numpy as np
 from attncourse.attention import softmax
 from attncourse.checks.core import (
     Failed,
-    _show,
     exercise,
     expect_array,
     expect_function,
+    show,
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.checks.pure import run_on_copies
@@ -50,15 +50,15 @@ def stable_softmax(run, candidate) -> str:
         what = f"stable_softmax of {description}"
         weights = expect_array(run_on_copies(run, fn, [scores], what), scores.shape, what)
         if not np.isfinite(weights).all():
-            raise Failed(f"{what} gave {_show(weights)}. {_overflow_hint(scores)}")
+            raise Failed(f"{what} gave {show(weights)}. {_overflow_hint(scores)}")
         if (weights < 0).any():
-            raise Failed(f"{what} gave negative weights {_show(weights)}; exp is never negative.")
+            raise Failed(f"{what} gave negative weights {show(weights)}; exp is never negative.")
         sums = weights.sum(axis=-1)
         if not np.allclose(sums, 1.0, atol=1e-6):
-            raise Failed(f"{what}: the rows sum to {_show(sums)}, not 1. {_axis_hint(weights)}")
+            raise Failed(f"{what}: the rows sum to {show(sums)}, not 1. {_axis_hint(weights)}")
         expected = softmax(scores)
         if not np.allclose(weights, expected, rtol=1e-6, atol=1e-9):
-            raise Failed(f"{what} gave {_show(weights)}; expected {_show(expected)}.")
+            raise Failed(f"{what} gave {show(weights)}; expected {show(expected)}.")
     return (
         f"Your softmax matches the reference on {len(cases)} inputs, including scores of "
         "±1000, where the textbook formula gives nan."
@@ -128,7 +128,7 @@ def pool_prefers_badminton(run, A_tuned) -> str:
             "Hint: a dot product grows with the length of the vectors, not only their direction."
         )
     if not all(condition.holds(_CH1_TOKENS, views) for condition in beats_most):
-        raise Failed(f"beats no longer attends to itself most (weights {_show(weights[_BEATS])}).")
+        raise Failed(f"beats no longer attends to itself most (weights {show(weights[_BEATS])}).")
     return (
         f"pool now gives badminton {pool[_BADMINTON]:.3f}, more than the {pool[_POOL]:.3f} it "
         "keeps for itself: a dot product rewards length as well as direction."

@@ -7,10 +7,10 @@ import numpy as np
 from attncourse.attention import dot_product_scores, softmax
 from attncourse.checks.core import (
     Failed,
-    _show,
     exercise,
     expect_array,
     expect_function,
+    show,
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.checks.pure import run_on_copies
@@ -54,10 +54,10 @@ def stationary_distribution(run, candidate) -> str:
         what = f"stationary_distribution of {description}"
         pi = expect_array(run_on_copies(run, fn, [X], what), (len(X),), what)
         if not np.isfinite(pi).all():
-            raise Failed(f"{what} gave {_show(pi)}; every entry should be a finite number.")
+            raise Failed(f"{what} gave {show(pi)}; every entry should be a finite number.")
         expected = _reference_stationary(X)
         if not np.allclose(pi, expected, rtol=1e-6, atol=1e-9):
-            raise Failed(f"{what} gave {_show(pi)}; expected {_show(expected)}. {_stationary_hint(pi, X)}")
+            raise Failed(f"{what} gave {show(pi)}; expected {show(expected)}. {_stationary_hint(pi, X)}")
     W = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))
     pi = _reference_stationary(_SENTENCE.X)
     balance = np.abs(pi[:, None] * W - (pi[:, None] * W).T).max()

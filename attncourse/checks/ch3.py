@@ -14,11 +14,11 @@ from attncourse.checks.ch2 import _BALL, _IT, _SENTENCE
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _show,
-    _type_name,
     exercise,
     expect_array,
     expect_function,
+    show,
+    type_name,
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.checks.pure import run_on_copies
@@ -68,8 +68,8 @@ def attention_head(run, candidate) -> str:
         expected = weights @ (X @ W_v)  # (seq, d_v)
         if not np.allclose(output, expected, rtol=1e-6, atol=1e-9):
             raise Failed(
-                f"{what}: the weights are right but the output {_show(output)} is not "
-                f"{_show(expected)}. Hint: output = weights @ V, with the values V = X @ W_v."
+                f"{what}: the weights are right but the output {show(output)} is not "
+                f"{show(expected)}. Hint: output = weights @ V, with the values V = X @ W_v."
             )
     return (
         f"Your head matches scaled_dot_product_attention on {len(cases)} inputs: with and "
@@ -84,7 +84,7 @@ def _head_result(result, arrays, what: str) -> tuple[np.ndarray, np.ndarray]:
     if result is None:
         raise Failed(f"{what} returned None: did you forget `return`? Return the pair (output, weights).")
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        got = f"a {type(result).__name__} of {len(result)} items" if isinstance(result, (tuple, list)) else _type_name(result)
+        got = f"a {type(result).__name__} of {len(result)} items" if isinstance(result, (tuple, list)) else type_name(result)
         raise Failed(f"{what} returned {got}; it should return the pair (output, weights).")
     first, second = (np.shape(item) if isinstance(item, np.ndarray) else None for item in result)
     if first == (seq, seq) and second == (seq, d_v) and seq != d_v:
@@ -108,7 +108,7 @@ def _check_head_weights(weights, arrays, mask, what: str) -> None:
             if np.abs(scores).max() > 700
             else "Every weight should be a finite number."
         )
-        raise Failed(f"{what} gave the weights {_show(weights)}. {hint}")
+        raise Failed(f"{what} gave the weights {show(weights)}. {hint}")
     if mask is not None and (np.abs(weights[~mask]) > 1e-9).any():
         raise Failed(f"{what}: {_mask_hint(weights, Q, K, V, mask)}")
     sums = weights.sum(axis=-1)
@@ -118,7 +118,7 @@ def _check_head_weights(weights, arrays, mask, what: str) -> None:
             if np.allclose(weights.sum(axis=0), 1.0, atol=1e-6)
             else "Each query's weights must sum to 1: mask the scores before the softmax, not the weights after it."
         )
-        raise Failed(f"{what}: the rows of the weights sum to {_show(sums)}. {hint}")
+        raise Failed(f"{what}: the rows of the weights sum to {show(sums)}. {hint}")
     if close(weights, expected):
         return
     if mask is None and close(weights, scaled_dot_product_attention(Q, K, V, mask=causal_mask(len(X)))[1]):
@@ -133,7 +133,7 @@ def _check_head_weights(weights, arrays, mask, what: str) -> None:
         if close(weights, scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale)[1]):
             raise Failed(f"{what}: {hint}")
     raise Failed(
-        f"{what} gave the weights {_show(weights)}; expected {_show(expected)}. "
+        f"{what} gave the weights {show(weights)}; expected {show(expected)}. "
         "Hint: weights = softmax(Q Kᵀ / sqrt(d_k)) by rows, with Q = X W_q and K = X W_k."
     )
 
@@ -237,7 +237,7 @@ def _projection_matrix(value, name: str, d_model: int) -> np.ndarray:
         )
     matrix = expect_array(value, (d_model, d_model), name)
     if not np.isfinite(matrix).all():
-        raise Failed(f"{name} contains nan or inf: {_show(matrix)}")
+        raise Failed(f"{name} contains nan or inf: {show(matrix)}")
     return matrix
 
 

@@ -11,11 +11,11 @@ from attncourse.attention import causal_mask, scaled_dot_product_attention
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _show,
-    _type_name,
     exercise,
     expect_array,
     expect_function,
+    show,
+    type_name,
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.multihead import merge_heads, projection_shapes, split_heads
@@ -148,8 +148,8 @@ def multi_head_attention(run, candidate) -> str:
                         "them up: swap the head and seq axes back first, then reshape to "
                         "(..., seq, n_heads * d_head).")
             else:
-                hint = (f"the weights are right but the output {_show(output)} is not "
-                        f"{_show(expected_output)}. Hint: concatenate the heads' outputs token "
+                hint = (f"the weights are right but the output {show(output)} is not "
+                        f"{show(expected_output)}. Hint: concatenate the heads' outputs token "
                         "by token, then multiply by W_o.")
             raise Failed(f"{what}: {hint}")
     compared = _compare_with_torch(fn, run, cases)
@@ -169,7 +169,7 @@ def _attention_result(result, arrays, n_heads, mask, what) -> tuple[np.ndarray, 
         raise Failed(f"{what} returned None: did you forget `return`? Return the pair (output, weights).")
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         got = (f"a {type(result).__name__} of {len(result)} items" if isinstance(result, (tuple, list))
-               else _type_name(result))
+               else type_name(result))
         raise Failed(f"{what} returned {got}; it should return the pair (output, weights).")
     shapes = [np.shape(item) if isinstance(item, np.ndarray) else None for item in result]
     if shapes == [weights_shape, output_shape] and weights_shape != output_shape:
@@ -198,7 +198,7 @@ def _weights_hint(weights, expected, arrays, n_heads, mask) -> str:
     d_model, width = X.shape[-1], W_q.shape[1]
     d_head = width // n_heads
     if not np.isfinite(weights).all():
-        return f"the weights {_show(weights)} are not all finite numbers."
+        return f"the weights {show(weights)} are not all finite numbers."
     if _close(weights, _variant(arrays, n_heads, mask, split=_by_reshape_alone)[1]):
         return ("you cut the projections into heads by a reshape alone, which gives the "
                 "right shape with the wrong numbers: reshape to (..., seq, n_heads, d_head), "
@@ -214,7 +214,7 @@ def _weights_hint(weights, expected, arrays, n_heads, mask) -> str:
             return hint
     if mask is not None and _close(weights, _variant(arrays, n_heads, None)[1]):
         return "the mask was ignored: masked scores must become -inf before the softmax."
-    return (f"the weights {_show(weights)} are not {_show(expected)}. Hint: per head, "
+    return (f"the weights {show(weights)} are not {show(expected)}. Hint: per head, "
             "softmax(Q_h K_hᵀ / sqrt(d_head)) by rows, with Q_h the head's block of X W_q.")
 
 
@@ -307,7 +307,7 @@ def indispensable_head(run, without) -> str:
         )
     losses = expect_array(without, (n_heads,), "without")
     if not np.isfinite(losses).all():
-        raise Failed(f"without contains nan or inf: {_show(losses)}")
+        raise Failed(f"without contains nan or inf: {show(losses)}")
     intact, expected = _exercise_ablation()
     answer = int(np.argmax(expected))
     if not _close_losses(losses, expected):
@@ -317,7 +317,7 @@ def indispensable_head(run, without) -> str:
         if _close_losses(np.sort(losses), np.sort(expected)):
             raise Failed("the right three losses in another order: entry h is the loss without head h.")
         raise Failed(
-            f"without = {_show(losses)} is not what zero ablation gives on the held-out sentences "
+            f"without = {show(losses)} is not what zero ablation gives on the held-out sentences "
             f"(with all heads the loss is {intact:.1e}). Hint: "
             "[verb_loss(test_task, three_heads, ablate=h) for h in range(3)]."
         )

@@ -10,10 +10,10 @@ from attncourse.attention import dot_product_scores, softmax
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _show,
     exercise,
     expect_array,
     expect_function,
+    show,
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.checks.tune import Condition, CycleRatio, tune_goal
@@ -70,7 +70,7 @@ def cycle_above_two(run, W_q, W_k=None) -> str:
     for name, value in (("W_q", W_q), ("W_k", W_k)):
         matrices[name] = expect_array(value, (d_model, d_model), name)
         if not np.isfinite(matrices[name]).all():
-            raise Failed(f"{name} contains nan or inf: {_show(matrices[name])}")
+            raise Failed(f"{name} contains nan or inf: {show(matrices[name])}")
     outside = goal.out_of_bounds(matrices)
     if outside:
         low, high = goal.bounds[outside[0]]
@@ -180,7 +180,7 @@ def attention_rollout(run, candidate) -> str:
         if np.allclose(result, expected, rtol=1e-6, atol=1e-9):
             continue
         if not np.isfinite(result).all():
-            raise Failed(f"{what} gave {_show(result)}: every entry should be a finite number.")
+            raise Failed(f"{what} gave {show(result)}: every entry should be a finite number.")
         if np.allclose(result, expected.T, rtol=1e-6, atol=1e-9):
             raise Failed(
                 f"{what}: you returned the transpose of the rollout, so the edge direction is "
@@ -190,8 +190,8 @@ def attention_rollout(run, candidate) -> str:
             if np.allclose(result, _rollout_variant(layers, **mistake), rtol=1e-6, atol=1e-9):
                 raise Failed(f"{what}: {hint}")
         raise Failed(
-            f"{what} gave {_show(result)}; expected {_show(expected)}, whose rows sum to 1 "
-            f"(yours: {_show(result.sum(axis=-1))}). Hint: average the heads, mix in the "
+            f"{what} gave {show(result)}; expected {show(expected)}, whose rows sum to 1 "
+            f"(yours: {show(result.sum(axis=-1))}). Hint: average the heads, mix in the "
             "identity, renormalise the rows, multiply with the later layer on the left."
         )
     return (

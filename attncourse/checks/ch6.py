@@ -7,11 +7,11 @@ import numpy as np
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _show,
-    _type_name,
     exercise,
     expect_array,
     expect_function,
+    show,
+    type_name,
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.checks.tune import tune_setting_goal
@@ -99,7 +99,7 @@ def _conv_result(result, x, kernel, what: str) -> tuple[np.ndarray, np.ndarray]:
     if result is None:
         raise Failed(f"{what} returned None: did you forget `return`? Return (output, weights).")
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise Failed(f"{what} returned {_type_name(result)}; return the pair (output, weights).")
+        raise Failed(f"{what} returned {type_name(result)}; return the pair (output, weights).")
     if _shape(result[1]) == (K, seq, seq) and K > 1:
         raise Failed(
             f"{what}: the weights have shape {(K, seq, seq)}, so the keys are the {seq} tokens "
@@ -127,7 +127,7 @@ def _check_weights(weights, x, kernel, alpha, what: str) -> None:
     if not np.isfinite(weights).all() or not np.allclose(weights.sum(-1), 1.0, atol=1e-6):
         raise Failed(
             f"{what}: each head's rows should be a softmax summing to 1, got row sums "
-            f"{_show(weights.sum(-1))}. Hint: softmax(scores, axis=-1) over the keys."
+            f"{show(weights.sum(-1))}. Hint: softmax(scores, axis=-1) over the keys."
         )
     if close(weights, expected[::-1]):
         raise Failed(
@@ -139,7 +139,7 @@ def _check_weights(weights, x, kernel, alpha, what: str) -> None:
         raise Failed(f"{what}: the weights do not depend on alpha; multiply the scores by it.")
     raise Failed(
         f"{what}: the weights of head 0 (Delta = {-(K // 2)}) at token 0 are "
-        f"{_show(weights[0, 0])}; expected {_show(expected[0, 0])}. Hint: query i sits at "
+        f"{show(weights[0, 0])}; expected {show(expected[0, 0])}. Hint: query i sits at "
         "padded position i + K//2 and scores padded key j with -alpha (j - (i + K//2) - Delta)²."
     )
 
@@ -158,7 +158,7 @@ def _output_hint(output, expected, x, kernel, alpha) -> str:
             "bumps: the output must be the weights times the values, not F.conv1d."
         )
     return (
-        f"the weights are right but the output {_show(output)} is not {_show(expected)}. Hint: "
+        f"the weights are right but the output {show(output)} is not {show(expected)}. Hint: "
         "head h maps the padded tokens with kernel[:, :, h].T (c_in, c_out); sum the heads."
     )
 
@@ -224,7 +224,7 @@ def tune_alpha(run, alpha) -> str:
     if alpha is None or alpha is Ellipsis:
         raise NotImplementedYet("set alpha to a number.")
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.number)):
-        raise Failed(f"alpha should be one number, got {_type_name(alpha)}.")
+        raise Failed(f"alpha should be one number, got {type_name(alpha)}.")
     alpha = float(alpha)
     if alpha == STARTING_ALPHA:
         raise NotImplementedYet(f"alpha is still the stub's {STARTING_ALPHA:g}: change it.")

@@ -12,10 +12,10 @@ from attncourse.attention import scaled_dot_product_attention
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _short_repr,
     exercise,
     expect_array,
     expect_function,
+    short_repr,
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.multihead import split_heads
@@ -158,7 +158,7 @@ def most_important_head(run, answer) -> str:
     if (not isinstance(answer, (tuple, list)) or len(answer) != 2
             or not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
                        for v in answer)):
-        raise Failed(f"write the head as a pair of whole numbers (layer, head); got {_short_repr(answer)}.")
+        raise Failed(f"write the head as a pair of whole numbers (layer, head); got {short_repr(answer)}.")
     layer, head = (int(v) for v in answer)
     if not (0 <= layer < N_LAYERS and 0 <= head < N_HEADS):
         raise Failed(f"layers are numbered 0 to {N_LAYERS - 1} and heads 0 to {N_HEADS - 1}; "

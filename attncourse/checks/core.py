@@ -3,16 +3,12 @@ every chapter's checks use (see ``attncourse.checks`` for how to write a check).
 
 from __future__ import annotations
 
-import builtins
 import ctypes
 import functools
-import hashlib
 import inspect
 import json
 import os
-import sys
 import threading
-import types
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -21,11 +17,13 @@ from typing import Any
 import numpy as np
 
 PASSED, FAILED, NOT_IMPLEMENTED = "passed", "failed", "not implemented"
+NEEDS_REVIEW = "needs review"  # only the grader's replay gives it (see attncourse.checks.wire)
 MODE_VARIABLE = "ATTNCOURSE_CHECK_MODE"
 LOG_VARIABLE = "ATTNCOURSE_CHECK_LOG"
 TIMEOUT_VARIABLE = "ATTNCOURSE_CHECK_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0
-_HEADLINES = {PASSED: "Passed.", FAILED: "Not right yet.", NOT_IMPLEMENTED: "Not implemented yet."}
+_HEADLINES = {PASSED: "Passed.", FAILED: "Not right yet.", NOT_IMPLEMENTED: "Not implemented yet.",
+              NEEDS_REVIEW: "Needs review."}
 _EXPECTED_IN_MODE = {"solved": PASSED, "student": NOT_IMPLEMENTED}
 
 
@@ -51,8 +49,32 @@ class CheckError(AssertionError):
     """Raised in the CI modes only, when a check's status is not the one the mode expects."""
 
 
-class _Stop(BaseException):
+class Stop(BaseException):
     """Raised inside the learner's worker thread to stop it once the budget is spent."""
+
+
+class Replayed(Exception):
+    """What a learner's function did in the sandbox, raised by the grader's replay of it
+    (``attncourse.instructor.verdict``) where the function itself would have raised."""
+
+    def __init__(self, function: str, raised: str = "", not_implemented: bool = False,
+                 stopped: float | None = None):
+        super().__init__(raised)
+        self.function, self.raised, self.not_implemented, self.stopped = function, raised, not_implemented, stopped
+
+    def verdict(self, label_of_call: str) -> Exception:
+        if self.stopped is not None:
+            return Failed(f"{self.function}() did not return within the time budget of {self.stopped:g} s "
+                          "(an endless loop?).")
+        if self.not_implemented:
+            return NotImplementedYet(f"{label_of_call} raised NotImplementedError: replace the stub's "
+                                     "`raise` with your code.")
+        return Failed(f"{label_of_call} raised {self.raised}")
+
+
+class NotRecorded(Exception):
+    """The grader's replay was asked for a call the learner's notebook did not record: the
+    grader cannot tell, so the exercise needs an instructor's review."""
 
 
 # Every exercise label -> its check. Filled once, at import, by @exercise.
@@ -124,7 +146,7 @@ def _evaluate(label, kind, evaluate, answers, timeout) -> Result:
     which may loop or raise anything, ``SystemExit`` too: all of it happens in the worker,
     and only plain strings come back to the caller's thread.
     """
-    budget = _time_budget(timeout)
+    budget = time_budget(timeout)
     calling: list[str] = []  # the learner's function being called by run(), if any
 
     def run(fn, *args, name=None):
@@ -132,8 +154,11 @@ def _evaluate(label, kind, evaluate, answers, timeout) -> Result:
         calling.append(label_of_call)  # left in place when stopped: the message names it
         try:
             value = fn(*args)
-        except _Stop:
+        except (Stop, NotRecorded):
             raise
+        except Replayed as outcome:
+            calling.pop()
+            raise outcome.verdict(label_of_call) from None
         except NotImplementedError:
             calling.pop()
             raise NotImplementedYet(
@@ -141,7 +166,7 @@ def _evaluate(label, kind, evaluate, answers, timeout) -> Result:
             ) from None
         except BaseException as error:  # learners' code may raise anything, SystemExit too
             calling.pop()
-            raise Failed(f"{label_of_call} raised {_describe(error)}") from None
+            raise Failed(f"{label_of_call} raised {describe(error)}") from None
         calling.pop()
         return value
 
@@ -152,16 +177,18 @@ def _evaluate(label, kind, evaluate, answers, timeout) -> Result:
             return NOT_IMPLEMENTED, _text(reason)
         except Failed as reason:
             return FAILED, _text(reason)
-        except _Stop:
+        except NotRecorded as reason:
+            return NEEDS_REVIEW, _text(reason)
+        except Stop:
             raise
         except Exception as bug:  # a bug in the check itself must not crash the notebook
-            return FAILED, f"the check itself hit an error (please report it): {_describe(bug)}"
+            return FAILED, f"the check itself hit an error (please report it): {describe(bug)}"
         except BaseException as error:  # raised by the answer while the check examined it
-            return FAILED, f"your answer raised {_describe(error)} while the check examined it"
+            return FAILED, f"your answer raised {describe(error)} while the check examined it"
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the message explains; numpy's warnings only clutter
-        outcome, still_running = _call_with_deadline(check, budget)
+        outcome, still_running = call_with_deadline(check, budget)
     if outcome is None:
         doing = f"{calling[-1]} did not return" if calling else "your answer did not let the check finish"
         still = (
@@ -174,7 +201,7 @@ def _evaluate(label, kind, evaluate, answers, timeout) -> Result:
     return Result(label, status, message, kind)
 
 
-def _time_budget(timeout: float | None) -> float:
+def time_budget(timeout: float | None) -> float:
     if timeout is None:
         setting = os.environ.get(TIMEOUT_VARIABLE, "")
         try:
@@ -186,7 +213,7 @@ def _time_budget(timeout: float | None) -> float:
     return float(timeout)
 
 
-def _call_with_deadline(fn, budget: float):
+def call_with_deadline(fn, budget: float):
     """``(fn(), False)`` from a daemon thread, or ``(None, still_running)`` if it did not
     finish within ``budget`` seconds (it is then stopped). ``fn`` must not raise."""
     outcome = []
@@ -195,7 +222,7 @@ def _call_with_deadline(fn, budget: float):
         try:
             with np.errstate(all="ignore"):  # numpy's error state is per thread
                 outcome.append(fn())
-        except _Stop:
+        except Stop:
             pass
 
     worker = threading.Thread(target=target, name="attncourse check", daemon=True)
@@ -209,12 +236,12 @@ def _call_with_deadline(fn, budget: float):
 
 
 def _stop(worker: threading.Thread) -> None:
-    """Raise _Stop inside ``worker`` at its next bytecode, and give it a second to end.
+    """Raise Stop inside ``worker`` at its next bytecode, and give it a second to end.
 
     This ends a Python loop, though not a call stuck in C code: such a worker runs on as a
     daemon thread until the kernel stops.
     """
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident or 0), ctypes.py_object(_Stop))
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident or 0), ctypes.py_object(Stop))
     worker.join(1.0)
 
 
@@ -222,7 +249,7 @@ def _text(value) -> str:
     """``str(value)``, or a placeholder if the learner's object breaks ``str``."""
     try:
         return str(value)
-    except _Stop:
+    except Stop:
         raise
     except BaseException:
         return f"(a {type(value).__name__} that cannot be shown)"
@@ -232,14 +259,14 @@ def _name_of(fn) -> str:
     return f"{getattr(fn, '__name__', type(fn).__name__)}()"
 
 
-def _describe(error: BaseException, limit: int = 200) -> str:
+def describe(error: BaseException, limit: int = 200) -> str:
     message = _text(error)
     text = f"{type(error).__name__}: {message}" if message else type(error).__name__
     text = " ".join(text.split())  # a message is one line
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _show(values, decimals: int = 3) -> str:
+def show(values, decimals: int = 3) -> str:
     """``values`` rounded, on one line (a check's message is a single line)."""
     text = np.array2string(
         np.asarray(values), precision=decimals, suppress_small=True, threshold=20,
@@ -253,7 +280,7 @@ def _show(values, decimals: int = 3) -> str:
 
 
 def _report(result: Result) -> None:
-    """Print the message, append it to the log, send it to the grader, apply the CI mode."""
+    """Print the message, append it to the log, apply the CI mode."""
     mode = os.environ.get(MODE_VARIABLE, "")
     if mode not in ("", "learner", *_EXPECTED_IN_MODE):
         raise ValueError(
@@ -265,8 +292,6 @@ def _report(result: Result) -> None:
     if log:
         with open(log, "a", encoding="utf-8") as file:
             file.write(json.dumps(asdict(result)) + "\n")
-    if _grading.nonce is not None:
-        _send_to_grader(asdict(result))
     expected = _EXPECTED_IN_MODE.get(mode)
     if expected and result.status != expected:
         hint = " A solution may have leaked into the student version." if mode == "student" else ""
@@ -274,86 +299,6 @@ def _report(result: Result) -> None:
             f"{MODE_VARIABLE}={mode}: {result.exercise} should be '{expected}', "
             f"got '{result.status}': {result.message}{hint}"
         )
-
-
-# ---------------------------------------------------------------------------------------
-# The grader's channel (see attncourse.instructor.grading and the instructor guide)
-#
-# `grade` runs each submission with its own cells in between, which it takes from the
-# course's source: an opening cell before the learner's first cell, and each exercise's
-# check and hidden tests. Each of those cells starts with _grading_cell(NONCE), a fresh
-# random NONCE that only that cell's source holds. A check then sends its result as a
-# display output of type RESULT_MIMETYPE carrying the nonce and a fingerprint of the
-# checks' code; the grader reads results only from the cells it wrote, accepts only its
-# nonce there, and compares each fingerprint with the one the opening cell sent before
-# any learner code ran. A learner's code that prints a record, replaces a check or the
-# machinery, or swaps numpy's functions is detected, not prevented: one Python process
-# cannot protect one part of itself from another.
-
-RESULT_MIMETYPE = "application/vnd.attncourse.check-result+json"
-_grading = types.SimpleNamespace(nonce=None)  # not a dict: _fingerprint looks into dicts
-
-
-def _grading_cell(nonce: str, opening: bool = False) -> None:
-    """Called first in each cell the grader wrote; the opening cell sends the fingerprint."""
-    _grading.nonce = nonce
-    if opening:
-        _send_to_grader({"exercise": "", "status": "", "message": "", "kind": "opening"})
-
-
-def _send_to_grader(record: dict) -> None:
-    from IPython.display import display
-
-    record = {**record, "nonce": _grading.nonce, "fingerprint": _fingerprint()}
-    display({RESULT_MIMETYPE: record}, raw=True)
-
-
-def _fingerprint() -> str:
-    """A digest of what every check depends on in this process: the identity of each
-    attribute of the checks' modules (functions down to their code, defaults and closure
-    cells; classes' methods; the registry's entries), of numpy's and of the builtins'.
-    Identities are enough: the grader compares it with the same process's earlier value.
-    Never raises: if the learner broke what it uses, that is a fingerprint of its own."""
-    try:
-        return hashlib.sha256(repr(_identities()).encode()).hexdigest()
-    except BaseException as error:  # noqa: BLE001  (e.g. builtins.isinstance replaced)
-        return f"unreadable ({type(error).__name__})"
-
-
-def _identities() -> list[tuple]:
-    parts: list[tuple] = []
-    for name in sorted(n for n in sys.modules if n == "numpy" or n.startswith("attncourse.checks")):
-        module = sys.modules[name]
-        parts.append((name, id(module), [
-            (key, *_identity(value)) for key, value in sorted(vars(module).items())
-            if not _dunder(key) and not (name == "numpy" and inspect.ismodule(value))
-        ]))
-    parts.append(("builtins", [(key, id(value)) for key, value in sorted(vars(builtins).items())
-                               if callable(value) and not key.startswith("_") and key not in _SWAPPED_BY_JUPYTER]))
-    return parts
-
-
-_SWAPPED_BY_JUPYTER = {"input", "get_ipython", "exit", "quit"}  # replaced at every cell
-
-
-def _dunder(name: str) -> bool:
-    """``__builtins__``, ``__warningregistry__`` (added by any warning a check's code
-    meets), ``__name__``...: the module's own bookkeeping, not what a check calls."""
-    return name.startswith("__") and name.endswith("__")
-
-
-def _identity(value) -> tuple:
-    if inspect.isfunction(value):
-        cells = tuple(_identity(cell.cell_contents) for cell in value.__closure__ or ()
-                      if cell.cell_contents is not value)
-        wrapped = getattr(value, "__wrapped__", None)
-        return (id(value), id(value.__code__), id(value.__defaults__), id(value.__kwdefaults__),
-                cells, _identity(wrapped) if inspect.isfunction(wrapped) else ())
-    if isinstance(value, type):
-        return (id(value), tuple((key, id(item)) for key, item in sorted(vars(value).items())))
-    if isinstance(value, dict):
-        return (id(value), tuple((key, _identity(item)) for key, item in value.items()))
-    return (id(value),)
 
 
 # ---------------------------------------------------------------------------------------
@@ -369,7 +314,7 @@ def expect_function(answer, name: str):
         if isinstance(answer, (np.ndarray, list, tuple, float, int))
         else ""
     )
-    raise Failed(f"expected the function {name}, got {_type_name(answer)}.{hint}")
+    raise Failed(f"expected the function {name}, got {type_name(answer)}.{hint}")
 
 
 def expect_array(value, shape: tuple[int, ...], what: str) -> np.ndarray:
@@ -382,21 +327,38 @@ def expect_array(value, shape: tuple[int, ...], what: str) -> np.ndarray:
             raise TypeError("complex numbers")
         array = array.astype(np.float64)
     except Exception:
-        raise Failed(f"{what} returned {_type_name(value)}, expected an array of numbers") from None
+        raise Failed(f"{what} returned {type_name(value)}, expected an array of numbers") from None
     if array.shape != tuple(shape):
         raise Failed(f"{what} returned an array of shape {array.shape}, expected shape {tuple(shape)}")
     return array
 
 
-def _short_repr(value, limit: int = 60) -> str:
+def short_repr(value, limit: int = 60) -> str:
     try:
         text = " ".join(repr(value).split())
     except Exception:  # a learner's object may break even repr
-        return _type_name(value)
+        return type_name(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _type_name(value) -> str:
+class Opaque:
+    """What the grader sees of a learner's answer that was not data (see
+    ``attncourse.checks.wire``): equal to nothing, an array of nothing."""
+
+    def __init__(self, description: str):
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"<{self.description}, not data>"
+
+
+def type_name(value) -> str:
+    if isinstance(value, Opaque):
+        return f"{value.description} (not data)"
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
     return f"a {type(value).__name__}"
+
+
+# The names these helpers had before they were public, for code written against them.
+_describe, _show, _short_repr, _type_name = describe, show, short_repr, type_name

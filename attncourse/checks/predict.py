@@ -55,18 +55,18 @@ class Prediction:
 # Every predict exercise's label -> its declaration. Filled at import by predict_exercise.
 PREDICTIONS: dict[str, Prediction] = {}
 
-class _MissCounter:
-    """Misses per label in this kernel: the hint comes first, the answer from the second miss.
+ATTEMPTS_MIMETYPE = "application/vnd.attncourse.attempts+json"
 
-    An object rather than a Counter in the module on purpose: the grader fingerprints the
-    checks' modules (``core._fingerprint``), and a learner's miss is not a change to them.
-    """
+class _MissCounter:
+    """Misses per label in this kernel: the hint comes first, the answer from the second miss."""
 
     def __init__(self) -> None:
         self._counts: Counter[str] = Counter()
+        self.attempts: dict[str, list[dict]] = {}
 
     def clear(self) -> None:
         self._counts.clear()
+        self.attempts.clear()
 
     def add(self, label: str) -> int:
         self._counts[label] += 1
@@ -77,6 +77,11 @@ class _MissCounter:
 
 
 _misses = _MissCounter()
+
+
+def forget_misses() -> None:
+    """Start counting misses afresh (the grader judges each learner's answer on its own)."""
+    _misses.clear()
 
 
 def predict_exercise(label: str, *, answer: float, tolerance: float, hint: str, explanation: str):
@@ -125,10 +130,27 @@ def _judge(prediction: Prediction, value: float | None) -> str:
     if value is None:
         raise NotImplementedYet("write your prediction as a number: prediction = 0.25, say.")
     verdict, text = judge(prediction, value, _misses.count(prediction.label))
+    _keep_attempt(prediction.label, value, right=verdict == "right", revealed=verdict == "answer")
     if verdict == "right":
         return text
     _misses.add(prediction.label)
     raise Failed(text)
+
+
+def _keep_attempt(label: str, value: float, right: bool, revealed: bool) -> None:
+    """Note the attempt, and in a Jupyter kernel save every attempt so far in the check
+    cell's output (no text: nothing shows), where ``grade`` reads them in the submitted
+    notebook. A kernel cannot write the notebook's metadata; an output is saved with it."""
+    attempts = _misses.attempts.setdefault(label, [])
+    attempts.append({"value": value, "right": right, "revealed": revealed})
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        display({ATTEMPTS_MIMETYPE: {"exercise": label, "attempts": list(attempts)}, "text/plain": ""}, raw=True)
 
 
 def judge(prediction: Prediction, value: float, misses: int) -> tuple[str, str]:

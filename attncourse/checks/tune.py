@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attncourse.checks.core import Failed, NotImplementedYet, _show, expect_array
+from attncourse.checks.core import Failed, NotImplementedYet, expect_array, show
 
 __all__ = ["GOALS", "Cell", "Condition", "CycleRatio", "Goal", "SettingGoal", "expect_edited_embeddings",
            "tune_goal", "tune_setting_goal"]
@@ -257,7 +257,7 @@ def expect_edited_embeddings(goal: Goal, value, X: np.ndarray, tokens: Sequence[
     NotImplementedYet while it is still X (called ``start`` in the message)."""
     tuned = expect_array(value, X.shape, name)
     if not np.isfinite(tuned).all():
-        raise Failed(f"{name} contains nan or inf: {_show(tuned)}")
+        raise Failed(f"{name} contains nan or inf: {show(tuned)}")
     free = [token for token in tokens if token not in goal.fixed_rows]
     rows = "row" if len(free) == 1 else "rows"
     if np.array_equal(tuned, X):

@@ -6,16 +6,21 @@
 
 ``python -m attncourse.instructor --help`` explains the workflow and the tag convention
 (also in the book's instructor guide). One module per concern: ``tags`` (the tag
-convention), ``student`` (the student version), ``grading`` and ``sandbox`` (running
-submissions), ``report`` (grades.csv and summary.md), ``cli`` (the command line). The
+convention), ``student`` (the student version), ``grading`` (the class: what runs, what
+is graded), ``placement`` (where each answer is), ``execution`` and ``sandbox`` (running a
+notebook), ``discovery`` (the hidden tests' inputs), ``verdict`` (the checks on recorded
+data; the data's format is ``attncourse.checks.wire``), ``ledger`` (grades on disk),
+``report`` (grades.csv and summary.md), ``cli`` (the command line). The
 functions behind the commands are importable from here.
 """
 
 from attncourse.instructor.cli import main
 from attncourse.instructor.grading import (
+    COMPLETED,
     CRASHED,
     ERROR,
     FAILED,
+    NEEDS_REVIEW,
     NOT_ATTEMPTED,
     PASSED,
     Grade,
@@ -32,7 +37,7 @@ from attncourse.instructor.student import (
 from attncourse.instructor.tags import convention_problems, exercise_labels
 
 __all__ = [
-    "CRASHED", "ERROR", "FAILED", "NOT_ATTEMPTED", "PASSED",
+    "COMPLETED", "CRASHED", "ERROR", "FAILED", "NEEDS_REVIEW", "NOT_ATTEMPTED", "PASSED",
     "Grade", "Limits", "SandboxUnavailable", "SolutionLeak",
     "convention_problems", "exercise_labels", "grade_submissions", "main",
     "make_student_notebook", "solution_leaks", "summary", "write_report", "write_student_version",

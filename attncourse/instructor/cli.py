@@ -10,7 +10,8 @@ from pathlib import Path
 import nbformat
 
 from attncourse import checks
-from attncourse.instructor.grading import grade_submissions
+from attncourse.instructor.grading import SKIPPED, grade_submissions
+from attncourse.instructor.ledger import Ledger
 from attncourse.instructor.report import write_report
 from attncourse.instructor.sandbox import (
     DEFAULT_LIMITS,
@@ -99,16 +100,21 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("submissions", type=Path, help="folder of submitted notebooks")
     grade.add_argument("--out", type=Path, required=True, help="folder for the report")
     grade.add_argument("--time-limit", type=_positive(float), default=120.0, metavar="SECONDS",
-                       help="per notebook, kernel start included (default: 120)")
+                       help="processor time per notebook, kernel start included (default: 120); a notebook "
+                            "kept waiting by a busy machine gets up to 3 times as long on the clock")
     grade.add_argument("--memory-limit", type=_positive(int), default=DEFAULT_LIMITS.memory // MiB, metavar="MIB",
                        help="memory of each of a notebook's processes, in MiB; past it, what it asks for "
                             "raises MemoryError and the notebook is stopped (default: "
-                            f"{DEFAULT_LIMITS.memory // MiB}; chapter 7, the largest, passes with 768 and runs out at 640)")
+                            f"{DEFAULT_LIMITS.memory // MiB}, address space: chapter 7, the largest, passes with it)")
     grade.add_argument("--check-timeout", type=_positive(float), default=None, metavar="SECONDS",
                        help=f"time budget of each check (default: {checks.DEFAULT_TIMEOUT:g})")
     grade.add_argument("--jobs", type=_positive(int), default=None, metavar="N",
-                       help=f"notebooks run at once (default: the number of processors, {os.cpu_count()}); "
-                            "with more than 1, a notebook that runs out of time is run again alone")
+                       help=f"notebooks run at once (default: the number of processors, {os.cpu_count()})")
+    grade.add_argument("--learners", metavar="NAME[,NAME...]", default=None,
+                       help="grade only these learners; the other learners' rows already in --out are kept")
+    grade.add_argument("--score-predictions", action="store_true",
+                       help="grade predict exercises passed/failed (default: completed once a number "
+                            "is given, since their answer can be computed by design)")
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="run the notebooks even where no sandbox can start. " + UNSAFE_MEANS)
     return parser
@@ -135,6 +141,50 @@ def _refuse_out_inside(submissions: Path, out: Path) -> None:
                          "the report would be graded as a submission, or overwrite one")
 
 
+def _grade(args, assign: list[str] | None) -> None:
+    """Grade into --out: each learner's rows on disk as soon as they are known, the report
+    rewritten after each, learners already graded on the same notebooks and options kept."""
+    _refuse_out_inside(args.submissions, args.out)
+    limits = Limits(memory=args.memory_limit * MiB)
+    options = repr((sorted(assign or []), args.time_limit, args.check_timeout, limits, args.score_predictions,
+                    args.unsafe_no_sandbox, str(args.chapters.resolve())))
+    ledger = Ledger(args.out, options + _course_digest(args.chapters))
+    keys: dict[str, str] = {}
+
+    def finished(learner, notebooks):
+        keys[learner] = ledger.key(args.submissions, notebooks)
+        return ledger.finished(learner, keys[learner])
+
+    skipped: list[str] = []
+
+    def done(learner, rows, notes):
+        ledger.save(learner, keys[learner], rows, notes)
+        write_report(*ledger.everything(skipped), args.out)
+
+    learners = [name.strip() for name in args.learners.split(",")] if args.learners else None
+    _, problems = grade_submissions(
+        args.submissions, args.chapters, assign, args.time_limit, args.check_timeout,
+        executed_dir=args.out / "executed", jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox,
+        limits=limits, score_predictions=args.score_predictions, cache=args.out / ".cache",
+        learners=learners, done=done, finished=finished,
+    )
+    skipped += problems.get(SKIPPED, [])
+    table, text = write_report(*ledger.everything(skipped), args.out)
+    print(text.read_text(encoding="utf-8"))
+    print(f"wrote {table} and {text}")
+
+
+def _course_digest(chapters: Path) -> str:
+    import hashlib
+
+    import attncourse
+
+    digest = hashlib.sha256()
+    for path in [*sorted(Path(chapters).glob("*.ipynb")), *sorted(Path(attncourse.__file__).parent.rglob("*.py"))]:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit status (2 for a usage error, 1 for a leak)."""
     args = _parser().parse_args(argv)
@@ -152,16 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 labels = exercise_labels(nbformat.read(path, as_version=4))
                 print(f"wrote {path}  ({', '.join(labels) or 'no exercises'})")
         else:
-            _refuse_out_inside(args.submissions, args.out)
-            grades, problems = grade_submissions(
-                args.submissions, args.chapters, assign, args.time_limit,
-                args.check_timeout, executed_dir=args.out / "executed",
-                jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox,
-                limits=Limits(memory=args.memory_limit * MiB),
-            )
-            table, text = write_report(grades, problems, args.out)
-            print(text.read_text(encoding="utf-8"))
-            print(f"wrote {table} and {text}")
+            _grade(args, assign)
     except SolutionLeak as leak:
         print(f"error: {leak}", file=sys.stderr)
         return 1

@@ -1,53 +1,49 @@
-"""Grading: run each submitted notebook in a sandbox, with the course's own check cells and
-hidden tests, and report per learner and exercise.
+"""Grading: run each submitted notebook in a sandbox, where it produces data only, and
+judge that data with the course's checks and hidden tests in the grader's own process.
 
 Trust model (the instructor guide says the same at more length). The learner's notebook
-is untrusted code. It runs in a bubblewrap sandbox (``sandbox.py``) in a throwaway copy:
-it cannot see the course's solutions, the other submissions or the report, whatever it
-starts dies with its kernel, and its memory, processes, files and output are limited
-(``sandbox.Limits``): a notebook that reaches a limit is stopped or refused, and its
-report says which. Its check and hidden-test cells are replaced by the ones
-in the instructor's chapters. Results come only from the cells the grader wrote, as
-records carrying the nonce the grader gave that cell and a fingerprint of the checks'
-code, compared with the fingerprint sent before any of the learner's code ran (see
-``attncourse.checks.core``). What one Python process cannot prevent, the learner's code
-replacing the checks' machinery, is detected (a changed fingerprint, a missing, extra or
-foreign record, the learner's source naming the checks' internals) and flagged for review.
+is untrusted code. It runs in a bubblewrap sandbox (``sandbox.py``, ``execution.py``) in a
+throwaway copy, within limits of time, memory, processes, files and output. After the
+learner's answer to each exercise (``placement.py``) a cell the grader wrote records the
+answer as data: values, and the outputs of the learner's functions on the inputs the
+course's check and hidden tests use (``attncourse.checks.wire``). The verdict is computed
+here (``verdict.py``) by the course's own checks on that data: nothing the learner's code
+does in the sandbox can reach them, and the expected values and the hidden tests never
+enter the sandbox (their inputs do, found on the solved chapter by ``discovery.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
-import copy
+import datetime
 import functools
+import json
 import os
 import re
-import secrets
-import subprocess
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
 
 from attncourse import checks
-from attncourse.checks.core import RESULT_MIMETYPE, _describe
-from attncourse.instructor.sandbox import (
-    DEFAULT_LIMITS,
-    Limits,
-    MiB,
-    Sandbox,
-    SandboxedKernelManager,
-    prepared_sandbox,
+from attncourse.checks import wire
+from attncourse.checks.core import describe
+from attncourse.checks.predict import ATTEMPTS_MIMETYPE, PREDICTIONS
+from attncourse.instructor import verdict
+from attncourse.instructor.discovery import hidden_inputs
+from attncourse.instructor.execution import Execution, execute, megabytes
+from attncourse.instructor.placement import (
+    Exercise,
+    Placed,
+    defined_names,
+    exercise_of_course,
+    notebook_to_run,
 )
+from attncourse.instructor.sandbox import DEFAULT_LIMITS, Limits, Sandbox, prepared_sandbox
 from attncourse.instructor.tags import (
     CHECK,
-    EXERCISE_PREFIX,
     HIDDEN_TEST,
     exercise_labels,
     exercise_of,
@@ -59,22 +55,19 @@ from attncourse.instructor.tags import (
 PASSED, FAILED, NOT_ATTEMPTED, CRASHED, ERROR = (
     "passed", "failed", "not attempted", "notebook crashed", "error",
 )
-OPENING, VISIBLE, HIDDEN = "opening", "check", "hidden"  # the kinds of cell the grader writes
+NEEDS_REVIEW, COMPLETED = "needs review", "completed"
+SKIPPED = ""  # the key of ``problems`` listing the files of the submissions not graded
 
-# What in a learner's source touches the checks' machinery or the results channel.
-SUSPICIOUS = [
-    (re.compile(r"\bchecks?\s*\.\s*(core\b|_\w+|CHECKS\b)"), "the checks' internals"),
-    (re.compile(r"\battncourse\.checks\.core\b|\bfrom\s+attncourse\.checks\s+import\s+[^\n]*\bcore\b"), "the checks' internals"),
-    (re.compile(r"\b_(evaluate|report|grading\w*|send_to_grader|fingerprint|identity|call_with_deadline|Stop)\b"), "the checks' internals"),
-    (re.compile(r"^\s*(checks?|np|numpy)\s*\.\s*\w+\s*=[^=]", re.MULTILINE), "replaces a function of the checks or numpy"),
-    (re.compile(r"\b(set|del)attr\s*\(\s*(checks?|np|numpy|builtins)\b"), "replaces a function of the checks or numpy"),
-    (re.compile(r"\bsys\s*\.\s*modules\s*(\[[^\]]*\]\s*=[^=]|\.\s*(pop|update|setdefault|clear|__setitem__))"
-                r"|\bdel\s+sys\s*\.\s*modules|\bimportlib\b|\bbuiltins\b|\b__builtins__\b"), "the interpreter's modules"),
-    (re.compile(r"\bctypes\b|\bgc\s*\.\s*get_(referrers|objects)\b|__code__|__closure__|cell_contents"), "the interpreter's internals"),
-    (re.compile(r"\b(sys|threading)\s*\.\s*(settrace|setprofile)\b|\bsys\s*\.\s*_getframe\b"), "the interpreter's internals"),
-    (re.compile(r"\binspect\s*\.\s*(stack|currentframe|getouterframes)\b|\bhistory_manager\b|\buser_ns\b"), "the interpreter's internals"),
-    (re.compile(r"vnd\.attncourse|ATTNCOURSE_|\b_ih\b|\bIn\s*\["), "the results channel"),
-]
+# What in a learner's source reads a predict exercise's answer from the course's declarations.
+READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|\bpredict_exercise\b"
+                           r"|\battncourse\.checks\.(predict|ch\d+)\b|\.answer\b")
+
+
+# What in a learner's source touches the grader's recording in the sandbox. It cannot change
+# a verdict (the data is judged here), but it can withhold or alter data: worth a look.
+TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bimport\s+(wire|core)\b|\bexport\s*\("
+                               r"|\bsys\s*\.\s*(setprofile|settrace)\b|\bevents\s*\.\s*register\b"
+                               r"|^\s*[\w.]*\bdisplay\s*=[^=]|\bCHECKS\b|__wrapped__", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -83,240 +76,111 @@ class Grade:
 
     learner: str
     exercise: str
-    status: str  # passed, failed, not attempted, notebook crashed, error
+    status: str  # passed, failed, completed, not attempted, needs review, notebook crashed, error
     message: str
     notebook: str  # the submitted file it came from ("" if none held the exercise)
     review: str = ""  # why an instructor should look at this row ("" if no reason)
-
-
-@dataclass(frozen=True)
-class _Written:
-    """A cell the grader wrote into the notebook it runs."""
-
-    index: int
-    label: str
-    kind: str  # opening, check, hidden
-    nonce: str
-    expected: int  # how many results it must send
+    graded_at: str = ""  # when (UTC, ISO 8601)
 
 
 @dataclass
 class _Run:
     notebook: str  # the submitted file, relative to the submissions folder
     submitted: Any = None  # the notebook as submitted (None: unreadable)
-    executed: Any = None
-    written: list[_Written] = field(default_factory=list)
-    problem: str = ""  # why the run stopped early ("" if it ran to the end)
-    stopped_in: int | None = None  # the cell running when it stopped
-    errors: list[str] = field(default_factory=list)  # cells that raised
-    review: list[str] = field(default_factory=list)  # what in the source touches the checks
+    execution: Execution | None = None
+    placed: list[Placed] = field(default_factory=list)
+    problem: str = ""  # why the run stopped early, or never started ("" if it ran to the end)
     grader_failed: bool = False  # a bug of grade's own, not the learner's doing
-    timed_out: bool = False  # stopped at the time limit
-    ran_alone: bool = False  # run again with no other notebook beside it (see _rerun_alone)
+
+    @property
+    def executed(self):
+        return self.execution.executed if self.execution else None
+
+
+@dataclass(frozen=True)
+class Course:
+    """What grading takes from the solved chapters."""
+
+    order: list[str]  # every exercise label, in the chapters' order
+    exercises: dict[str, Exercise]  # label -> its check's arguments and names (those with a check)
+    hidden: dict[str, list[str]]  # label -> the sources of its hidden-test cells
+    inputs: dict[str, dict]  # label -> its hidden tests' modules, names and inputs (discovery)
+    sources: frozenset[str] = frozenset()  # every code cell of the chapters: the course's, not the learner's
 
 
 # ---------------------------------------------------------------------------------------
-# The notebook the grader runs
+# Reading a notebook as Jupyter would
 
 
-def _prologue(nonce: str, opening: bool = False) -> str:
-    if opening:
-        return f'__import__("attncourse.checks.core", fromlist=["core"])._grading_cell("{nonce}", opening=True)'
-    return (f'__import__("attncourse.checks.core", fromlist=["core"])._grading_cell("{nonce}")\n'
-            "from attncourse import checks as check\nimport numpy as np\n")
-
-
-def _expected_results(cell, label: str) -> int:
-    if role_of(cell) == HIDDEN_TEST:
-        pattern = r"\bhidden_test\s*\("
-    else:
-        pattern = rf"\bcheck\.{label.split('-', 1)[-1].replace('-', '_')}\s*\("
-    return max(1, len(re.findall(pattern, cell.source)))
-
-
-def _notebook_to_run(submitted, course: dict[str, list]) -> tuple[Any, list[_Written]]:
-    """The learner's cells, minus their check and hidden-test cells, with the course's
-    check and hidden-test cells after each exercise, and an opening cell first."""
-    run = nbformat.v4.new_notebook(metadata=copy.deepcopy(submitted.metadata))
-    written = []
-
-    def write(source_cell, label, kind, opening=False):
-        nonce = secrets.token_hex(16)
-        source = _prologue(nonce, opening) + ("" if opening else source_cell.source)
-        cell = nbformat.v4.new_code_cell(source)
-        cell.metadata["tags"] = [] if opening else [role_of(source_cell), EXERCISE_PREFIX + label]
-        cell.metadata["attncourse"] = {"written_by_grade": kind}
-        expected = 1 if opening else _expected_results(source_cell, label)
-        written.append(_Written(len(run.cells), label, kind, nonce, expected))
-        run.cells.append(cell)
-
-    write(None, "", OPENING, opening=True)
-    learner_cells = [cell for cell in submitted.cells if role_of(cell) not in (CHECK, HIDDEN_TEST)]
-    last = {exercise_of(cell): index for index, cell in enumerate(learner_cells)}
-    for index, cell in enumerate(learner_cells):
-        cell = copy.deepcopy(cell)
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-        run.cells.append(cell)
-        label = exercise_of(cell)
-        if label in course and last[label] == index:
-            for source_cell in course[label]:
-                write(source_cell, label, HIDDEN if role_of(source_cell) == HIDDEN_TEST else VISIBLE)
-    return run, written
-
-
-def _suspicious(submitted) -> list[str]:
-    notes = []
-    for index, cell in enumerate(submitted.cells):
-        if cell.cell_type != "code" or role_of(cell) in (CHECK, HIDDEN_TEST):
+def read_leniently(path: Path):
+    """The notebook at ``path``, read as Jupyter opens it: nbformat 4 (or older, converted),
+    with what another editor may leave out or add tolerated (a missing ``metadata``, an
+    ``id`` in an older minor version, a source as one string or as lines)."""
+    data = json.loads(path.read_bytes().decode("utf-8-sig"))
+    if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
+        raise ValueError("not a notebook: no list of cells")
+    if data.get("nbformat", 4) < 4:
+        return nbformat.convert(nbformat.from_dict(data), 4)
+    cells = []
+    for cell in data["cells"]:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
             continue
-        for pattern, what in SUSPICIOUS:
-            match = pattern.search(cell.source)
-            if match:
-                notes.append(f"cell {index + 1} of the submission touches {what} (`{match.group(0).strip()}`)")
-    return notes
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        tags = metadata.get("tags")
+        metadata = {**metadata, "tags": [str(t) for t in tags] if isinstance(tags, list) else []}
+        if cell["cell_type"] == "code":
+            made = nbformat.v4.new_code_cell(source, metadata=metadata)
+            outputs = cell.get("outputs")
+            made.outputs = [nbformat.from_dict(o) for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
+        elif cell["cell_type"] == "markdown":
+            made = nbformat.v4.new_markdown_cell(source, metadata=metadata)
+        else:
+            made = nbformat.v4.new_raw_cell(source, metadata=metadata)
+        cells.append(made)
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    return nbformat.v4.new_notebook(cells=cells, metadata=metadata)
 
 
 # ---------------------------------------------------------------------------------------
 # Running one notebook
 
 
-class _OutOfMemory(Exception):
-    """A cell raised MemoryError: the kernel reached its memory limit (or says it did)."""
-
-    def __init__(self, cell_index: int, what: str):
-        super().__init__(what)
-        self.cell_index = cell_index
-
-
-def _stop_when_out_of_memory(cell, cell_index: int, execute_reply: dict) -> None:
-    """nbclient's on_cell_error hook: the run stops at a MemoryError, as at the time limit
-    (what the kernel holds then is not worth grading on, nor keeping in memory)."""
-    content = execute_reply.get("content", {})
-    if content.get("ename") == "MemoryError":
-        raise _OutOfMemory(cell_index, f"MemoryError: {content.get('evalue', '')}"[:200])
-
-
-def _size(content: Any) -> int:
-    """About how many bytes a message's decoded JSON takes (the lengths of its strings).
-    Iterative: the nesting is the learner's to choose."""
-    total, pending = 0, [content]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            pending += [*item.keys(), *item.values()]
-        elif isinstance(item, list | tuple):
-            pending += item
-        elif isinstance(item, str | bytes):
-            total += len(item)
-        else:
-            total += 8
-    return total
-
-
-class _OutputLimitedClient(NotebookClient):
-    """An nbclient that keeps at most ``output_limit`` bytes of a notebook's output (text,
-    images, widget messages). Past it, it keeps nothing more, notes in the cell where it
-    cut, and kills the sandbox: the run ends in ``cut_in``, a cell that prints without
-    end stops at once instead of at the time limit, and the executed copy stays small."""
-
-    def __init__(self, nb, km: SandboxedKernelManager, output_limit: int, **kwargs):
-        super().__init__(nb, km=km, **kwargs)
-        self.kill_sandbox = km.kill_sandbox
-        self.output_limit = output_limit
-        self.received = 0
-        self.cut_in: int | None = None
-
-    def process_message(self, msg, cell, cell_index):
-        if self.cut_in is not None:
-            return None
-        if msg.get("msg_type") not in ("status", "execute_input"):  # what becomes output
-            self.received += _size(msg.get("content")) + sum(memoryview(b).nbytes for b in msg.get("buffers") or ())
-        if self.received > self.output_limit:
-            self.cut_in = cell_index
-            cell.outputs.append(nbformat.v4.new_output(
-                "stream", name="stderr", text=f"[grade: output cut off here, past the limit of {_megabytes(self.output_limit)}]\n"))
-            self.kill_sandbox()
-            return None
-        return super().process_message(msg, cell, cell_index)
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / MiB:g} MiB"
-
-
-def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, running: int, elapsed: float,
-                    time_limit: float, limits: Limits) -> tuple[int, str]:
-    """(the cell where the run stopped, why), after the run raised ``error`` (None: it
-    ended, but its output was cut)."""
-    if client.cut_in is not None:
-        return client.cut_in, (f"its output passed the limit of {_megabytes(limits.output)} in cell "
-                               f"{client.cut_in + 1}: the rest was not kept and the notebook was stopped there")
-    if isinstance(error, _OutOfMemory):
-        return error.cell_index, (f"ran out of memory in cell {error.cell_index + 1} ({error}): the memory "
-                                  f"limit is {_megabytes(limits.memory)} per process (--memory-limit)")
-    where = f"in cell {running + 1}"
-    if elapsed >= time_limit:  # the kernel dies as it is stopped
-        return running, f"did not finish within the time limit of {time_limit:g} s (stopped {where})"
-    if isinstance(error, DeadKernelError):
-        return running, f"the kernel died {where}"
-    return running, f"could not run {where}: {_describe(error)}"
-
-
-def _run_notebook(submissions: Path, relative: Path, course, sandbox: Sandbox, number: int,
+def _run_notebook(submissions: Path, relative: Path, course: Course, sandbox: Sandbox, number: int,
                   time_limit: float, check_timeout: float | None) -> _Run:
     run = _Run(relative.as_posix())
     path = submissions / relative
     limits = sandbox.limits
     try:
-        if path.is_symlink():
-            raise ValueError("it is a symbolic link, which grade does not follow")
-        if not path.is_file():
-            raise ValueError("it is not a regular file")
         if path.stat().st_size > limits.output:
-            raise ValueError(f"it is {_megabytes(path.stat().st_size)}; grade reads notebooks of up to "
-                             f"{_megabytes(limits.output)}")
-        run.submitted = nbformat.read(path, as_version=4)
-        nbformat.validate(run.submitted)
-        run.executed, run.written = _notebook_to_run(run.submitted, course)
-        run.review = _suspicious(run.submitted)
+            raise ValueError(f"it is {megabytes(path.stat().st_size)}; grade reads notebooks of up to "
+                             f"{megabytes(limits.output)}")
+        run.submitted = read_leniently(path)
+        labels = [label for label in course.exercises if label in _answered(run.submitted, course)]
+        executed, run.placed = notebook_to_run(run.submitted, [course.exercises[label] for label in labels])
     except Exception as error:  # a learner's file may be anything
         run.submitted = None
-        run.problem = f"could not read the notebook ({_describe(error)})"
+        run.problem = f"could not read the notebook ({describe(error)})"
         return run
     scratch = sandbox.scratch(f"{number:04d}")
     sandbox.copy_in(scratch, path)  # its own copy, nothing else
-    env = sandbox.environment(scratch, check_timeout)
-    km = SandboxedKernelManager(
-        sandbox.command(scratch, env), owner=sandbox.owner, kernel_name="python3", transport="ipc",
-        ip=str(scratch / "runtime" / "k"), connection_file=str(scratch / "runtime" / "kernel.json"),
-    )
-    current = {"cell": 0}
-    client = _OutputLimitedClient(
-        run.executed, km, limits.output, timeout=None, allow_errors=True, shutdown_kernel="immediate",
-        on_cell_start=lambda cell, cell_index: current.update(cell=cell_index),
-        on_cell_error=_stop_when_out_of_memory,
-    )
-    started = time.monotonic()
-    try:
-        asyncio.run(asyncio.wait_for(client.async_execute(
-            env=env, cwd=str(scratch / "work"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        ), time_limit))
-    except Exception as error:  # the learner's notebook may break the run in any way
-        elapsed = time.monotonic() - started
-        run.timed_out = elapsed >= time_limit
-        run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], elapsed, time_limit, limits)
-    finally:
-        km.kill_sandbox()
-    if client.cut_in is not None and not run.problem:  # cut in a last cell that had already replied
-        run.stopped_in, run.problem = _why_it_stopped(None, client, current["cell"], 0.0, time_limit, limits)
-    run.errors = [
-        f"cell {index + 1} raised {output.get('ename')}: {output.get('evalue', '')}"[:300]
-        for index, cell in enumerate(run.executed.cells)
-        for output in cell.get("outputs", [])
-        if output.get("output_type") == "error"
-    ]
+    inputs = {label: {"values": tests["values"], "calls": tests["calls"]}
+              for label, tests in course.inputs.items() if label in {p.label for p in run.placed}}
+    sandbox.copy_in_data(scratch, wire.INPUTS_FILE, json.dumps({"schema": wire.SCHEMA, "tests": inputs}))
+    run.execution = execute(executed, sandbox, scratch, sandbox.environment(scratch, check_timeout), time_limit)
+    run.problem = run.execution.problem
     return run
+
+
+def _answered(submitted, course: Course) -> list[str]:
+    """The exercises graded in this notebook: those it has cells of, or else, in a
+    notebook stripped of its tags, those whose names it defines."""
+    tagged = set(exercise_labels(submitted))
+    if tagged & set(course.exercises):
+        return [label for label in course.exercises if label in tagged]
+    defined = set().union(*(defined_names(c.source) for c in submitted.cells if c.cell_type == "code"))
+    return [label for label, e in course.exercises.items() if set(e.names) & defined]
 
 
 def _run_safely(submissions: Path, relative: Path, *args, **kwargs) -> _Run:
@@ -324,115 +188,140 @@ def _run_safely(submissions: Path, relative: Path, *args, **kwargs) -> _Run:
     try:
         return _run_notebook(submissions, relative, *args, **kwargs)
     except Exception as error:
-        return _Run(relative.as_posix(), problem=f"the grader failed on this notebook: {_describe(error)}",
+        return _Run(relative.as_posix(), problem=f"the grader failed on this notebook: {describe(error)}",
                     grader_failed=True)
 
 
 # ---------------------------------------------------------------------------------------
-# Reading the results
+# Judging what a notebook recorded
 
 
-def _records(run: _Run, written: _Written, opening: str | None) -> tuple[list[dict], str]:
-    """The results ``written`` sent, or why they cannot be trusted."""
-    cell = run.executed.cells[written.index]
-    found = [output["data"][RESULT_MIMETYPE] for output in cell.get("outputs", [])
-             if RESULT_MIMETYPE in output.get("data", {})]
-    where = f"cell {written.index + 1}"
-    records = []
-    for record in found:
-        shape_ok = isinstance(record, dict) and all(
-            isinstance(record.get(key), str) for key in ("exercise", "status", "message", "kind", "nonce", "fingerprint")
-        )
-        if not shape_ok:
-            return [], f"a malformed result in {where}: {str(record)[:80]!r}"
-        if record["nonce"] != written.nonce:
-            return [], f"a result in {where} that the grader did not ask for (forged?)"
-        if opening is not None and record["fingerprint"] != opening:
-            return [], (f"the checks' code, numpy or the builtins were changed by the notebook "
-                        f"before {where} ran: its results cannot be trusted")
-        if record["kind"] != written.kind or record["exercise"] != written.label or (
-            written.kind != OPENING and record["status"] not in (checks.PASSED, checks.FAILED, checks.NOT_IMPLEMENTED)
-        ):
-            return [], f"a result in {where} for another exercise or of another kind (forged?)"
-        records.append(record)
-    if records and len(records) != written.expected:
-        return [], f"{where} sent {len(records)} results where the grader expected {written.expected}"
-    return records, ""
+def _record(run: _Run, placed: Placed) -> tuple[dict | None, str]:
+    """The record the grader's cell ``placed`` sent, or why there is none to judge."""
+    cell = run.executed.cells[placed.index]
+    raised = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    records = [o["data"][wire.RECORD_MIMETYPE] for o in cell.get("outputs", [])
+               if wire.RECORD_MIMETYPE in o.get("data", {})]
+    where = f"the grader's cell {placed.index + 1}"
+    if raised:
+        return None, f"{where} raised {raised[0].get('ename')}: {raised[0].get('evalue', '')}"
+    if not records:
+        return None, f"{where} ran but recorded nothing (the notebook changed what it uses?)"
+    record = records[-1]  # the grader's own comes last; what the learner's code displayed comes before
+    if not (isinstance(record, dict) and record.get("schema") == wire.SCHEMA and record.get("exercise") == placed.label
+            and isinstance(record.get("answers"), list) and isinstance(record.get("calls"), list)):
+        return None, f"{where} sent a malformed record"
+    return record, ""
 
 
-def _opening(run: _Run) -> tuple[str | None, str]:
-    written = run.written[0]
-    if run.stopped_in is not None and run.stopped_in <= written.index:
-        return None, run.problem
-    records, problem = _records(run, written, None)
-    if problem or not records:
-        return None, problem or "the grader's opening cell sent no result (the package copy did not import?)"
-    return records[0]["fingerprint"], ""
-
-
-def _grade_exercise(run: _Run, label: str, opening: str) -> tuple[str, str, str]:
+def _grade_exercise(run: _Run, label: str, course: Course) -> tuple[str, str, str]:
     """(status, message, review) of ``label`` in one executed notebook."""
-    results = []
-    if not any(w.label == label for w in run.written):
+    placed = next((p for p in run.placed if p.label == label), None)
+    if placed is None:
         return ERROR, "the course's chapters have no check cell for this exercise", ""
-    for written in (w for w in run.written if w.label == label):
-        cell = run.executed.cells[written.index]
-        if run.stopped_in is not None and run.stopped_in <= written.index:
-            return CRASHED, run.problem, ""
-        records, problem = _records(run, written, opening)
-        if problem:
-            return ERROR, problem, problem
-        raised = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        if raised:
-            what = "a hidden-test cell" if written.kind == HIDDEN else "the check cell"
-            return FAILED, f"{what} raised {raised[0].get('ename')}: {raised[0].get('evalue', '')}", ""
-        if not records:
-            problem = (f"cell {written.index + 1} ran but sent no result: the checks or the results "
-                       "channel were tampered with")
-            return ERROR, problem, problem
-        results += records
-    failed = [r for r in results if r["status"] == checks.FAILED]
+    stopped = run.execution.stopped_in
+    if stopped is not None and stopped <= placed.index:
+        return CRASHED, run.problem, placed.note
+    record, problem = _record(run, placed)
+    if record is None:
+        return NEEDS_REVIEW, problem, problem
+    notes = [placed.note] if placed.note else []
+    touching = [m.group(0) for c in _learners_code(run.submitted, course)
+                for m in [TOUCHES_RECORDING.search(c.source)] if m]
+    if touching:
+        notes.append(f"its source touches the grader's recording (`{touching[0]}`)")
+    if record.get("references"):
+        notes.append(f"its answer called the course's own {', '.join(map(str, record['references'][:3]))}")
+    try:
+        results = [verdict.judge_check(label, record)]
+        for source in course.hidden.get(label, []):
+            results += verdict.judge_hidden(label, source, course.inputs.get(label, {}), record)
+    except wire.WireError as error:
+        return NEEDS_REVIEW, f"its record cannot be read: {error}", f"a malformed record ({error})"
+    review = [r for r in results if r.status == checks.NEEDS_REVIEW]
+    if review:
+        return NEEDS_REVIEW, review[0].message, "; ".join([review[0].message, *notes])
+    failed = [r for r in results if r.status == checks.FAILED]
     if failed:
-        message = " ".join(("hidden test: " if r["kind"] == HIDDEN else "") + r["message"] for r in failed)
-        return FAILED, message, ""
-    not_started = [r for r in results if r["status"] == checks.NOT_IMPLEMENTED]
+        message = " ".join(("hidden test: " if r.kind == "hidden" else "") + r.message for r in failed)
+        return FAILED, message, "; ".join(notes)
+    not_started = [r for r in results if r.status == checks.NOT_IMPLEMENTED]
     if not_started:
-        return NOT_ATTEMPTED, not_started[0]["message"], ""
-    visible = [r for r in results if r["kind"] == VISIBLE] or results
-    return PASSED, visible[0]["message"], ""
+        return NOT_ATTEMPTED, not_started[0].message, "; ".join(notes)
+    return PASSED, results[0].message, "; ".join(notes)
 
 
-def _grade_learner(learner: str, runs: list[_Run], expected: list[str], limits: Limits) -> list[Grade]:
-    openings = {run.notebook: _opening(run) for run in runs if run.submitted is not None}
+def _learners_code(submitted, course: Course) -> list:
+    """The code cells the learner wrote or changed (the course's own cells, as handed
+    out, import the checks' modules themselves)."""
+    return [c for c in submitted.cells if c.cell_type == "code" and role_of(c) not in (CHECK, HIDDEN_TEST)
+            and c.source.strip() not in course.sources]
+
+
+def _predicted(run: _Run, label: str, status: str, message: str, review: str, score: bool,
+               course: Course) -> tuple[str, str, str]:
+    """A predict exercise's grade: completed (or its verdict where the instructor scores
+    them), with what the notebook's saved attempts and source say about how it was found."""
+    notes = [review] if review else []
+    attempts = _attempts(run.submitted, label)
+    first_right = next((i for i, a in enumerate(attempts) if a.get("right")), len(attempts))
+    if any(a.get("revealed") for a in attempts[:first_right]):
+        notes.append(f"the check showed the answer after {first_right} misses, before the first right attempt")
+    reading = [m.group(0) for c in _learners_code(run.submitted, course) for m in [READS_ANSWERS.search(c.source)] if m]
+    if reading:
+        notes.append(f"its source reads the course's declarations (`{reading[0]}`)")
+    if attempts:
+        first = attempts[0]
+        message = f"{message} (first attempt: {first.get('value')!r}, {len(attempts)} in all)"
+    if not score and status in (PASSED, FAILED):
+        status = COMPLETED
+    return status, message, "; ".join(notes)
+
+
+def _attempts(submitted, label: str) -> list[dict]:
+    """The attempts the predict check saved in the notebook's outputs (the learner can
+    edit or clear them: best effort)."""
+    found: list[dict] = []
+    for cell in submitted.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data", {}).get(ATTEMPTS_MIMETYPE) if isinstance(output.get("data"), dict) else None
+            if isinstance(data, dict) and data.get("exercise") == label and isinstance(data.get("attempts"), list):
+                found = [a for a in data["attempts"] if isinstance(a, dict)]
+    return found
+
+
+def _grade_learner(learner: str, runs: list[_Run], expected: list[str], course: Course, limits: Limits,
+                   score_predictions: bool) -> list[Grade]:
     grades = []
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     for label in expected:
         outcomes = []
         for run in runs:
-            if run.submitted is None or label not in exercise_labels(run.submitted):
+            if run.submitted is None or label not in {p.label for p in run.placed}:
                 continue
-            fingerprint, problem = openings[run.notebook]
-            if fingerprint is None:
-                status = CRASHED if run.stopped_in is not None else ERROR
-                outcome = (status, problem, "" if status == CRASHED else problem)
-            else:
-                outcome = _grade_exercise(run, label, fingerprint)
-            outcomes.append((run.notebook, *outcome))
+            try:
+                status, message, review = _grade_exercise(run, label, course)
+            except Exception as error:  # a bug of grade's own: this row's error, not the class's
+                status, message, review = ERROR, f"the grader failed on this exercise: {describe(error)}", ""
+            if label in PREDICTIONS:
+                status, message, review = _predicted(run, label, status, message, review, score_predictions, course)
+            outcomes.append((run.notebook, status, message, review))
         unreadable = [run for run in runs if run.submitted is None]
-        review = "; ".join(note for run in runs for note in run.review)
         if len(outcomes) > 1:
             listed = ", ".join(f"{notebook} ({status})" for notebook, status, *_ in outcomes)
             grades.append(Grade(learner, label, ERROR,
                                 f"duplicate submissions hold this exercise: {listed}; keep one and grade again",
-                                " ".join(o[0] for o in outcomes), review))
+                                " ".join(o[0] for o in outcomes), "", now))
         elif outcomes:
-            notebook, status, message, flagged = outcomes[0]
+            notebook, status, message, review = outcomes[0]
             grades.append(Grade(learner, label, status, message, notebook,
-                                "; ".join(filter(None, (flagged, review)))))
+                                f"{notebook}: {review}" if review else "", now))
         elif unreadable:
             first = unreadable[0]
-            grades.append(Grade(learner, label, ERROR if first.grader_failed else CRASHED, first.problem, first.notebook, review))
+            grades.append(Grade(learner, label, ERROR if first.grader_failed else CRASHED, first.problem,
+                                first.notebook, "", now))
         else:
-            grades.append(Grade(learner, label, NOT_ATTEMPTED, "no submitted notebook contains this exercise", "", review))
+            grades.append(Grade(learner, label, NOT_ATTEMPTED, "no submitted notebook contains this exercise", "", "", now))
     return [replace(grade, message=_explained(grade.message, limits), review=_clip(grade.review))
             for grade in grades]
 
@@ -446,7 +335,7 @@ def _explained(message: str, limits: Limits) -> str:
     """A grade's message, clipped, saying why a MemoryError happened (a check reports the
     MemoryError a learner's function raised as that function failing)."""
     if "MemoryError" in message and "memory limit" not in message:
-        return f"{_clip(message)} (the memory limit is {_megabytes(limits.memory)} per process: --memory-limit)"
+        return f"{_clip(message)} (the memory limit is {megabytes(limits.memory)} per process: --memory-limit)"
     return _clip(message)
 
 
@@ -454,22 +343,76 @@ def _explained(message: str, limits: Limits) -> str:
 # The class
 
 
-def _learners(folder: Path) -> dict[str, list[Path]]:
-    """learner -> their notebooks, relative to ``folder``: LEARNER.ipynb, and every
-    notebook under LEARNER/ (symbolic links are listed, to be refused, never followed)."""
+def _learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
+    """(learner -> their notebooks, relative to ``folder``: LEARNER.ipynb and every notebook
+    under LEARNER/; every other file of the folder, with why it is not graded)."""
     by_learner: dict[str, list[Path]] = {}
+    skipped: list[str] = []
+    resolved = folder.resolve()
+
+    def skip(path: Path, why: str) -> None:
+        skipped.append(f"{path.relative_to(folder).as_posix()}: {why}")
+
+    def consider(path: Path, learner: str) -> None:
+        if path.is_symlink():
+            target = path.resolve()
+            leaves = resolved not in target.parents
+            skip(path, "a symbolic link " + ("that leaves the submissions folder" if leaves else "(grade follows none)"))
+        elif path.name.startswith("."):
+            skip(path, "a hidden file (its name starts with a dot)")
+        elif not path.name.endswith(".ipynb"):
+            skip(path, "not a notebook (.ipynb)")
+        elif not path.is_file():
+            skip(path, "not a regular file")
+        else:
+            by_learner.setdefault(learner, []).append(path.relative_to(folder))
+
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        if entry.suffix == ".ipynb" and (entry.is_file() or entry.is_symlink()):
-            by_learner.setdefault(entry.stem, []).append(entry.relative_to(folder))
-        elif entry.is_dir() and not entry.is_symlink():
+        if entry.is_dir() and not entry.is_symlink():
+            if entry.name.startswith("."):
+                skip(entry, "a hidden folder (its name starts with a dot): nothing in it is graded")
+                continue
             found = by_learner.setdefault(entry.name, [])
             for parent, folders, files in os.walk(entry):
-                folders[:] = sorted(f for f in folders if not f.startswith("."))
-                found += [(Path(parent) / name).relative_to(folder) for name in sorted(files)
-                          if name.endswith(".ipynb")]
-    return by_learner
+                for name in sorted(folders):
+                    sub = Path(parent) / name
+                    if sub.is_symlink() or name.startswith("."):
+                        skip(sub, "a symbolic link to a folder (grade follows none)" if sub.is_symlink()
+                             else "a hidden folder (its name starts with a dot): nothing in it is graded")
+                folders[:] = sorted(f for f in folders if not f.startswith(".") and not (Path(parent) / f).is_symlink())
+                for name in sorted(files):
+                    consider(Path(parent) / name, entry.name)
+            if not found:
+                by_learner[entry.name] = []
+        elif entry.is_dir():
+            skip(entry, "a symbolic link to a folder (grade follows none)")
+        else:
+            consider(entry, entry.name.removesuffix(".ipynb"))
+    return by_learner, skipped
+
+
+def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None = None) -> Course:
+    """The exercises of the solved chapters, and their hidden tests' inputs (running the
+    chapters that hold an assigned exercise's hidden test, once: see discovery)."""
+    sources = read_chapters(Path(chapters))
+    order = [label for nb in sources.values() for label in exercise_labels(nb)]
+    unknown = sorted(set(assign or ()) - set(order))
+    if unknown:
+        raise ValueError(f"unknown exercise(s) {', '.join(unknown)}; the chapters have: {', '.join(order)}")
+    wanted = set(assign or order)
+    checks_cells, hidden = {}, {}
+    for nb in sources.values():
+        for cell in nb.cells:
+            label = exercise_of(cell)
+            if label in wanted and role_of(cell) == CHECK:
+                checks_cells.setdefault(label, cell)
+            elif label in wanted and role_of(cell) == HIDDEN_TEST:
+                hidden.setdefault(label, []).append(cell.source)
+    inputs = hidden_inputs(sources, set(hidden), cache)
+    exercises = {label: exercise_of_course(label, checks_cells[label], inputs.get(label, {}))
+                 for label in order if label in checks_cells}
+    sources = frozenset(c.source.strip() for nb in sources.values() for c in nb.cells if c.cell_type == "code")
+    return Course(order, exercises, hidden, inputs, sources)
 
 
 def grade_submissions(
@@ -483,101 +426,106 @@ def grade_submissions(
     jobs: int | None = None,
     unsafe_no_sandbox: bool = False,
     limits: Limits = DEFAULT_LIMITS,
+    score_predictions: bool = False,
+    cache: Path | None = None,
+    learners: Iterable[str] | None = None,
+    done: Callable[[str, list[Grade], list[str]], None] | None = None,
+    finished: Callable[[str, list[Path]], bool] | None = None,
 ) -> tuple[list[Grade], dict[str, list[str]]]:
     """Run every submitted notebook in a sandbox and grade each learner's exercises.
 
     Returns the grades (one per learner and exercise, in the order of the chapters) and,
-    per learner, the problems seen while running their notebooks, for the summary. The
-    exercises graded are ``assign``, or else every exercise found in a submission. Up to
-    ``jobs`` notebooks (default: the number of processors) run at once, each within
-    ``limits`` (memory, processes, disk, output). A crashing, endless or hostile notebook
-    is a grade, never an exception. Raises SandboxUnavailable
-    if no sandbox can start (unless ``unsafe_no_sandbox``), ValueError for bad arguments.
+    per learner, the problems seen while running their notebooks (``problems[SKIPPED]``:
+    the files of the folder not graded, each with why). The exercises graded are
+    ``assign``, or else every exercise found in a submission. Up to ``jobs`` notebooks
+    (default: the number of processors) run at once, each within ``limits``. Each
+    learner's grades go to ``done(learner, grades, problems)`` as soon as they are known;
+    a learner for whom ``finished(learner, notebooks)`` is true is not graded again; only
+    ``learners`` are graded, if given. Predict exercises count as completed unless
+    ``score_predictions``. A crashing, endless or hostile notebook is a grade, never an
+    exception. Raises SandboxUnavailable if no sandbox can start (unless
+    ``unsafe_no_sandbox``), ValueError for bad arguments.
     """
     submissions = Path(submissions)
     for name, value in (("time_limit", time_limit), ("check_timeout", check_timeout)):
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-    sources = read_chapters(Path(chapters))
-    order = [label for nb in sources.values() for label in exercise_labels(nb)]
-    course: dict[str, list] = {}
-    for nb in sources.values():
-        for cell in nb.cells:
-            label = exercise_of(cell)
-            if label and role_of(cell) in (CHECK, HIDDEN_TEST):
-                course.setdefault(label, []).append(cell)
-    unknown = sorted(set(assign or ()) - set(order))
-    if unknown:
-        raise ValueError(f"unknown exercise(s) {', '.join(unknown)}; the chapters have: {', '.join(order)}")
     if not submissions.is_dir():
         raise ValueError(f"{submissions} is not a folder")
-    learners = _learners(submissions)
-    if not learners:
+    found, skipped = _learners(submissions)
+    if learners is not None:
+        found = {name: paths for name, paths in found.items() if name in set(learners)}
+    if not found:
         raise ValueError(f"no submissions in {submissions}: expected LEARNER.ipynb files or LEARNER/ folders")
-    tasks = [(learner, path) for learner, paths in learners.items() for path in paths]
+    course = course_of(chapters, assign, cache)
+    todo = {name: paths for name, paths in found.items() if not (finished and finished(name, paths))}
+    tasks = [(learner, path) for learner, paths in todo.items() for path in paths]
+    expected = list(dict.fromkeys(assign)) if assign is not None else None
+    results: dict[int, _Run] = {}
+    grades: list[Grade] = []
+    problems: dict[str, list[str]] = {SKIPPED: skipped} if skipped else {}
     jobs = jobs or os.cpu_count() or 1
+
+    def learner_done(learner: str) -> None:
+        runs = [results[i] for i, (name, _) in enumerate(tasks) if name == learner]
+        labels = expected or _found_labels(runs, course)
+        rows = _grade_learner(learner, runs, labels, course, limits, score_predictions)
+        notes = _problems(learner, todo[learner], runs)
+        if executed_dir is not None:
+            notes += _write_executed(runs, Path(executed_dir))
+        grades.extend(rows)
+        problems[learner] = notes
+        if done is not None:
+            done(learner, rows, notes)
+
     with prepared_sandbox(unsafe_no_sandbox, limits) as sandbox:
         run_one = functools.partial(_run_safely, submissions, course=course, sandbox=sandbox,
                                     time_limit=time_limit, check_timeout=check_timeout)
+        remaining = {learner: len(paths) for learner, paths in todo.items()}
+        for learner in [name for name, count in remaining.items() if count == 0]:
+            learner_done(learner)
         # Notebooks run in worker threads, never in the caller's, which may have an event
         # loop running (a notebook's own, or a test's): the kernels need one of their own.
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(lambda numbered: run_one(numbered[1][1], number=numbered[0]),
-                                    enumerate(tasks)))
-        if jobs > 1:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=1) as alone:
-                results = alone.submit(_rerun_alone, results, [path for _, path in tasks], run_one).result()
-    runs: dict[str, list[_Run]] = {learner: [] for learner in learners}
-    for (learner, _), result in zip(tasks, results):
-        runs[learner].append(result)
-    if assign is None:
-        found = {label for per in runs.values() for run in per if run.submitted for label in exercise_labels(run.submitted)}
-        expected = [label for label in order if label in found] or order
-    else:
-        expected = list(dict.fromkeys(assign))
-    grades, problems = [], {}
-    for learner, per in runs.items():
-        grades += _grade_learner(learner, per, expected, limits)
-        flat_and_folder = {p.parts[0] for p in learners[learner]} >= {f"{learner}.ipynb", learner}
-        problems[learner] = (
-            (["submitted both as a file and as a folder: graded separately, not merged"] if flat_and_folder else [])
-            + (["no notebook in the folder"] if not per else [])
-            + [f"{run.notebook}: {note}" for run in per
-               for note in (([RAN_ALONE] if run.ran_alone else []) + ([run.problem] if run.problem else [])
-                            + _solution_note(run) + run.errors)]
-        )
-        if executed_dir is not None:
-            for run in per:
-                if run.executed is not None:
-                    target = Path(executed_dir) / run.notebook
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    try:
-                        nbformat.write(run.executed, target)
-                    except Exception as error:  # what the learner's code printed may be anything
-                        problems[learner].append(f"{run.notebook}: its executed copy could not be written ({_describe(error)})")
+            futures = {pool.submit(run_one, path, number=i): i for i, (_, path) in enumerate(tasks)}
+            for future in concurrent.futures.as_completed(futures):
+                i = futures[future]
+                results[i] = future.result()
+                remaining[tasks[i][0]] -= 1
+                if remaining[tasks[i][0]] == 0:
+                    learner_done(tasks[i][0])
+    order = {name: n for n, name in enumerate(found)}
+    grades.sort(key=lambda g: (order.get(g.learner, 0), course.order.index(g.exercise) if g.exercise in course.order else 0))
     return grades, problems
 
 
-RAN_ALONE = ("ran out of time beside other notebooks, so it was run again alone: "
-             "this grade is from that second run")
+def _found_labels(runs: list[_Run], course: Course) -> list[str]:
+    found = {p.label for run in runs for p in run.placed}
+    return [label for label in course.order if label in found] or [label for label in course.order if label in course.exercises]
 
 
-def _rerun_alone(results: list[_Run], paths: list[Path], run: Callable[..., _Run]) -> list[_Run]:
-    """Each notebook that ran out of time beside others, run again with none beside it;
-    the second run is its grade.
+def _problems(learner: str, paths: list[Path], runs: list[_Run]) -> list[str]:
+    flat_and_folder = {p.parts[0] for p in paths} >= {f"{learner}.ipynb", learner}
+    return (
+        (["submitted both as a file and as a folder: graded separately, not merged"] if flat_and_folder else [])
+        + (["no notebook in the folder"] if not runs else [])
+        + [f"{run.notebook}: {note}" for run in runs
+           for note in (([run.problem] if run.problem else [])
+                        + _solution_note(run) + (run.execution.errors if run.execution else []))]
+    )
 
-    A submission can take more than its share of the processors: processes that each
-    start a session of their own (``os.setsid``) each get a share of the CPU, so a fork
-    bomb of them starves the notebook running next to it, within every per-process limit.
-    Alone, an honest notebook gets the whole machine; the bomb still runs out of time.
-    """
-    again = []
-    for number, (result, path) in enumerate(zip(results, paths)):
-        if result.timed_out:
-            result = run(path, number=len(paths) + number)  # a fresh scratch folder
-            result.ran_alone = True
-        again.append(result)
-    return again
+
+def _write_executed(runs: list[_Run], folder: Path) -> list[str]:
+    notes = []
+    for run in runs:
+        if run.executed is not None:
+            target = folder / run.notebook
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                nbformat.write(run.executed, target)
+            except Exception as error:  # what the learner's code printed may be anything
+                notes.append(f"{run.notebook}: its executed copy could not be written ({describe(error)})")
+    return notes
 
 
 def _solution_note(run: _Run) -> list[str]:

@@ -8,7 +8,7 @@ import re
 from dataclasses import astuple, fields
 from pathlib import Path
 
-from attncourse.instructor.grading import PASSED, Grade
+from attncourse.instructor.grading import PASSED, SKIPPED, Grade
 
 
 def csv_cell(text: str) -> str:
@@ -26,7 +26,7 @@ def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
     """A readable report in markdown: a table of learners by exercises, the rows flagged
     for review, then the details per learner."""
     learners = list(dict.fromkeys(g.learner for g in grades)) + [
-        learner for learner in problems if learner not in {g.learner for g in grades}
+        learner for learner in problems if learner not in {g.learner for g in grades} and learner != SKIPPED
     ]
     exercises = list(dict.fromkeys(g.exercise for g in grades))
     status = {(g.learner, g.exercise): g for g in grades}
@@ -43,12 +43,15 @@ def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
     if flagged:
         lines += ["", "## Flagged for review", ""]
         lines += [f"- {md(g.learner)}, {md(g.exercise)} ({g.status}): {md(g.review)}" for g in flagged]
+    if problems.get(SKIPPED):
+        lines += ["", "## Files not graded", ""] + [f"- {md(note)}" for note in problems[SKIPPED]]
     for learner in learners:
         lines += ["", f"## {md(learner)}", ""]
         for exercise in exercises:
             grade = status.get((learner, exercise))
             if grade:
                 detail = f": {md(grade.message)}" if grade.status != PASSED and grade.message else ""
+                detail += f" (in {md(grade.notebook)}, graded {md(grade.graded_at)})" if grade.notebook else ""
                 lines.append(f"- {md(exercise)}: **{grade.status}**{detail}")
         if problems.get(learner):
             lines += ["", "While running the notebooks:", ""] + [f"- {md(note)}" for note in problems[learner]]

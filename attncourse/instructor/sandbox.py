@@ -10,13 +10,18 @@ stopped, every process it started goes with it) and no capabilities. bubblewrap
 Flatpak and needs no daemon.
 
 It also has limits (``Limits``): its working folder, home and temporary folder are one
-tmpfs of a fixed size, and util-linux's ``prlimit`` caps each of its processes' memory
-(RLIMIT_DATA) and the number of its processes and threads (RLIMIT_NPROC). prlimit runs
-inside the sandbox, after bubblewrap made its user namespace: the kernel counts
-RLIMIT_NPROC per user *and namespace* (Linux 5.14 and later), so each sandbox has its own
-count, apart from the instructor's other processes and from the kernels beside it.
-Linux never applies RLIMIT_NPROC to root, so when ``grade`` runs as root, the kernel runs
-as ``nobody`` (util-linux's ``setpriv``) in a user namespace of its own (``unshare``).
+tmpfs of a fixed size, and util-linux's ``prlimit`` caps each of its processes' address
+space (RLIMIT_AS: heap, mmap and memfd alike; RLIMIT_DATA misses the last two) and the
+number of its processes and threads (RLIMIT_NPROC). prlimit runs inside the sandbox,
+after bubblewrap made its user namespace: the kernel counts RLIMIT_NPROC per user *and
+namespace* (Linux 5.14 and later), so each sandbox has its own count, apart from the
+instructor's other processes and from the kernels beside it. The sandbox cannot make
+user namespaces of its own (bubblewrap's ``--disable-userns``), so it cannot mount a
+tmpfs of its own past the disk limit. Linux never applies RLIMIT_NPROC to root, so when
+``grade`` runs as root, the kernel runs as ``nobody`` (util-linux's ``setpriv``) in a user
+namespace made by a second, unprivileged bubblewrap, with ``--disable-userns`` too; once
+the kernel has made its sockets, its one folder on the host's disk (``runtime``) is given
+back to root, read-only to the kernel.
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ _SYSTEM_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "pass
 # Kernels run side by side, and a thread pool per core would make the number of threads a
 # kernel needs (RLIMIT_NPROC counts them) grow with the machine.
 _ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
+# glibc gives each thread an arena of 64 MiB of address space: under RLIMIT_AS, two will do.
+_FEW_ARENAS = {"MALLOC_ARENA_MAX": "2"}
 MiB = 1024 ** 2
 NOBODY = 65534  # the kernel's uid when grade runs as root: the overflow uid, which owns no file
 # bubblewrap's --unshare-all less the user namespace: as root, the kernel leaves root by
@@ -64,10 +71,10 @@ class Limits:
 
     The defaults leave a margin over what the course's chapters need in the sandbox (see
     the instructor guide): chapter 7, which loads a real model with transformers, passes
-    with 768 MiB and runs out at 640; a kernel runs 15 to 17 threads; the largest
+    with 2048 MiB of address space; a kernel runs 15 to 17 threads; the largest
     chapter's outputs come to 0.6 MB."""
 
-    memory: int = 2048 * MiB  # bytes of heap and private mappings per process (RLIMIT_DATA)
+    memory: int = 2048 * MiB  # bytes of address space per process (RLIMIT_AS)
     processes: int = 64  # processes and threads of the sandbox (RLIMIT_NPROC)
     disk: int = 256 * MiB  # bytes the working folder, home and temporary folder may hold (a tmpfs)
     output: int = 10 * MiB  # bytes of output kept per notebook; also the largest notebook read
@@ -82,7 +89,7 @@ class Limits:
         """util-linux's prlimit with these limits, before a command (byte counts: prlimit
         reads "2G" as 2 bytes)."""
         counted = [f"--nproc={self.processes}"] if processes else []
-        return [shutil.which("prlimit") or "prlimit", *counted, f"--data={self.memory}", "--"]
+        return [shutil.which("prlimit") or "prlimit", *counted, f"--as={self.memory}", "--"]
 
 
 DEFAULT_LIMITS = Limits()
@@ -128,6 +135,13 @@ class Sandbox:
         copy.write_bytes(notebook.read_bytes())
         copy.chmod(0o644)  # readable by the kernel when it runs as nobody
 
+    def copy_in_data(self, scratch: Path, name: str, text: str) -> None:
+        """Put a data file for the grader's cells in the kernel's working folder (read-only
+        in the sandbox, like the notebook)."""
+        path = scratch / "work" / name
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o644)
+
     def environment(self, scratch: Path, check_timeout: float | None) -> dict[str, str]:
         """The kernel's whole environment (nothing of the instructor's)."""
         env = {
@@ -135,7 +149,7 @@ class Sandbox:
             "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "USER": "learner",
             "PYTHONPATH": str(self.package), "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
             "MPLCONFIGDIR": str(scratch / "home" / ".matplotlib"), "JUPYTER_PLATFORM_DIRS": "1",
-            **dict.fromkeys(_ONE_THREAD, "1"),
+            **dict.fromkeys(_ONE_THREAD, "1"), **_FEW_ARENAS,
         }
         if check_timeout is not None:
             env[TIMEOUT_VARIABLE] = str(check_timeout)
@@ -150,7 +164,8 @@ class Sandbox:
             return self.limits.prlimit(processes=False)
         as_root = self.owner is not None
         bwrap = shutil.which("bwrap") or "bwrap"
-        args = [bwrap, *(_UNSHARE_AS_ROOT if as_root else ["--unshare-all"]), "--die-with-parent",
+        args = [bwrap, *(_UNSHARE_AS_ROOT if as_root else ["--unshare-all", "--unshare-user", "--disable-userns"]),
+                "--die-with-parent",
                 "--new-session", "--clearenv", "--cap-drop", "ALL"]
         if as_root:  # kept only for setpriv, which gives them up with uid 0
             args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -164,9 +179,9 @@ class Sandbox:
         for key, value in env.items():
             args += ["--setenv", key, value]
         args += ["--remount-ro", "/"]
-        if as_root:
+        if as_root:  # nobody, in a user namespace of its own that can make no other
             args += [shutil.which("setpriv") or "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
-                     "--clear-groups", shutil.which("unshare") or "unshare", "--user", "--map-current-user"]
+                     "--clear-groups", bwrap, "--unshare-user", "--disable-userns", "--dev-bind", "/", "/"]
         return [*args, *self.limits.prlimit(processes=True)]
 
     def _read_only_mounts(self) -> list[list[str]]:
@@ -235,6 +250,15 @@ class SandboxedKernelManager(AsyncKernelManager):
         await super()._async_launch_kernel(kernel_cmd, **kw)
         self.process = getattr(self.provisioner, "process", None)
 
+    def lock_runtime(self) -> None:
+        """Once the kernel has made its sockets: its runtime folder, the one place on the
+        host's disk it could write to, goes back to root and is read-only to it (when the
+        kernel runs as nobody; as the instructor's own uid it could undo a chmod)."""
+        if self.owner is not None:
+            runtime = Path(self.connection_file).parent
+            os.chown(runtime, 0, 0)
+            runtime.chmod(0o755)
+
     def kill_sandbox(self) -> None:
         """Kill the kernel's process if it still runs: bubblewrap takes the whole sandbox
         (every process in it) down with it."""
@@ -273,8 +297,12 @@ if pathlib.Path(attncourse.__file__).parent != pathlib.Path({package!r}):
     problems.append("the package copy was not imported")
 if {isolated} and (os.getuid() == 0 or resource.getrlimit(resource.RLIMIT_NPROC) != ({processes}, {processes})):
     problems.append("the process limit is not in force (uid %d, RLIMIT_NPROC %r)" % (os.getuid(), resource.getrlimit(resource.RLIMIT_NPROC)))
-if resource.getrlimit(resource.RLIMIT_DATA) != ({memory}, {memory}):
+if resource.getrlimit(resource.RLIMIT_AS) != ({memory}, {memory}):
     problems.append("the memory limit is not in force")
+if {isolated}:
+    import ctypes
+    if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0:  # CLONE_NEWUSER
+        problems.append("the sandbox can make user namespaces of its own")
 sys.exit("; ".join(problems) or None)
 """
 
@@ -283,7 +311,7 @@ def _probe(sandbox: Sandbox) -> None:
     """Start Python in the sandbox once, with the limits: it must import the package copy,
     not run as root and have its limits set (and it builds matplotlib's font list, which
     every kernel then reuses)."""
-    tools = ["prlimit"] + (["bwrap"] if sandbox.isolated else []) + (["setpriv", "unshare"] if sandbox.owner else [])
+    tools = ["prlimit"] + (["bwrap"] if sandbox.isolated else []) + (["setpriv"] if sandbox.owner else [])
     missing = [tool for tool in tools if not shutil.which(tool)]
     if "bwrap" in missing:
         raise SandboxUnavailable(

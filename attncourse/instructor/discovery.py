@@ -1,0 +1,98 @@
+"""The inputs of the hidden tests, found by running the solved chapters (the instructor's
+own, trusted code) once: only these inputs enter a learner's sandbox, never the tests.
+
+In a copy of each solved chapter, every hidden-test cell that grading needs becomes a call
+to ``attncourse.checks.wire.discover``, which runs the test there on the course's solution
+and records the notebook names it reads and the inputs it calls them on. The result is
+kept (in memory, and in ``cache`` if given) under a digest of the chapter and of the
+package, so a second grading of the same course does not run the chapters again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+import attncourse
+from attncourse.checks import wire
+from attncourse.instructor.tags import HIDDEN_TEST, exercise_of, role_of
+
+CHAPTER_TIME_LIMIT = 900.0
+_FOUND: dict[str, dict] = {}  # digest -> what a run found, for this process's lifetime
+
+
+class CourseError(ValueError):
+    """A hidden test that does not pass on the course's own solution."""
+
+
+def hidden_inputs(chapters: dict[Path, object], labels: set[str], cache: Path | None = None) -> dict[str, dict]:
+    """label -> ``{"modules", "values", "calls"}`` (see ``wire``) for every hidden test of
+    ``labels`` in ``chapters`` (path -> solved notebook)."""
+    found: dict[str, dict] = {}
+    for path, nb in chapters.items():
+        needed = [cell for cell in nb.cells if role_of(cell) == HIDDEN_TEST and exercise_of(cell) in labels]
+        if not needed:
+            continue
+        key = _digest(path)
+        if key not in _FOUND and cache is not None and (cache / f"{key}.json").exists():
+            _FOUND[key] = json.loads((cache / f"{key}.json").read_text(encoding="utf-8"))
+        if key not in _FOUND:
+            _FOUND[key] = _run_chapter(path, nb)
+            if cache is not None:
+                cache.mkdir(parents=True, exist_ok=True)
+                (cache / f"{key}.json").write_text(json.dumps(_FOUND[key]), encoding="utf-8")
+        found.update({label: tests for label, tests in _FOUND[key].items() if label in labels})
+    return found
+
+
+def _digest(chapter: Path) -> str:
+    """The chapter's bytes and every file of the package: what the discovery depends on."""
+    digest = hashlib.sha256(chapter.read_bytes())
+    package = Path(attncourse.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _run_chapter(path: Path, nb) -> dict[str, dict]:
+    """Run the solved chapter up to its last hidden test, each hidden test recording."""
+    run = nbformat.v4.new_notebook(metadata=nb.metadata)
+    last = max(i for i, cell in enumerate(nb.cells) if role_of(cell) == HIDDEN_TEST)
+    for cell in nb.cells[: last + 1]:
+        if role_of(cell) == HIDDEN_TEST:
+            source = (f'__import__("attncourse.checks.wire", fromlist=["wire"]).discover('
+                      f'{exercise_of(cell)!r}, {cell.source!r})')
+            run.cells.append(nbformat.v4.new_code_cell(source))
+        elif cell.cell_type == "code":
+            run.cells.append(nbformat.v4.new_code_cell(cell.source))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATTNCOURSE_")}
+    client = NotebookClient(run, timeout=CHAPTER_TIME_LIMIT, kernel_name="python3", allow_errors=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+
+    def execute():
+        return asyncio.run(client.async_execute(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:  # a loop of its own
+            thread.submit(execute).result()
+    except Exception as error:
+        raise CourseError(f"running {path.name} to find its hidden tests' inputs failed: "
+                          f"{str(error)[-600:]}") from None
+    found: dict[str, dict] = {}
+    for cell in run.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {}).get(wire.DISCOVERY_MIMETYPE)
+            if data:
+                tests = found.setdefault(data["exercise"], {"modules": {}, "values": [], "calls": []})
+                tests["modules"].update(data["modules"])
+                tests["values"] += [v for v in data["values"] if v not in tests["values"]]
+                tests["calls"] += data["calls"]
+    return found

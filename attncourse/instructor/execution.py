@@ -1,0 +1,217 @@
+"""Running one notebook in the sandbox: a kernel behind bubblewrap, nbclient driving it,
+its output capped, and why the run stopped when it stopped early."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+from attncourse.checks.core import describe
+from attncourse.instructor.sandbox import Limits, MiB, Sandbox, SandboxedKernelManager
+
+
+@dataclass
+class Execution:
+    """How a notebook's run went."""
+
+    executed: Any  # the notebook, with its outputs
+    problem: str = ""  # why the run stopped early ("" if it ran to the end)
+    stopped_in: int | None = None  # the cell running when it stopped
+    errors: list[str] = field(default_factory=list)  # cells that raised
+    timed_out: bool = False  # stopped at the time limit
+    cpu_seconds: float = 0.0  # of processor time its processes had used when it was stopped
+
+
+class _OutOfMemory(Exception):
+    """A cell raised MemoryError: the kernel reached its memory limit (or says it did)."""
+
+    def __init__(self, cell_index: int, what: str):
+        super().__init__(what)
+        self.cell_index = cell_index
+
+
+def _stop_when_out_of_memory(cell, cell_index: int, execute_reply: dict) -> None:
+    """nbclient's on_cell_error hook: the run stops at a MemoryError, as at the time limit
+    (what the kernel holds then is not worth grading on, nor keeping in memory)."""
+    content = execute_reply.get("content", {})
+    if content.get("ename") == "MemoryError":
+        raise _OutOfMemory(cell_index, f"MemoryError: {content.get('evalue', '')}"[:200])
+
+
+def _size(content: Any) -> int:
+    """About how many bytes a message's decoded JSON takes (the lengths of its strings).
+    Iterative: the nesting is the learner's to choose."""
+    total, pending = 0, [content]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending += [*item.keys(), *item.values()]
+        elif isinstance(item, list | tuple):
+            pending += item
+        elif isinstance(item, str | bytes):
+            total += len(item)
+        else:
+            total += 8
+    return total
+
+
+class _OutputLimitedClient(NotebookClient):
+    """An nbclient that keeps at most ``output_limit`` bytes of a notebook's output (text,
+    images, widget messages). Past it, it keeps nothing more, notes in the cell where it
+    cut, and kills the sandbox: the run ends in ``cut_in``, a cell that prints without
+    end stops at once instead of at the time limit, and the executed copy stays small."""
+
+    def __init__(self, nb, km: SandboxedKernelManager, output_limit: int, **kwargs):
+        super().__init__(nb, km=km, **kwargs)
+        self.kill_sandbox = km.kill_sandbox
+        self.output_limit = output_limit
+        self.received = 0
+        self.cut_in: int | None = None
+
+    def process_message(self, msg, cell, cell_index):
+        if self.cut_in is not None:
+            return None
+        if msg.get("msg_type") not in ("status", "execute_input"):  # what becomes output
+            self.received += _size(msg.get("content")) + sum(memoryview(b).nbytes for b in msg.get("buffers") or ())
+        if self.received > self.output_limit:
+            self.cut_in = cell_index
+            cell.outputs.append(nbformat.v4.new_output(
+                "stream", name="stderr", text=f"[grade: output cut off here, past the limit of {megabytes(self.output_limit)}]\n"))
+            self.kill_sandbox()
+            return None
+        return super().process_message(msg, cell, cell_index)
+
+
+def megabytes(size: int) -> str:
+    return f"{size / MiB:g} MiB"
+
+
+def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, running: int, elapsed: float,
+                    time_limit: float, limits: Limits) -> tuple[int, str]:
+    """(the cell where the run stopped, why), after the run raised ``error`` (None: it
+    ended, but its output was cut)."""
+    if client.cut_in is not None:
+        return client.cut_in, (f"its output passed the limit of {megabytes(limits.output)} in cell "
+                               f"{client.cut_in + 1}: the rest was not kept and the notebook was stopped there")
+    if isinstance(error, _OutOfMemory):
+        return error.cell_index, (f"ran out of memory in cell {error.cell_index + 1} ({error}): the memory "
+                                  f"limit is {megabytes(limits.memory)} per process (--memory-limit)")
+    where = f"in cell {running + 1}"
+    if isinstance(error, _OutOfTime):  # the kernel dies as it is stopped
+        waited = "" if error.cpu_seconds >= time_limit else (
+            f", after {elapsed:.0f} s, most of them waiting for the processor")
+        return running, (f"did not finish within the time limit of {time_limit:g} s of processor time "
+                         f"(stopped {where}{waited})")
+    if isinstance(error, DeadKernelError):
+        return running, f"the kernel died {where}"
+    return running, f"could not run {where}: {describe(error)}"
+
+
+class _OutOfTime(Exception):
+    """The notebook's processes used their processor time, or the wall-clock backstop ran out."""
+
+    def __init__(self, cpu_seconds: float):
+        super().__init__(f"{cpu_seconds:.0f} s of processor time")
+        self.cpu_seconds = cpu_seconds
+
+
+WALL_CLOCK_FACTOR = 3  # a notebook waiting for a busy processor gets up to this many time limits
+
+
+async def _watch_the_clock(km: SandboxedKernelManager, time_limit: float, started: float) -> None:
+    """Return when the sandbox's processes have used ``time_limit`` seconds of processor
+    time, or ``WALL_CLOCK_FACTOR`` time limits have passed. Counted in processor time, a
+    notebook starved by its neighbours (processes that each start a session of their own
+    each get a share of the processor) is not out of time, and an endless one is stopped
+    once, at its own limit: nothing is ever run twice."""
+    used = 0.0
+    while used < time_limit and time.monotonic() - started < WALL_CLOCK_FACTOR * time_limit:
+        await asyncio.sleep(1.0)
+        if km.process is not None:
+            used = cpu_seconds(km.process.pid)
+    raise _OutOfTime(used)
+
+
+def cpu_seconds(root: int) -> float:
+    """The processor time used so far by process ``root`` and every process below it (read
+    from /proc: the sandbox's processes are the grader's descendants)."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))  # fields[1]: the parent
+        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    total, pending = 0.0, [root]
+    while pending:
+        pid = pending.pop()
+        total += times.get(pid, 0.0)
+        pending += children.get(pid, [])
+    return total
+
+
+def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit: float) -> Execution:
+    """Run ``nb`` in a kernel inside ``sandbox`` (working folder ``scratch/work``) for at
+    most ``time_limit`` seconds of processor time, kernel start included (see
+    ``_watch_the_clock``)."""
+    limits = sandbox.limits
+    km = SandboxedKernelManager(
+        sandbox.command(scratch, env), owner=sandbox.owner, kernel_name="python3", transport="ipc",
+        ip=str(scratch / "runtime" / "k"), connection_file=str(scratch / "runtime" / "kernel.json"),
+    )
+    current = {"cell": 0}
+    client = _OutputLimitedClient(
+        nb, km, limits.output, timeout=None, allow_errors=True, shutdown_kernel="immediate",
+        on_cell_start=lambda cell, cell_index: current.update(cell=cell_index),
+        on_cell_error=_stop_when_out_of_memory, on_notebook_start=lambda notebook: km.lock_runtime(),
+    )
+    run = Execution(nb)
+    started = time.monotonic()
+
+    async def run_against_the_clock():
+        running = asyncio.ensure_future(client.async_execute(
+            env=env, cwd=str(scratch / "work"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        clock = asyncio.ensure_future(_watch_the_clock(km, time_limit, started))
+        done, _ = await asyncio.wait({running, clock}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (running, clock):
+            task.cancel()
+        if clock in done and not clock.cancelled() and clock.exception() is not None:
+            km.kill_sandbox()
+            with contextlib.suppress(BaseException):
+                await running
+            raise clock.exception()
+        return running.result()
+
+    try:
+        asyncio.run(run_against_the_clock())
+    except Exception as error:  # the learner's notebook may break the run in any way
+        elapsed = time.monotonic() - started
+        run.timed_out = isinstance(error, _OutOfTime)
+        run.cpu_seconds = error.cpu_seconds if run.timed_out else 0.0
+        run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], elapsed, time_limit, limits)
+    finally:
+        km.kill_sandbox()
+    if client.cut_in is not None and not run.problem:  # cut in a last cell that had already replied
+        run.stopped_in, run.problem = _why_it_stopped(None, client, current["cell"], 0.0, time_limit, limits)
+    run.errors = [
+        f"cell {index + 1} raised {output.get('ename')}: {output.get('evalue', '')}"[:300]
+        for index, cell in enumerate(nb.cells)
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
+    ]
+    return run

@@ -1,0 +1,144 @@
+"""Where a learner's answer is: the notebook ``grade`` runs, with its recording cells placed
+after the learner's answer to each exercise, wherever the learner wrote it.
+
+A learner may answer in the stub, in a new cell below it, in a cell an editor stripped of
+its tags, or after redefining the name twice. The answer graded is the last definition of
+the exercise's names (the arguments of its check, the notebook names its hidden tests
+read) before the next exercise that defines the same names; the exercise's tags, where
+they survive, say where its part of the notebook starts. Where the grader cannot tell,
+the grade says so ("needs review"), never a silent zero.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from dataclasses import dataclass
+
+import nbformat
+
+from attncourse.checks import wire
+from attncourse.instructor.tags import CHECK, HIDDEN_TEST, exercise_of, role_of
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """What grading needs of an exercise: its check's arguments and the names it reads."""
+
+    label: str
+    expressions: tuple[str, ...]  # the check's arguments, as the course's check cell writes them
+    names: tuple[str, ...]  # every notebook name the answer is made of
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A recording cell the grader wrote, and what it records."""
+
+    index: int
+    label: str
+    note: str  # why an instructor should look at this exercise ("" if no reason)
+
+
+def exercise_of_course(label: str, check_cell, hidden: dict) -> Exercise:
+    """``label``'s check arguments, from the course's check cell (``check.NAME(a, b)``), and
+    the notebook names its hidden tests read (``hidden``: what ``discovery`` found)."""
+    expressions: list[str] = []
+    names: list[str] = []
+    for node in ast.walk(ast.parse(check_cell.source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == _check_name(label):
+            expressions += [ast.unparse(arg) for arg in node.args]
+            names += [n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)]
+    names += hidden.get("values", []) + [call["function"] for call in hidden.get("calls", [])]
+    return Exercise(label, tuple(expressions), tuple(dict.fromkeys(names)))
+
+
+def _check_name(label: str) -> str:
+    return label.split("-", 1)[-1].replace("-", "_")
+
+
+def defined_names(source: str) -> set[str]:
+    """The names a cell binds at its top level (IPython's magics and shell lines aside); a
+    cell Python cannot parse is read with a pattern, as best it can."""
+    lines = ["pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return set(re.findall(r"^\s*(?:def\s+|class\s+)?([A-Za-z_]\w*)\s*(?:\(|=[^=]|:)", source, re.MULTILINE))
+    found: set[str] = set()
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)  # what it binds inside is its own
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif not isinstance(node, ast.Lambda):
+            pending += list(ast.iter_child_nodes(node))
+    return found
+
+
+def notebook_to_run(submitted, exercises: list[Exercise]) -> tuple[object, list[Placed]]:
+    """The learner's cells (their own check and hidden-test cells dropped: the grader's
+    recording cells take their place), with a recording cell after the answer to each
+    exercise."""
+    cells = [copy.deepcopy(cell) for cell in submitted.cells if role_of(cell) != HIDDEN_TEST]
+    for cell in cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    defines = [defined_names(cell.source) if cell.cell_type == "code" else set() for cell in cells]
+    checks_of = [_checks_called(cell) for cell in cells]
+    after: dict[int, list[tuple[Exercise, str]]] = {}
+    for exercise in exercises:
+        position, note = _position(cells, defines, checks_of, exercise, exercises)
+        after.setdefault(position, []).append((exercise, note))
+    run = nbformat.v4.new_notebook(metadata=copy.deepcopy(submitted.metadata))
+    placed: list[Placed] = []
+    for position in range(-1, len(cells)):
+        if position >= 0 and not checks_of[position]:
+            run.cells.append(cells[position])
+        for exercise, note in after.get(position, []):
+            cell = nbformat.v4.new_code_cell(
+                f'__import__("attncourse.checks.wire", fromlist=["wire"]).export('
+                f'{exercise.label!r}, {exercise.expressions!r}, {wire.INPUTS_FILE!r})')
+            cell.metadata["attncourse"] = {"written_by_grade": exercise.label}
+            placed.append(Placed(len(run.cells), exercise.label, note))
+            run.cells.append(cell)
+    return run, placed
+
+
+def _checks_called(cell) -> set[str]:
+    """The exercises a learner's cell checks: tagged as a check, or only calling checks."""
+    if cell.cell_type != "code":
+        return set()
+    if role_of(cell) == CHECK:
+        return {exercise_of(cell) or ""}
+    calls = re.findall(r"^\s*check\.(\w+)\(.*\)\s*$", cell.source, re.MULTILINE)
+    lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return {"name:" + name for name in calls} if calls and len(calls) == len(lines) else set()
+
+
+def _position(cells, defines, checks_of, exercise: Exercise, exercises: list[Exercise]) -> tuple[int, str]:
+    """(the index of the cell after which ``exercise`` is recorded, a note for review)."""
+    names = set(exercise.names)
+    tagged = [i for i, cell in enumerate(cells) if exercise_of(cell) == exercise.label]
+    sharing = {e.label for e in exercises if e.label != exercise.label and names & set(e.names)}
+    start = tagged[0] if tagged else 0
+    end = next((i for i, cell in enumerate(cells) if i > start and exercise_of(cell) in sharing
+                and defines[i] & names), len(cells))
+    own_checks = [i for i in range(start, end)
+                  if {exercise.label, "name:" + _check_name(exercise.label)} & checks_of[i]]
+    defining = [i for i in range(start, end) if defines[i] & names]
+    before_check = [i for i in defining if own_checks and i < own_checks[-1]]
+    defining = before_check or defining  # the last definition before its last check, if any
+    listed = ", ".join(sorted(names)) or "(none)"
+    if not tagged and sharing and defining:
+        return defining[-1], (f"the notebook has no cell tagged for this exercise and {listed} also answers "
+                              f"{', '.join(sorted(sharing))}: graded on the last definition, which may be the other's")
+    if defining:
+        return defining[-1], ""
+    if tagged:
+        return tagged[-1], ""
+    return len(cells) - 1, f"no cell of the notebook defines {listed}: graded at its end"

@@ -1,0 +1,123 @@
+"""The verdict: the course's checks and hidden tests, run in the grader's own process on the
+data a learner's notebook recorded (``attncourse.checks.wire``).
+
+Nothing here runs a line of the learner's code. Each of the learner's functions is a
+replay: called with inputs, it looks up the output the notebook recorded for those inputs
+(by their digest, computed here from the inputs the check itself made), redoes what the
+function did to its arguments, and returns, raises or times out as the function did. A
+call the notebook did not record is not a pass or a fail: the exercise needs review.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import threading
+import types
+from collections import defaultdict, deque
+from typing import Any
+
+import numpy as np
+
+from attncourse import checks
+from attncourse.checks import core, predict, wire
+
+JUDGE_TIMEOUT = 120.0  # seconds for one check on data: trusted code, but chapter 7's runs a model
+_ONE_AT_A_TIME = threading.Lock()  # a predict check counts its misses in the module
+
+
+class Replay:
+    """The learner's functions as the record saw them."""
+
+    def __init__(self, record: dict):
+        self.calls: dict[tuple[str, str], deque] = defaultdict(deque)
+        for call in record.get("calls", []):
+            if isinstance(call, dict) and isinstance(call.get("function"), str) and isinstance(call.get("args"), str):
+                self.calls[call["function"], call["args"]].append(call)
+
+    def function(self, key: str, name: str) -> wire.Function:
+        fn = wire.Function(name, replay=self._answer)
+        fn.key = key
+        return fn
+
+    def _answer(self, fn: wire.Function, args: tuple, kwargs: dict) -> Any:
+        recorded = self.calls.get((fn.key, wire.digest(args, kwargs)))
+        if not recorded:
+            raise core.NotRecorded(
+                f"{fn.__name__}() was called on inputs whose output the notebook did not record "
+                "(the grader's cell did not run to its end, or the notebook changed what it records)")
+        call = recorded.popleft() if len(recorded) > 1 else recorded[0]
+        for argument, after in zip(args, call.get("changed") or ()):
+            if after is not None and isinstance(argument, np.ndarray):
+                changed = wire.decode(after)
+                if isinstance(changed, np.ndarray) and changed.shape == argument.shape:
+                    np.copyto(argument, changed, casting="unsafe")
+        outcome = call.get("outcome")
+        if not isinstance(outcome, dict):
+            raise wire.WireError("a call without an outcome")
+        if "returned" in outcome:
+            return wire.decode(outcome["returned"])
+        if "stopped" in outcome:
+            return self._raise(core.Replayed(fn.__name__, stopped=float(outcome["stopped"])))
+        return self._raise(core.Replayed(fn.__name__, raised=str(outcome.get("raised", ""))[:300],
+                                         not_implemented=bool(outcome.get("not_implemented"))))
+
+    @staticmethod
+    def _raise(error: Exception):
+        raise error
+
+
+def judge_check(label: str, record: dict) -> core.Result:
+    """The course's check of ``label`` on the recorded answers."""
+    if record.get("missing"):
+        return core.Result(label, core.FAILED, f"the check cell raised {str(record['missing'])[:300]}")
+    replay = Replay(record)
+    answers = [wire.decode(answer, functions=lambda name, i=i: replay.function(f"answer:{i}", name))
+               for i, answer in enumerate(record.get("answers", []))]
+    evaluate = checks.CHECKS[label].__wrapped__
+    with _ONE_AT_A_TIME:
+        predict.forget_misses()  # the learner's misses are in the record, not in this process
+        return core._evaluate(label, "check", evaluate, answers, JUDGE_TIMEOUT)
+
+
+def judge_hidden(label: str, source: str, inputs: dict, record: dict) -> list[core.Result]:
+    """The course's hidden-test cell ``source`` of ``label``, run here with the modules it
+    found in the solved chapter and the learner's names as the record gives them."""
+    replay = Replay(record)
+    names = record.get("names", {}) if isinstance(record.get("names"), dict) else {}
+    scope: dict[str, Any] = {"__builtins__": builtins, "__name__": f"hidden test of {label}"}
+    for name, module in inputs.get("modules", {}).items():
+        scope[name] = importlib.import_module(module)
+    for name in inputs.get("values", []):
+        scope[name] = wire.decode(names.get(name, {"$opaque": "not recorded"}))
+    for name in dict.fromkeys(call["function"] for call in inputs.get("calls", [])):
+        value = names.get(name, {"$opaque": "not recorded"})
+        scope[name] = replay.function(f"name:{name}", name) if "$function" in value else _missing(name, value)
+    results: list[core.Result] = []
+
+    def hidden_test(test_label: str, *, timeout: float | None = None):
+        def run_now(test):
+            def evaluate(run):
+                run(test, name="a hidden test")
+                return "a hidden test passed"
+
+            results.append(core._evaluate(test_label, "hidden", evaluate, (), JUDGE_TIMEOUT))
+
+        return run_now
+
+    scope["check"] = types.SimpleNamespace(hidden_test=hidden_test)
+    with _ONE_AT_A_TIME:
+        exec(compile(source, f"<hidden test of {label}>", "exec"), scope)  # noqa: S102 (the course's own code)
+    return results
+
+
+def _missing(name: str, value: Any) -> wire.Function:
+    """What a hidden test calls where the notebook had no function ``name``."""
+    what = value.get("$opaque") if isinstance(value, dict) else None
+    why = f"NameError: name {name!r} is not defined" if what in ("not defined", "not recorded") \
+        else f"TypeError: {name} is not a function"
+
+    def answer(fn, args, kwargs):
+        raise core.Replayed(name, raised=why)
+
+    return wire.Function(name, replay=answer)

@@ -1,0 +1,150 @@
+"""Tests for the grader's bookkeeping (class E of the grading-integrity issue): regrading some
+learners keeps the others' rows, a crash mid-class leaves every finished grade on disk and
+a rerun continues, notes name their notebook, and predict exercises are completed by
+default, scored on request, and flagged when the saved notebook shows the answer was
+revealed or read. Each test grades a small class in the sandbox (slow)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import nbformat
+import pytest
+
+from attncourse import instructor
+from attncourse.checks.predict import ATTEMPTS_MIMETYPE
+from attncourse.instructor import COMPLETED, FAILED, NOT_ATTEMPTED, PASSED, grading
+from tests.test_instructor_grading import (
+    CHAPTER_1,
+    CORRECT_SOFTMAX,
+    DOUBLING,
+    NAIVE_SOFTMAX,
+    RIGHT_PREDICTION,
+    ROOT,
+    SOFTMAX,
+    _cells,
+    submission,
+)
+
+pytestmark = [pytest.mark.slow]
+CHAPTERS = ROOT / "chapters"
+
+
+def grade(tmp_path, *extra) -> int:
+    return instructor.main(["grade", str(tmp_path / "subs"), "--chapters", str(CHAPTERS), "--out",
+                            str(tmp_path / "report"), "--assign", f"{SOFTMAX},{DOUBLING}", "--jobs", "1",
+                            "--time-limit", "60", *extra])
+
+
+def rows(tmp_path) -> dict[tuple[str, str], dict]:
+    with open(tmp_path / "report" / "grades.csv", newline="", encoding="utf-8") as file:
+        return {(row["learner"], row["exercise"]): row for row in csv.DictReader(file)}
+
+
+@pytest.fixture
+def class_of_two(tmp_path):
+    (tmp_path / "subs").mkdir()
+    nbformat.write(submission(CORRECT_SOFTMAX, RIGHT_PREDICTION), tmp_path / "subs" / "ada.ipynb")
+    nbformat.write(submission(NAIVE_SOFTMAX, "prediction = 0.3"), tmp_path / "subs" / "bob.ipynb")
+    return tmp_path
+
+
+def counting_runs(monkeypatch) -> list[str]:
+    ran = []
+    run_notebook = grading._run_notebook
+
+    def counted(submissions, relative, *args, **kwargs):
+        ran.append(relative.name)
+        return run_notebook(submissions, relative, *args, **kwargs)
+
+    monkeypatch.setattr(grading, "_run_notebook", counted)
+    return ran
+
+
+def test_regrading_one_learner_keeps_every_other_row_and_when_it_was_graded(class_of_two, monkeypatch, capsys):
+    tmp_path = class_of_two
+    assert grade(tmp_path) == 0
+    first = rows(tmp_path)
+    assert first["bob", SOFTMAX]["status"] == FAILED and first["ada", SOFTMAX]["status"] == PASSED
+    assert all(row["graded_at"] for row in first.values())
+    nbformat.write(submission(CORRECT_SOFTMAX, RIGHT_PREDICTION), tmp_path / "subs" / "bob.ipynb")  # fixed
+    ran = counting_runs(monkeypatch)
+    assert grade(tmp_path, "--learners", "bob") == 0
+    second = rows(tmp_path)
+    assert ran == ["bob.ipynb"] and second["bob", SOFTMAX]["status"] == PASSED
+    assert second["ada", SOFTMAX] == first["ada", SOFTMAX]  # untouched, with its time
+    assert set(second) == set(first)
+
+
+def test_a_crash_mid_class_leaves_finished_grades_and_a_rerun_continues(class_of_two, monkeypatch):
+    tmp_path = class_of_two
+    grade_learner = grading._grade_learner
+
+    def crashes_on_bob(learner, *args, **kwargs):
+        if learner == "bob":
+            raise KeyboardInterrupt  # the instructor's Ctrl-C, or the machine going down
+        return grade_learner(learner, *args, **kwargs)
+
+    monkeypatch.setattr(grading, "_grade_learner", crashes_on_bob)
+    with pytest.raises(KeyboardInterrupt):
+        grade(tmp_path)
+    assert set(rows(tmp_path)) == {("ada", SOFTMAX), ("ada", DOUBLING)}  # ada's grades, on disk
+    monkeypatch.setattr(grading, "_grade_learner", grade_learner)
+    ran = counting_runs(monkeypatch)
+    assert grade(tmp_path) == 0
+    assert ran == ["bob.ipynb"] and set(rows(tmp_path)) == {(n, e) for n in ("ada", "bob") for e in (SOFTMAX, DOUBLING)}
+
+
+def test_rerunning_unchanged_grades_nothing_again_and_changed_options_regrade(class_of_two, monkeypatch):
+    tmp_path = class_of_two
+    assert grade(tmp_path) == 0
+    ran = counting_runs(monkeypatch)
+    assert grade(tmp_path) == 0 and ran == []
+    assert grade(tmp_path, "--score-predictions") == 0 and sorted(ran) == ["ada.ipynb", "bob.ipynb"]
+    assert rows(tmp_path)["bob", DOUBLING]["status"] == FAILED
+
+
+def with_attempts(nb, attempts, source=None):
+    """``nb`` as saved after the learner's check calls: their attempts in the check's output."""
+    check = _cells(nb, DOUBLING, "check")[0]
+    check.outputs = [nbformat.v4.new_output("display_data", data={
+        ATTEMPTS_MIMETYPE: {"exercise": DOUBLING, "attempts": attempts}, "text/plain": ""})]
+    if source is not None:
+        _cells(nb, DOUBLING, "stub")[0].source = source
+    return nb
+
+
+def test_predict_exercises_are_completed_by_default_and_flagged_when_revealed_or_read(tmp_path):
+    (tmp_path / "subs").mkdir()
+    right = {"value": 0.4053, "right": True, "revealed": False}
+    learners = {
+        "honest": with_attempts(submission(CORRECT_SOFTMAX, RIGHT_PREDICTION), [{"value": 0.3, "right": False, "revealed": False}, right]),
+        "revealed": with_attempts(submission(CORRECT_SOFTMAX, RIGHT_PREDICTION), [
+            {"value": 0.3, "right": False, "revealed": False}, {"value": 0.1, "right": False, "revealed": True}, right]),
+        "reader": with_attempts(submission(CORRECT_SOFTMAX), [right], source=(
+            "from attncourse.checks.predict import PREDICTIONS\n"
+            f"prediction = PREDICTIONS[{DOUBLING!r}].answer")),
+        "wrong": submission(CORRECT_SOFTMAX, "prediction = 0.3"),
+        "blank": submission(CORRECT_SOFTMAX),
+    }
+    for name, nb in learners.items():
+        nbformat.write(nb, tmp_path / "subs" / f"{name}.ipynb")
+    assert grade(tmp_path) == 0
+    graded = rows(tmp_path)
+    assert [graded[name, DOUBLING]["status"] for name in learners] == [COMPLETED] * 4 + [NOT_ATTEMPTED]
+    assert "first attempt: 0.3, 2 in all" in graded["honest", DOUBLING]["message"]
+    assert graded["honest", DOUBLING]["review"] == ""
+    assert graded["revealed", DOUBLING]["review"] == (
+        "revealed.ipynb: the check showed the answer after 2 misses, before the first right attempt")
+    assert graded["reader", DOUBLING]["review"].startswith("reader.ipynb: its source reads the course's declarations")
+    summary = (tmp_path / "report" / "summary.md").read_text(encoding="utf-8")
+    assert "revealed.ipynb: the check showed the answer" in summary
+
+
+def test_the_ledger_holds_one_file_per_learner(class_of_two):
+    tmp_path = class_of_two
+    assert grade(tmp_path) == 0
+    files = sorted((tmp_path / "report" / "learners").glob("*.json"))
+    assert [json.loads(f.read_text())["learner"] for f in files] == ["ada", "bob"]
+    assert CHAPTER_1.exists()

@@ -1,0 +1,226 @@
+"""Tests for the wire between a learner's notebook and the grader (``attncourse.checks.wire``),
+the verdict on recorded data (``attncourse.instructor.verdict``) and where an answer is
+graded (``attncourse.instructor.placement``), without kernels: records are made here by
+the sandbox's own recorder, then judged, forged or cut as a learner might."""
+
+from __future__ import annotations
+
+import copy
+import json
+from types import SimpleNamespace
+
+import nbformat
+import numpy as np
+import pytest
+
+from attncourse import checks
+from attncourse.checks import wire
+from attncourse.instructor import verdict
+from attncourse.instructor.placement import Exercise, defined_names, notebook_to_run
+
+SOFTMAX = "ch1-stable-softmax"
+HIDDEN_CH1 = '''@check.hidden_test("ch1-stable-softmax")
+def _():
+    extreme = stable_softmax(np.array([[1e308, -1e308, 0.0]]))
+    assert np.allclose(extreme, [[1.0, 0.0, 0.0]]), "scores near the largest float64"
+'''
+
+
+def right(scores):
+    scores = np.asarray(scores, dtype=float)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def naive(scores):
+    e = np.exp(scores)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def in_place(scores):
+    scores -= scores.max(axis=-1, keepdims=True)
+    return right(scores)
+
+
+def recorded(label, *answers, hidden_calls=()):
+    """The record the grader's cell would send for ``answers`` (as JSON travels)."""
+    record = {"schema": wire.SCHEMA, "exercise": label, "answers": [wire.encode(a) for a in answers],
+              "missing": "", "names": {}, "calls": [], "references": []}
+    recorder = wire._Recorder(record)
+    functions = {id(a): f"answer:{i}" for i, a in enumerate(answers) if callable(a)}
+    if functions:
+        recorder.check(label, list(answers), functions)
+    for name, fn, args in hidden_calls:
+        record["names"][name] = wire.encode(fn)
+        recorder.call(f"name:{name}", fn, args, {})
+    return json.loads(json.dumps(record))
+
+
+@pytest.mark.parametrize("value", [
+    None, True, 3, -2.5, "text", [1, [2, None]], (1, "a"), {"k": (1.0, 2)}, complex(1, -2),
+    np.arange(6.0).reshape(2, 3), np.array([True, False]), np.float32(1.5), np.int64(7),
+    np.zeros((0, 3)), SimpleNamespace(W_q=np.eye(2), n=3),
+])
+def test_values_cross_the_wire_unchanged(value):
+    back = wire.decode(json.loads(json.dumps(wire.encode(value))))
+    if isinstance(value, SimpleNamespace):
+        assert np.array_equal(back.W_q, value.W_q) and back.n == 3
+    elif isinstance(value, (np.ndarray, np.generic)):
+        assert back.dtype == value.dtype and np.array_equal(back, value)
+    else:
+        assert back == value
+
+
+def test_what_is_not_data_crosses_as_opaque_and_a_float_subclass_as_its_value():
+    class Loops(float):
+        def __float__(self):
+            while True:
+                pass
+
+    assert wire.encode(Loops(0.25)) == 0.25 and type(wire.encode(Loops(0.25))) is float
+    assert wire.encode(object()) == {"$opaque": "a object"}
+    assert wire.encode(float("nan")) == {"$float": "nan"}
+    assert isinstance(wire.decode({"$opaque": "a thing"}), checks.core.Opaque)
+
+
+@pytest.mark.parametrize("data", [
+    {"$array": {"dtype": "object", "shape": [1], "base64": "AA=="}},
+    {"$array": {"dtype": "float64", "shape": [2], "base64": "AAAAAAAAAAA="}},  # 8 bytes for 16
+    {"$array": {"dtype": "float64", "shape": [-1], "base64": ""}},
+    {"$array": {"dtype": "float64", "shape": [2**40], "base64": ""}},
+    {"$pickle": "gASV"}, {"a": 1}, float("nan"), {"$dict": [[1]]},
+    {"$tuple": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]},
+])
+def test_the_grader_refuses_data_outside_the_format(data):
+    with pytest.raises(wire.WireError):
+        wire.decode(data)
+
+
+def test_a_digest_names_the_inputs_exactly():
+    x = np.arange(3.0)
+    assert wire.digest((x,)) == wire.digest((x.copy(),)) == wire.digest((np.array([0.0, 1.0, 2.0]),))
+    assert wire.digest((x,)) != wire.digest((x.astype(np.float32),))
+    assert wire.digest((x,), {"residual": 0.8}) != wire.digest((x,))
+
+
+def test_the_verdict_is_the_courses_check_on_the_recorded_outputs():
+    assert verdict.judge_check(SOFTMAX, recorded(SOFTMAX, right)).status == checks.PASSED
+    wrong = verdict.judge_check(SOFTMAX, recorded(SOFTMAX, naive))
+    assert wrong.status == checks.FAILED and "overflows to inf" in wrong.message
+    changed = verdict.judge_check(SOFTMAX, recorded(SOFTMAX, in_place))
+    assert changed.status == checks.FAILED and "changed its input" in changed.message
+
+
+def test_forged_outputs_are_judged_like_any_other():
+    """A learner who rewrites the record still has to give the right outputs, for inputs
+    the grader makes itself: forging is answering."""
+    record = recorded(SOFTMAX, right)
+    for call in record["calls"]:
+        call["outcome"] = {"returned": wire.encode(np.zeros(3))}
+    assert verdict.judge_check(SOFTMAX, record).status == checks.FAILED
+
+
+def test_a_call_missing_from_the_record_or_for_other_inputs_needs_review():
+    cut = recorded(SOFTMAX, right)
+    cut["calls"] = cut["calls"][:2]
+    assert verdict.judge_check(SOFTMAX, cut).status == checks.NEEDS_REVIEW
+    moved = recorded(SOFTMAX, right)
+    moved["calls"][0]["args"] = wire.digest((np.zeros(2),))  # outputs claimed for inputs of the learner's choice
+    result = verdict.judge_check(SOFTMAX, moved)
+    assert result.status == checks.NEEDS_REVIEW and "did not record" in result.message
+
+
+def test_what_the_function_did_is_replayed_raise_stub_and_endless():
+    def raises(scores):
+        return 1 / 0
+
+    def stub(scores):
+        raise NotImplementedError("write it")
+
+    assert "raised ZeroDivisionError" in verdict.judge_check(SOFTMAX, recorded(SOFTMAX, raises)).message
+    assert verdict.judge_check(SOFTMAX, recorded(SOFTMAX, stub)).status == checks.NOT_IMPLEMENTED
+    endless = recorded(SOFTMAX, right)
+    endless["calls"][0]["outcome"] = {"stopped": 2.0}
+    assert "did not return within the time budget of 2 s" in verdict.judge_check(SOFTMAX, endless).message
+
+
+def test_an_answer_the_check_cell_could_not_read_fails_with_its_error():
+    record = recorded(SOFTMAX, right)
+    record["missing"] = "NameError: name 'stable_softmax' is not defined"
+    result = verdict.judge_check(SOFTMAX, record)
+    assert result.status == checks.FAILED and result.message == (
+        "the check cell raised NameError: name 'stable_softmax' is not defined")
+
+
+def test_hidden_tests_run_here_with_their_own_modules_on_replayed_calls():
+    args = (np.array([[1e308, -1e308, 0.0]]),)
+    inputs = {"modules": {"np": "numpy"}, "values": [],
+              "calls": [{"function": "stable_softmax", "args": wire.encode(args), "kwargs": wire.encode({})}]}
+
+    def float64_only(scores):
+        assert scores.dtype == np.float64
+        return naive(scores)
+
+    for fn, status in ((right, checks.PASSED), (float64_only, checks.FAILED)):
+        record = recorded(SOFTMAX, fn, hidden_calls=[("stable_softmax", fn, args)])
+        [result] = verdict.judge_hidden(SOFTMAX, HIDDEN_CH1, inputs, record)
+        assert result.status == status and result.kind == "hidden"
+    nothing = recorded(SOFTMAX, right)  # the notebook recorded no hidden call: never a pass
+    [result] = verdict.judge_hidden(SOFTMAX, HIDDEN_CH1, inputs, nothing)
+    assert result.status == checks.FAILED and "is not defined" in result.message
+
+
+def test_the_names_a_hidden_test_reads_are_what_it_does_not_bind():
+    source = "import numpy as np\nfrom attncourse.attention import softmax\n\n" + HIDDEN_CH1.replace(
+        "stable_softmax(", "stable_softmax(three_heads.W_q + ")
+    assert wire.free_names(source) == ["check", "stable_softmax", "three_heads"]
+
+
+def test_the_names_a_cell_defines():
+    assert defined_names("def f(x):\n    y = 1\n    return y\nA, (b, c) = 1, (2, 3)\nimport numpy as np\n%time z = 1") \
+        == {"f", "A", "b", "c", "np"}
+    assert "prediction" in defined_names("prediction = 0.3 +")  # unparsable: read as best it can
+
+
+def _notebook(*cells):
+    nb = nbformat.v4.new_notebook()
+    for source, tags in cells:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["tags"] = tags
+        nb.cells.append(cell)
+    return nb
+
+
+SOFTMAX_EXERCISE = Exercise(SOFTMAX, ("stable_softmax",), ("stable_softmax",))
+FIVE = Exercise("ch6-predict-heads-for-5x5", ("prediction",), ("prediction",))
+DILATED = Exercise("ch6-predict-heads-for-dilated-3x3", ("prediction",), ("prediction",))
+
+
+def _recorded_after(nb, exercises):
+    run, placed = notebook_to_run(nb, exercises)
+    return {p.label: (run.cells[p.index - 1].source, p.note) for p in placed}
+
+
+def test_an_answer_below_the_stub_or_untagged_is_the_one_graded():
+    stub = ("def stable_softmax(s):\n    raise NotImplementedError", ["stub", f"exercise:{SOFTMAX}"])
+    check = ("check.stable_softmax(stable_softmax)", ["check", f"exercise:{SOFTMAX}"])
+    below = _notebook(stub, ("def stable_softmax(s):\n    return s", []), check, ("x = 1", []))
+    assert _recorded_after(below, [SOFTMAX_EXERCISE])[SOFTMAX] == ("def stable_softmax(s):\n    return s", "")
+    untagged = _notebook(("def stable_softmax(s):\n    return s", []), ("check.stable_softmax(stable_softmax)", []),
+                         ("def stable_softmax(s):\n    return 0  # playing after the check", []))
+    assert _recorded_after(untagged, [SOFTMAX_EXERCISE])[SOFTMAX][0] == "def stable_softmax(s):\n    return s"
+
+
+def test_a_name_two_exercises_share_is_read_in_each_ones_part_or_flagged():
+    tagged = _notebook(("prediction = 25", [f"exercise:{FIVE.label}"]), ("prediction = 9", [f"exercise:{DILATED.label}"]))
+    placed = _recorded_after(tagged, [FIVE, DILATED])
+    assert placed[FIVE.label] == ("prediction = 25", "") and placed[DILATED.label] == ("prediction = 9", "")
+    stripped = copy.deepcopy(tagged)
+    for cell in stripped.cells:
+        cell.metadata["tags"] = []
+    assert all("also answers" in note for _, note in _recorded_after(stripped, [FIVE, DILATED]).values())
+
+
+def test_an_exercise_no_cell_defines_is_recorded_at_the_end_and_flagged():
+    _, note = _recorded_after(_notebook(("x = 1", [])), [SOFTMAX_EXERCISE])[SOFTMAX]
+    assert note == "no cell of the notebook defines stable_softmax: graded at its end"
