@@ -48,9 +48,10 @@ predict_heads_for_dilated_3x3 = predict_exercise(
     "not the receptive field; only the shifts Delta of the scores change.",
 )
 
-def _conv_cases() -> list[tuple[str, np.ndarray, np.ndarray, float]]:
-    """(description, x (seq, c_in), kernel (c_out, c_in, K), alpha), K and channels varied."""
-    rng = np.random.default_rng(606)
+def _conv_cases(seed: int = 606) -> list[tuple[str, np.ndarray, np.ndarray, float]]:
+    """(description, x (seq, c_in), kernel (c_out, c_in, K), alpha), K and channels varied.
+    The check uses seed 606; its verdicts hold for any seed (tests/test_checks_ch6.py)."""
+    rng = np.random.default_rng(seed)
 
     def case(seq, c_in, c_out, K, alpha):
         x = rng.standard_normal((seq, c_in))  # (seq, c_in)
