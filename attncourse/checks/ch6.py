@@ -26,7 +26,7 @@ predict_heads_for_5x5 = predict_exercise(
     "a 5 × 5 kernel multiplies by its own matrix.",
     explanation="Each head becomes one shift Delta = (Delta_1, Delta_2) with both in "
     "-2..2, and a 5 × 5 kernel has a matrix for each of those 25 shifts; by Theorem 1, "
-    "N_h heads give a sqrt(N_h) × sqrt(N_h) kernel.",
+    "n_heads heads give a sqrt(n_heads) × sqrt(n_heads) kernel.",
 )
 
 
