@@ -63,6 +63,13 @@ def test_per_sentence_claims(text):
     # the previous-token head
     on_previous = np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).mean(axis=-1)  # (n_layers, n_heads)
     assert on_previous[0, 2] > 0.95 and np.sort(on_previous.ravel())[-2] < 0.6
+    # the sink: [CLS] draws most of layers 1-4's attention, less in layer 0; b_Q is part of the pull
+    on_cls = weights[..., 0].mean(axis=(1, 2))  # (n_layers,)
+    assert on_cls[1:5].min() > 0.4 and on_cls[0] < on_cls[1:5].min()
+    without_query_bias = np.stack([
+        layer_attention(hidden[layer], p.__class__(**{**vars(p), "b_q": zeros}))[1][..., 0].mean()
+        for layer, p in ((layer, layer_parameters(layer)) for layer in range(1, 5))])  # (4,)
+    assert (without_query_bias < on_cls[1:5]).all()
     # the weight sits on [CLS]; the norms say it carries little
     norms = value_weighted_norms(text)
     special = [0, seq - 1]
