@@ -89,7 +89,7 @@ def test_the_symmetric_part_leaves_about_half_of_the_asymmetry():
             ratios += [np.linalg.norm(S - S.T) / np.linalg.norm(S) / (np.linalg.norm(A - A.T) / np.linalg.norm(A))
                        for A, S in zip(full, symmetric)]
         shares.append(np.median(ratios))
-    assert 0.35 < min(shares) and max(shares) < 0.75
+    assert min(shares) > 0.35 and max(shares) < 0.75
 
 
 def test_attention_against_occlusion():
