@@ -104,7 +104,7 @@ def test_attention_against_occlusion():
         rho_last.append(rank_correlation(forward.weights[-1].mean(axis=(0, 1))[words], leave_one_out))
         rho_rollout.append(rank_correlation(rolled, leave_one_out))
         assert np.argmax(rolled) != np.argmax(leave_one_out)
-    assert min(rho_last) > 0.3 and np.median(rho_rollout) < 0.3 < np.median(rho_last)
+    assert min(rho_last) > 0.3 and abs(np.median(rho_rollout)) < 0.2 and np.median(rho_last) > 0.5
 
 
 def test_ablation_claims_that_hold_for_every_pair():
