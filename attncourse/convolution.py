@@ -215,18 +215,24 @@ def conv2d_as_attention(
     image: Float[np.ndarray, "height width c_in"],
     kernel: Float[np.ndarray, "c_out c_in K K"],
     alpha: float,
+    dilation: int = 1,
 ) -> Float[np.ndarray, "height width c_out"]:
     """A K x K ``conv2d`` built as K**2 attention heads with the quadratic encoding.
 
     image (height, width, c_in); kernel (c_out, c_in, K, K) in ``F.conv2d``'s layout, K odd.
     Every pixel is a token. The head of shift Delta = (Delta_1, Delta_2) scores pixel q on
-    pixel k with ``-alpha ||(k - q) - Delta||**2``. Returns (height, width, c_out), which
-    tends to ``F.conv2d(..., padding=K//2)`` as alpha grows.
+    pixel k with ``-alpha ||(k - q) - Delta||**2``. With ``dilation`` d the taps sit d pixels
+    apart: still K**2 heads, with shifts d * Delta, and d * (K//2) zero pixels of padding.
+    Returns (height, width, c_out), which tends to
+    ``F.conv2d(..., padding=dilation * (K//2), dilation=dilation)`` as alpha grows.
     """
-    pixels, taps, half = _checked_conv(image, kernel, "image", "(height, width, c_in)",
-                                       "(c_out, c_in, K, K)")
+    pixels, taps, _ = _checked_conv(image, kernel, "image", "(height, width, c_in)",
+                                    "(c_out, c_in, K, K)")
     c_out, c_in, kernel_size, _ = taps.shape
-    deltas = shifts(kernel_size)
+    if isinstance(dilation, bool) or not isinstance(dilation, (int, np.integer)) or dilation < 1:
+        raise ValueError(f"dilation must be a positive integer, got {dilation!r}")
+    deltas = int(dilation) * shifts(kernel_size)  # (K,): the taps' offsets along one axis
+    half = int(deltas[-1])  # the padding: the farthest tap
     height, width, _ = pixels.shape
     padded = np.pad(pixels, ((half, half), (half, half), (0, 0)))
     tokens = padded.reshape(-1, c_in)  # (n_padded, c_in), row-major pixels

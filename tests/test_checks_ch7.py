@@ -110,3 +110,16 @@ def test_the_head_that_changes_the_pair_most_passes_and_others_do_not(capsys):
 ])
 def test_malformed_heads_get_a_friendly_line(capsys, answer, said):
     assert said in feedback(capsys, checks.most_important_head, answer)
+
+
+def test_layer_attention_verdicts_hold_on_50_draws_of_its_inputs(capsys, monkeypatch):
+    """The check draws its layers from seed 7; no other seed may let a mistake pass or
+    fail the solution."""
+    original = ch7._layer_cases
+    for seed in range(50):
+        monkeypatch.setattr(ch7, "_layer_cases", lambda seed=seed: original(seed))
+        assert "Passed." in feedback(capsys, checks.layer_attention, solution), seed
+        for mistake, named in [(no_biases, "biases are missing"), (unscaled, "not scaled"),
+                               (transposed, "transposed")]:
+            line = feedback(capsys, checks.layer_attention, mistake)
+            assert "Not right yet." in line and named in line, (seed, line)

@@ -191,3 +191,33 @@ def test_without_padding_the_border_never_converges():
     unpadded = conv1d_as_attention(x, kernel, alpha=60.0, padding=False)
     error = np.abs(unpadded - reference).max(axis=1)
     assert error[1:-1].max() < 1e-12 and error[0] > 0.1 and error[-1] > 0.1
+
+
+@pytest.mark.parametrize(("K", "dilation"), [(3, 2), (3, 3), (5, 2), (1, 4)])
+def test_a_dilated_conv2d_is_k_squared_heads_with_spread_shifts(K, dilation):
+    """K**2 heads, not (dilation (K - 1) + 1)**2: only the shifts spread out."""
+    image, kernel = problem_2d(height=7, width=8, K=K)
+    batch = torch.tensor(image.transpose(2, 0, 1)[None])  # (1, c_in, height, width)
+    torch_dilated = F.conv2d(batch, torch.tensor(kernel), padding=dilation * (K // 2),
+                             dilation=dilation)[0].numpy().transpose(1, 2, 0)
+    result = conv2d_as_attention(image, kernel, alpha=60.0, dilation=dilation)
+    assert np.allclose(result, torch_dilated, rtol=0, atol=1e-12)
+    assert not np.allclose(conv2d_as_attention(image, kernel, alpha=1.0, dilation=dilation), torch_dilated)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_conv2d_refuses_a_dilation_that_is_not_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="dilation"):
+        conv2d_as_attention(np.ones((4, 4, 1)), np.ones((1, 1, 3, 3)), 1.0, dilation=bad)
+
+
+def test_without_padding_each_border_row_is_off_by_its_missing_tap():
+    """The head of Delta = -1 at token 0 finds no padding zero and settles on token 0
+    itself: the row is off by exactly kernel[:, :, 0] applied to x_0 (and the last row by
+    the last tap applied to x_{seq-1}), whatever the draw."""
+    for seed in range(10):
+        x, kernel = problem_1d(K=3, seed=seed)
+        unpadded = conv1d_as_attention(x, kernel, alpha=60.0, padding=False)
+        off = unpadded - torch_conv1d(x, kernel)  # (seq, c_out)
+        assert np.allclose(off[0], kernel[:, :, 0] @ x[0], atol=1e-12)
+        assert np.allclose(off[-1], kernel[:, :, 2] @ x[-1], atol=1e-12)

@@ -117,3 +117,62 @@ def test_the_batched_ablation_equals_one_head_at_a_time():
         one = float(sentence_embedding(a, ((layer, head),)) @ sentence_embedding(b, ((layer, head),)))
         assert abs(changes[layer, head] - (one - full)) < 1e-6
     assert np.abs(changes).max() > 0.01
+
+
+def _random_layer(seed=0, tied=False):
+    """Random parameters of the real layer's shapes (no model needed)."""
+    rng = np.random.default_rng(seed)
+    arrays = {f"{kind}_{name}": rng.standard_normal(shape) * scale
+              for name in "qkvo" for kind, shape, scale in
+              (("W", (D_MODEL, D_MODEL), 0.05), ("b", (D_MODEL,), 0.5))}
+    if tied:
+        arrays["W_k"], arrays["b_k"] = arrays["W_q"], arrays["b_q"]
+    return pretrained.LayerParameters(**arrays)
+
+
+def test_symmetric_form_attention_has_reversible_rows_and_equals_a_tied_head():
+    """Symmetric scores: every 3-cycle has ratio 1 (Kolmogorov's criterion), the full
+    head's do not; with W_k = W_q and b_k = b_q the form is already symmetric."""
+    from attncourse.graph import largest_cycle_ratio
+
+    X = np.random.default_rng(1).standard_normal((7, D_MODEL))  # (seq, d_model)
+    symmetric = pretrained.symmetric_form_attention(X, _random_layer())
+    full = layer_attention(X, _random_layer())[1]
+    assert symmetric.shape == full.shape == (N_HEADS, 7, 7)
+    assert np.allclose(symmetric.sum(axis=-1), 1.0)
+    assert all(np.log(largest_cycle_ratio(head)[0]) < 1e-10 for head in symmetric)
+    assert all(np.log(largest_cycle_ratio(head)[0]) > 0.1 for head in full)
+    tied = _random_layer(tied=True)
+    assert np.allclose(pretrained.symmetric_form_attention(X, tied), layer_attention(X, tied)[1], atol=1e-12)
+    with pytest.raises(ValueError, match="d_model=384"):
+        pretrained.symmetric_form_attention(np.zeros((3, 5)), tied)
+
+
+def test_the_key_bias_cancels_exactly_in_float64():
+    """b_K adds q_i . b_K to every score of row i: a per-row constant, which the softmax
+    removes. Exact up to float64 rounding, whatever the other parameters."""
+    X = np.random.default_rng(2).standard_normal((6, D_MODEL))
+    params = _random_layer(3)
+    without = params.__class__(**{**vars(params), "b_k": np.zeros(D_MODEL)})
+    assert np.abs(layer_attention(X, params)[1] - layer_attention(X, without)[1]).max() < 1e-13
+
+
+def test_rank_correlation():
+    assert pretrained.rank_correlation([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert pretrained.rank_correlation([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert pretrained.rank_correlation([1, 2, 3], [1, 9, 4]) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="same length"):
+        pretrained.rank_correlation([1, 2], [1, 2, 3])
+
+
+@pytest.mark.slow  # loads the real model
+def test_occlusion_is_the_embedding_moved_by_masking_one_token():
+    """An independent path: the sentence with [MASK] typed in its place, run on its own."""
+    text = "A man is eating food."
+    changes = pretrained.occlusion_changes(text)
+    tokens = run_model(text).tokens
+    assert changes.shape == (len(tokens),) and (changes > 0).all()
+    man = tokens.index("man")
+    masked = sentence_embedding("A [MASK] is eating food.")
+    assert run_model("A [MASK] is eating food.").tokens[man] == "[MASK]"
+    assert abs(changes[man] - (1 - float(masked @ sentence_embedding(text)))) < 1e-5

@@ -1,0 +1,115 @@
+"""Chapter 7's claims about its one checkpoint hold across sentences, not only on the one shown.
+
+The model is fixed, so "across seeds" becomes "across sentences": the twenty sentences of
+``SURVEY_PAIRS`` (the chapter's pair, its exercise's, the explorer's three and five more).
+What the chapter states for every sentence or pair is asserted here for all of them; what
+it states for its own sentence only, it says so and counts the others in the text. The
+model is loaded once for the module (``attncourse.pretrained`` caches it per process).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attncourse.graph import attention_rollout, largest_cycle_ratio
+from attncourse.pretrained import (
+    D_MODEL,
+    N_HEADS,
+    N_LAYERS,
+    SURVEY_PAIRS,
+    head_ablation_changes,
+    layer_attention,
+    layer_parameters,
+    occlusion_changes,
+    rank_correlation,
+    run_model,
+    symmetric_form_attention,
+    value_weighted_norms,
+)
+
+pytestmark = pytest.mark.slow  # loads the real model
+SENTENCES = [text for pair in SURVEY_PAIRS for text in pair]
+
+
+def test_the_survey_has_ten_pairs_including_the_chapters_and_the_exercises():
+    from attncourse.checks.ch7 import ABLATION_PAIR
+    from attncourse.model_explorer import DEFAULT_PAIRS
+
+    assert len(SURVEY_PAIRS) >= 10 and len(set(SENTENCES)) == len(SENTENCES)
+    assert SURVEY_PAIRS[0] == ("A man is eating food.", "A man is eating a piece of bread.")
+    assert ABLATION_PAIR in SURVEY_PAIRS and set(DEFAULT_PAIRS) <= set(SURVEY_PAIRS)
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_per_sentence_claims(text):
+    forward = run_model(text)
+    weights, hidden, seq = forward.weights, forward.hidden, len(forward.tokens)
+    zeros = np.zeros(D_MODEL)
+    for layer in range(N_LAYERS):
+        params = layer_parameters(layer)
+        full = layer_attention(hidden[layer], params)[1]  # (n_heads, seq, seq)
+        # b_K never changes a weight (a per-row constant); b_Q does
+        no_key_bias = layer_attention(hidden[layer], params.__class__(**{**vars(params), "b_k": zeros}))[1]
+        assert np.abs(no_key_bias - full).max() < 1e-13
+        # the cycle test: symmetric forms give reversible rows; every real head has a lopsided cycle
+        symmetric = symmetric_form_attention(hidden[layer], params)
+        for A, A_sym in zip(full, symmetric):
+            assert np.log(largest_cycle_ratio(A_sym)[0]) < 1e-10
+            assert np.log(largest_cycle_ratio(A)[0]) > 0.5
+    layer2 = layer_parameters(2)
+    no_query_bias = layer2.__class__(**{**vars(layer2), "b_q": zeros})
+    assert np.abs(layer_attention(hidden[2], no_query_bias)[1] - layer_attention(hidden[2], layer2)[1]).max() > 0.05
+    # the previous-token head
+    on_previous = np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).mean(axis=-1)  # (n_layers, n_heads)
+    assert on_previous[0, 2] > 0.95 and np.sort(on_previous.ravel())[-2] < 0.6
+    # the sink: [CLS] draws most of layers 1-4's attention, less in layer 0; b_Q is part of the pull
+    on_cls = weights[..., 0].mean(axis=(1, 2))  # (n_layers,)
+    assert on_cls[1:5].min() > 0.4 and on_cls[0] < on_cls[1:5].min()
+    without_query_bias = np.stack([
+        layer_attention(hidden[layer], p.__class__(**{**vars(p), "b_q": zeros}))[1][..., 0].mean()
+        for layer, p in ((layer, layer_parameters(layer)) for layer in range(1, 5))])  # (4,)
+    assert (without_query_bias < on_cls[1:5]).all()
+    # the weight sits on [CLS]; the norms say it carries little
+    norms = value_weighted_norms(text)
+    special = [0, seq - 1]
+    weight_share = weights[..., special].sum(axis=-1).mean()
+    norm_share = (norms[..., special].sum(axis=-1) / norms.sum(axis=-1)).mean()
+    assert norm_share < weight_share / 2
+    assert attention_rollout(weights, residual=0.5)[:, 0].min() > 0.3
+
+
+def test_the_symmetric_part_leaves_about_half_of_the_asymmetry():
+    shares = []
+    for text in SENTENCES:
+        hidden, ratios = run_model(text).hidden, []
+        for layer in range(N_LAYERS):
+            full = layer_attention(hidden[layer], layer_parameters(layer))[1]
+            symmetric = symmetric_form_attention(hidden[layer], layer_parameters(layer))
+            ratios += [np.linalg.norm(S - S.T) / np.linalg.norm(S) / (np.linalg.norm(A - A.T) / np.linalg.norm(A))
+                       for A, S in zip(full, symmetric)]
+        shares.append(np.median(ratios))
+    assert min(shares) > 0.35 and max(shares) < 0.75
+
+
+def test_attention_against_occlusion():
+    """The last layer's attention ranks the words roughly as occlusion does; rollout does
+    not, and its favourite word (the full stop) is never the one occlusion puts first."""
+    rho_last, rho_rollout = [], []
+    for text in SENTENCES:
+        forward = run_model(text)
+        words = slice(1, len(forward.tokens) - 1)
+        leave_one_out = occlusion_changes(text)[words]
+        rolled = attention_rollout(forward.weights, residual=0.5).mean(axis=0)[words]
+        rho_last.append(rank_correlation(forward.weights[-1].mean(axis=(0, 1))[words], leave_one_out))
+        rho_rollout.append(rank_correlation(rolled, leave_one_out))
+        assert np.argmax(rolled) != np.argmax(leave_one_out)
+    assert min(rho_last) > 0.3 and abs(np.median(rho_rollout)) < 0.2 and np.median(rho_last) > 0.5
+
+
+def test_ablation_claims_that_hold_for_every_pair():
+    for pair in SURVEY_PAIRS:
+        changes = head_ablation_changes(*pair)  # (n_layers, n_heads)
+        assert (np.abs(changes) < 0.01).sum() > N_LAYERS * N_HEADS / 2
+        assert np.abs(changes).max() < 0.15
+        assert abs(changes[0, 2]) < 0.02  # the previous-token head
