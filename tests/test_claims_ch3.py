@@ -104,6 +104,10 @@ def test_tied_heads_obey_the_pair_constraint_and_the_hand_built_one_looks_at_the
         S = dot_product_scores(X @ W, X @ W)  # (batch, seq, seq)
         diagonal = np.diagonal(S, axis1=1, axis2=2)  # (batch, seq)
         assert (diagonal[:, :, None] + diagonal[:, None, :] - 2 * S).min() >= -1e-9
+    b_Q, b_K = np.random.default_rng(seed).standard_normal((2, W_hand.shape[1]))  # biases cancel
+    S = (X @ W_hand + b_Q) @ (X @ W_hand + b_K).transpose(0, 2, 1)  # (batch, seq, seq)
+    diagonal = np.diagonal(S, axis1=1, axis2=2)
+    assert (diagonal[:, :, None] + diagonal[:, None, :] - S - S.transpose(0, 2, 1)).min() >= -1e-9
     output, weights = scaled_dot_product_attention(X @ W_hand, X @ W_hand, X @ W_v_hand)
     assert weights[np.arange(N_TEST), -1, task.referent].min() > 0.999
     assert np.mean((output[:, -1] - task.wanted_output()) ** 2) < 1e-6
