@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 
 from attncourse import checks
-from attncourse.attention import causal_mask, dot_product_scores, scaled_dot_product_attention, softmax
+from attncourse.attention import (
+    causal_mask,
+    dot_product_scores,
+    scaled_dot_product_attention,
+    softmax,
+)
 from attncourse.reciprocity import log_normalisers
 from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
 
