@@ -261,7 +261,7 @@ def tied_pronoun_head(
 
     >>> W, W_v = tied_pronoun_head()
     >>> W.shape, W_v.shape
-    ((27, 4), (27, 4))
+    ((28, 4), (28, 4))
     """
     if noun_length <= 0 or pronoun_length <= 0 or d_property < 1:
         raise ValueError(
