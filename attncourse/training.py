@@ -33,6 +33,8 @@ __all__ = [
     "make_pronoun_task",
     "referent_accuracy",
     "train_pronoun_attention",
+    "train_pronoun_attention_seeds",
+    "tied_pronoun_head",
 ]
 
 PRONOUN_REFERENTS = {
@@ -171,38 +173,109 @@ def train_pronoun_attention(
     softmax(Q K^T / sqrt(d_k)) V, compared with the referent's properties.
     ``progress`` wraps the loop of steps, e.g. ``progress=tqdm`` for a progress bar.
 
-    The layers start from torch's default initialisation drawn under ``seed``; the global
-    random state is restored afterwards. Training runs on one CPU thread: the matrices are
-    tiny, and one thread adds up the numbers in the same order on every machine.
+    The layers start from torch's default initialisation for ``nn.Linear`` drawn under
+    ``seed``; the global random state is restored afterwards. Training runs on one CPU
+    thread: the matrices are tiny, and one thread adds up the numbers in the same order on
+    every machine.
+    """
+    (model,) = train_pronoun_attention_seeds([task], [seed], d_k, steps, learning_rate, progress, tied)
+    return model
+
+
+def train_pronoun_attention_seeds(
+    tasks: Sequence[PronounTask],
+    seeds: Sequence[int],
+    d_k: int = 8,
+    steps: int = 200,
+    learning_rate: float = 0.05,
+    progress: Callable[[Iterable[int]], Iterable[int]] | None = None,
+    tied: bool = False,
+) -> list[TrainedAttention]:
+    """``train_pronoun_attention(tasks[m], seed=seeds[m])`` for every m, all at once.
+
+    The models are trained side by side as one batch: the loss minimised is the sum of
+    the models' losses, so each model's gradient is its own, and Adam works entry by
+    entry, so every model takes the steps it would take alone. The tasks must have the
+    same shapes. Returns one TrainedAttention per model, in order.
     """
     if steps < 1 or d_k < 1 or learning_rate <= 0:
         raise ValueError(f"need steps >= 1, d_k >= 1, learning_rate > 0; got {steps}, {d_k}, {learning_rate}")
-    X = torch.tensor(task.embeddings())  # (batch, seq, d_model), float64
-    wanted = torch.tensor(task.wanted_output())  # (batch, d_property)
+    if len(tasks) != len(seeds) or not tasks:
+        raise ValueError(f"need one seed per task, got {len(tasks)} tasks and {len(seeds)} seeds")
+    shapes = {task.properties.shape for task in tasks}
+    if len(shapes) != 1:
+        raise ValueError(f"the tasks must share one shape (batch, seq, d_property), got {sorted(shapes)}")
+    X = torch.tensor(np.stack([task.embeddings() for task in tasks]))  # (models, batch, seq, d_model)
+    wanted = torch.tensor(np.stack([task.wanted_output() for task in tasks]))  # (models, batch, d_v)
     d_model, d_v = X.shape[-1], wanted.shape[-1]
 
     with one_thread():
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            to_query, to_key, to_value = (
-                torch.nn.Linear(d_model, d_out, bias=False, dtype=torch.float64)
-                for d_out in (d_k, d_k, d_v)
-            )
+        starts = []
+        for seed in seeds:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                layers = [torch.nn.Linear(d_model, d_out, bias=False, dtype=torch.float64)
+                          for d_out in (d_k, d_k, d_v)]
+            # nn.Linear computes x W^T with weight (d_out, d_model): the row-convention W is its transpose.
+            starts.append([layer.weight.detach().T for layer in layers])
+        W_q, W_k, W_v = (torch.stack([start[k] for start in starts]).requires_grad_()
+                         for k in range(3))  # (models, d_model, d_k), ..., (models, d_model, d_v)
         if tied:
-            to_key = to_query
-        layers = (to_query, to_key, to_value)
+            W_k = W_q
 
-        def loss() -> torch.Tensor:
-            Q, K, V = to_query(X), to_key(X), to_value(X)  # (batch, seq, d_k), ..., (batch, seq, d_v)
-            weights = torch.softmax(Q @ K.transpose(-1, -2) / d_k**0.5, dim=-1)  # (batch, seq, seq)
-            prediction = (weights @ V)[:, -1, :]  # (batch, d_v): the pronoun's output row
-            return torch.mean((prediction - wanted) ** 2)
+        def model_losses() -> torch.Tensor:
+            Q, K, V = (X @ W[:, None] for W in (W_q, W_k, W_v))  # (models, batch, seq, d_k) ...
+            weights = torch.softmax(Q @ K.transpose(-1, -2) / d_k**0.5, dim=-1)  # (models, batch, seq, seq)
+            prediction = (weights @ V)[:, :, -1, :]  # (models, batch, d_v): the pronoun's output row
+            return torch.mean((prediction - wanted) ** 2, dim=(1, 2))  # (models,)
 
-        parameters = list(dict.fromkeys(p for layer in layers for p in layer.parameters()))
-        losses = minimise_with_adam(loss, parameters, steps, learning_rate, progress)
-    # nn.Linear computes x W^T with weight (d_out, d_model): the row-convention W is its transpose.
-    W_q, W_k, W_v = (layer.weight.detach().numpy().T.copy() for layer in layers)
-    return TrainedAttention(W_q=W_q, W_k=W_k, W_v=W_v, losses=losses)
+        parameters = list(dict.fromkeys([W_q, W_k, W_v]))
+        optimiser = torch.optim.Adam(parameters, lr=learning_rate)
+        losses = []
+        for _ in (progress or iter)(range(steps)):
+            values = model_losses()
+            optimiser.zero_grad()
+            values.sum().backward()
+            optimiser.step()
+            losses.append(values.detach().numpy().copy())
+    losses_by_model = np.stack(losses, axis=1)  # (models, steps)
+    return [
+        TrainedAttention(W_q=W_q[m].detach().numpy().copy(), W_k=W_k[m].detach().numpy().copy(),
+                         W_v=W_v[m].detach().numpy().copy(), losses=losses_by_model[m])
+        for m in range(len(tasks))
+    ]
+
+
+def tied_pronoun_head(
+    noun_length: float = 20.0, pronoun_length: float = 1.0, d_property: int = 4
+) -> tuple[Float[np.ndarray, "d_model d_k"], Float[np.ndarray, "d_model d_property"]]:
+    """A head with W_Q = W_K, built by hand, that solves the pronoun task: ``(W, W_v)``.
+
+    One query/key dimension per kind of pronoun (d_k = 4): a pronoun's key (and query) is
+    ``pronoun_length`` along its kind, a noun's is ``noun_length`` along its kind, every
+    other word's is 0. With the scale 1/sqrt(d_k), the pronoun scores its referent
+    pronoun_length * noun_length / 2, itself pronoun_length**2 / 2 and every other word 0:
+    long keys for nouns and a short one for the pronoun make the referent win, although
+    the scores X W Wᵀ Xᵀ are symmetric and positive semidefinite. W_v copies the
+    properties.
+
+    >>> W, W_v = tied_pronoun_head()
+    >>> W.shape, W_v.shape
+    ((28, 4), (28, 4))
+    """
+    if noun_length <= 0 or pronoun_length <= 0 or d_property < 1:
+        raise ValueError(
+            f"need positive lengths and d_property >= 1, got {noun_length}, {pronoun_length}, {d_property}"
+        )
+    d_model = len(VOCABULARY) + d_property
+    W = np.zeros((d_model, len(PRONOUNS)))  # (d_model, d_k): one dimension per kind
+    for kind, (pronoun, nouns) in enumerate(PRONOUN_REFERENTS.items()):
+        W[VOCABULARY.index(pronoun), kind] = pronoun_length
+        for noun in nouns:
+            W[VOCABULARY.index(noun), kind] = noun_length
+    W_v = np.zeros((d_model, d_property))  # (d_model, d_property): the properties, copied
+    W_v[len(VOCABULARY):] = np.eye(d_property)
+    return W, W_v
 
 
 def referent_accuracy(

@@ -134,7 +134,7 @@ def test_pool_prefers_badminton_passes_a_longer_badminton(capsys):
 
 def test_pool_prefers_badminton_reports_the_untouched_start_as_not_implemented(capsys):
     line = feedback(capsys, checks.pool_prefers_badminton, A.copy())
-    assert line == "[ch1-pool-prefers-badminton] Not implemented yet. A_tuned is still the starting matrix A: edit the row of badminton."
+    assert line == "[ch1-pool-prefers-badminton] Not implemented yet. X_tuned is still the starting matrix X: edit the row of badminton."
 
 
 @pytest.mark.parametrize(
@@ -142,10 +142,10 @@ def test_pool_prefers_badminton_reports_the_untouched_start_as_not_implemented(c
     [
         (tuned([0.5, 0.1, 0.25, 0.1]), "badminton must score higher with pool than pool does with itself"),
         (tuned([0.6, 0.7, 0.0, 0.0]), "beats no longer attends to itself most"),
-        (tuned([2.0, 0.0, 0.0, 0.0]), "an entry of A_tuned is outside [-1, 1]"),
+        (tuned([2.0, 0.0, 0.0, 0.0]), "an entry of X_tuned is outside [-1, 1]"),
         (np.vstack([A[:2] + 0.1, [[0.8, 0, 0, 0]]]), "you changed the row(s) of pool"),
         (tuned([np.nan, 0, 0, 0]), "contains nan or inf"),
-        (A[:2], "A_tuned returned an array of shape (2, 4), expected shape (3, 4)"),
+        (A[:2], "X_tuned returned an array of shape (2, 4), expected shape (3, 4)"),
         ("A", "expected an array of numbers"),
     ],
 )

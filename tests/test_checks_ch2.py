@@ -104,7 +104,7 @@ def in_place_stationary(X):
 def test_stationary_distribution_passes_the_reference_and_shows_detailed_balance(capsys):
     line = feedback(capsys, checks.stationary_distribution, reference_stationary)
     assert line.startswith("[ch2-stationary-distribution] Passed. Your pi equals Z / sum(Z) on 5 inputs.")
-    assert "detailed balance, so pi W = pi" in line
+    assert "detailed balance, so pi A = pi" in line
 
 
 def test_the_reference_is_stationary_and_balanced():

@@ -65,7 +65,7 @@ def test_chapter_1_has_three_exercises_of_three_kinds():
         assert len(_tagged(nb, label, "stub")) == 1 and len(_tagged(nb, label, "check")) == 1
         assert _tagged(nb, label, "solution")
     assert "def stable_softmax" in _tagged(nb, SOFTMAX, "stub")[0].source  # implement
-    assert "A_tuned" in _tagged(nb, TUNE, "stub")[0].source  # tune
+    assert "X_tuned" in _tagged(nb, TUNE, "stub")[0].source  # tune
     assert "prediction = None" in _tagged(nb, DOUBLING, "stub")[0].source  # predict
     assert _tagged(nb, SOFTMAX, "hidden-test")
 
@@ -153,7 +153,7 @@ def test_student_notebook_turns_exercise_directives_into_plain_markdown():
 def test_assign_keeps_only_the_assigned_exercises():
     student = make_student_notebook(_chapter_1(), [SOFTMAX, DOUBLING])
     assert exercise_labels(student) == [DOUBLING, SOFTMAX]
-    assert not any("A_tuned" in cell.source for cell in student.cells)
+    assert not any("X_tuned" in cell.source for cell in student.cells)
 
 
 def test_write_student_version_assign_skips_chapters_without_assigned_exercises(tmp_path):

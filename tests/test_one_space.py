@@ -85,3 +85,22 @@ def test_bad_embeddings_and_settings():
         fit_similarity_attention(np.zeros(5), SENTENCES, QUERIES, TARGETS)
     with pytest.raises(ValueError, match="steps >= 1"):
         fit_similarity_attention(hot_cold_words().X, SENTENCES, QUERIES, TARGETS, steps=0)
+
+
+def test_the_meaning_term_is_one_plus_the_cosine_and_keeps_the_antonyms_apart():
+    start = hot_cold_words().X  # (vocab, 2): hot and cold exact opposites
+    history, losses = fit_similarity_attention(start, SENTENCES, QUERIES, TARGETS, steps=1,
+                                               opposites=[(3, 4)], meaning_weight=2.0)
+    cosine = start[3] @ start[4] / (np.linalg.norm(start[3]) * np.linalg.norm(start[4]))
+    assert np.isclose(losses[0], _numpy_loss(start, SENTENCES, QUERIES, TARGETS) + 2.0 * (1 + cosine))
+    free, _ = fit_similarity_attention(start, SENTENCES, QUERIES, TARGETS, steps=300)
+    kept, _ = fit_similarity_attention(start, SENTENCES, QUERIES, TARGETS, steps=300,
+                                       opposites=[(3, 4)], meaning_weight=1.0)
+    cos = lambda E: E[3] @ E[4] / (np.linalg.norm(E[3]) * np.linalg.norm(E[4]))
+    assert cos(kept[-1]) < 0 < cos(free[-1])
+
+
+@pytest.mark.parametrize("options", [dict(meaning_weight=-1.0), dict(opposites=[(3, 9)], meaning_weight=1.0)])
+def test_a_bad_meaning_term_is_named(options):
+    with pytest.raises(ValueError, match="meaning_weight >= 0 and opposites"):
+        fit_similarity_attention(hot_cold_words().X, SENTENCES, QUERIES, TARGETS, **options)

@@ -17,7 +17,9 @@ from attncourse.training import (
     minimise_with_adam,
     one_thread,
     referent_accuracy,
+    tied_pronoun_head,
     train_pronoun_attention,
+    train_pronoun_attention_seeds,
 )
 
 SMALL_BUDGET = dict(d_k=8, steps=100, learning_rate=0.1)
@@ -179,3 +181,32 @@ def test_one_thread_restores_the_thread_count_even_after_an_error():
         assert torch.get_num_threads() == 1
         raise RuntimeError("inside")
     assert torch.get_num_threads() == before
+
+
+def test_models_trained_side_by_side_take_the_steps_each_takes_alone():
+    tasks = [make_pronoun_task(40, seed=seed) for seed in (0, 1)]
+    together = train_pronoun_attention_seeds(tasks, [3, 4], d_k=4, steps=5, learning_rate=0.1, tied=True)
+    for task, seed, model in zip(tasks, (3, 4), together):
+        alone = train_pronoun_attention(task, seed=seed, d_k=4, steps=5, learning_rate=0.1, tied=True)
+        assert np.allclose(model.W_q, alone.W_q, atol=1e-12) and np.allclose(model.W_v, alone.W_v, atol=1e-12)
+        assert np.allclose(model.losses, alone.losses, atol=1e-12) and model.W_q is not model.W_k
+        assert np.array_equal(model.W_q, model.W_k)
+
+
+def test_side_by_side_training_names_mismatched_inputs():
+    with pytest.raises(ValueError, match="one seed per task"):
+        train_pronoun_attention_seeds([make_pronoun_task(5, seed=0)], [0, 1])
+    with pytest.raises(ValueError, match="share one shape"):
+        train_pronoun_attention_seeds([make_pronoun_task(5, seed=0), make_pronoun_task(6, seed=1)], [0, 1])
+
+
+def test_the_hand_built_tied_head_attends_to_the_referent_with_symmetric_psd_scores():
+    W, W_v = tied_pronoun_head(noun_length=20.0, pronoun_length=1.0)
+    task = make_pronoun_task(200, seed=5)
+    X = task.embeddings()  # (batch, seq, d_model)
+    output, weights = scaled_dot_product_attention(X @ W, X @ W, X @ W_v)
+    assert weights[np.arange(200), -1, task.referent].min() > 0.999
+    assert np.mean((output[:, -1] - task.wanted_output()) ** 2) < 1e-6
+    assert np.linalg.eigvalsh(W @ W.T).min() > -1e-12  # M = W Wᵀ is positive semidefinite
+    with pytest.raises(ValueError, match="positive lengths"):
+        tied_pronoun_head(noun_length=0.0)

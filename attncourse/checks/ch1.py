@@ -27,7 +27,7 @@ def _softmax_cases() -> list[tuple[str, np.ndarray]]:
     rng = np.random.default_rng(2024)
     return [
         ("the scores [1, 2, 3]", np.array([1.0, 2.0, 3.0])),
-        ("chapter 1's scores S = A Aᵀ", _CH1_EMBEDDINGS @ _CH1_EMBEDDINGS.T),
+        ("chapter 1's scores S = X Xᵀ", _CH1_EMBEDDINGS @ _CH1_EMBEDDINGS.T),
         ("a random batch of shape (2, 3, 5)", rng.standard_normal((2, 3, 5))),
         ("a single score [[4]]", np.array([[4.0]])),
         ("the large scores [1000, 999, 0]", np.array([1000.0, 999.0, 0.0])),
@@ -105,18 +105,18 @@ goal_pool_prefers_badminton = tune_goal(
 
 
 @exercise("ch1-pool-prefers-badminton")
-def pool_prefers_badminton(run, A_tuned) -> str:
+def pool_prefers_badminton(run, X_tuned) -> str:
     """Exercise ch1-pool-prefers-badminton: edit badminton's embedding only, so that
 
     1. pool attends to badminton more than to itself, and
     2. beats still attends to itself more than to any other word,
 
-    with every entry between -1 and 1. The weights are softmax(A Aᵀ) by rows. The goal
+    with every entry between -1 and 1. The weights are A = softmax(X Xᵀ) by rows. The goal
     is ``goal_pool_prefers_badminton``, which chapter 1's explorer shows too.
     """
     goal = goal_pool_prefers_badminton
-    tuned = expect_edited_embeddings(goal, A_tuned, _CH1_EMBEDDINGS, _CH1_TOKENS, "A_tuned",
-                                     "the starting matrix A")
+    tuned = expect_edited_embeddings(goal, X_tuned, _CH1_EMBEDDINGS, _CH1_TOKENS, "X_tuned",
+                                     "the starting matrix X")
     weights = softmax(tuned @ tuned.T)  # (seq, seq)
     views = {"scores": tuned @ tuned.T, "weights": weights}
     prefers, *beats_most = goal.conditions

@@ -42,9 +42,9 @@ def _stationary_cases() -> list[tuple[str, np.ndarray]]:
 @exercise("ch2-stationary-distribution")
 def stationary_distribution(run, candidate) -> str:
     """Exercise ch2-stationary-distribution: pi (seq,) with pi_i proportional to Z_i, the
-    row normaliser of W = softmax(X Xᵀ), summing to 1.
+    row normaliser of A = softmax(X Xᵀ), summing to 1.
 
-    Such a pi satisfies detailed balance, pi_i W_ij = pi_j W_ji, so pi W = pi. Tries the
+    Such a pi satisfies detailed balance, pi_i A_ij = pi_j A_ji, so pi A = pi. Tries the
     sentence, random inputs, a single token and a repeated token; the input must be left
     unchanged. The hints name the usual slips: Z itself, 1/Z, uniform, one step of W.
     """
@@ -58,12 +58,12 @@ def stationary_distribution(run, candidate) -> str:
         expected = _reference_stationary(X)
         if not np.allclose(pi, expected, rtol=1e-6, atol=1e-9):
             raise Failed(f"{what} gave {show(pi)}; expected {show(expected)}. {_stationary_hint(pi, X)}")
-    W = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))
+    A = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))
     pi = _reference_stationary(_SENTENCE.X)
-    balance = np.abs(pi[:, None] * W - (pi[:, None] * W).T).max()
+    balance = np.abs(pi[:, None] * A - (pi[:, None] * A).T).max()
     return (
-        f"Your pi equals Z / sum(Z) on {len(cases)} inputs. On the sentence, pi_i W_ij and "
-        f"pi_j W_ji differ by at most {balance:.1e}: detailed balance, so pi W = pi."
+        f"Your pi equals Z / sum(Z) on {len(cases)} inputs. On the sentence, pi_i A_ij and "
+        f"pi_j A_ji differ by at most {balance:.1e}: detailed balance, so pi A = pi."
     )
 
 
@@ -75,13 +75,13 @@ def _stationary_hint(pi: np.ndarray, X: np.ndarray) -> str:
         return "That is Z itself: divide it by its sum, so that pi is a probability distribution."
     if close(pi, (1 / Z) / (1 / Z).sum()):
         return (
-            "That is 1/Z, normalised: the wrong way round. W_ij / W_ji = Z_j / Z_i, so "
-            "pi_i W_ij = pi_j W_ji asks for pi_i / pi_j = Z_i / Z_j."
+            "That is 1/Z, normalised: the wrong way round. A_ij / A_ji = Z_j / Z_i, so "
+            "pi_i A_ij = pi_j A_ji asks for pi_i / pi_j = Z_i / Z_j."
         )
     if close(pi, np.full(len(X), 1 / len(X))):
         return "A uniform pi is stationary only when every row normaliser is the same. Hint: pi_i is proportional to Z_i."
     if close(pi, softmax(scores).mean(axis=0)):
-        return "That is one step of the walk from the uniform distribution; the stationary pi does not move at all: pi W = pi."
+        return "That is one step of the walk from the uniform distribution; the stationary pi does not move at all: pi A = pi."
     return "Hint: Z_i is the sum of row i of exp(X Xᵀ); pi is Z divided by its sum."
 
 
@@ -102,12 +102,12 @@ goal_ball_ignores_it = tune_goal(
 @exercise("ch2-ball-ignores-it")
 def ball_ignores_it(run, X_tuned) -> str:
     """Exercise ch2-ball-ignores-it: edit only the rows of "it" and "ball" of the tennis
-    sentence's X, entries between -10 and 10, so that with W = softmax(X Xᵀ)
+    sentence's X, entries between -10 and 10, so that with A = softmax(X Xᵀ)
 
-    1. W[it, ball] > 0.4, and
-    2. W[ball, it] < W[it, ball] / 10.
+    1. A[it, ball] > 0.4, and
+    2. A[ball, it] < A[it, ball] / 10.
 
-    Possible only through the normalisers (W[it, ball] / W[ball, it] = Z_ball / Z_it); the
+    Possible only through the normalisers (A[it, ball] / A[ball, it] = Z_ball / Z_it); the
     pass message shows the price: how much ball still gives tennis. The goal is
     ``goal_ball_ignores_it``, which chapter 2's explorer shows too.
     """
@@ -129,7 +129,7 @@ def ball_ignores_it(run, X_tuned) -> str:
     if not ignores_it.holds(_SENTENCE.tokens, views):
         raise Failed(
             f"ball gives it {returned:.3f}, not less than a tenth of the {given:.3f} it gives "
-            f"ball. Hint: W[it, ball] / W[ball, it] = Z_ball / Z_it, now {z_ratio:.2f}: "
+            f"ball. Hint: A[it, ball] / A[ball, it] = Z_ball / Z_it, now {z_ratio:.2f}: "
             "ball's row normaliser must be more than 10 times that of it."
         )
     before = softmax(X @ X.T)[_BALL, _TENNIS]
@@ -140,17 +140,17 @@ def ball_ignores_it(run, X_tuned) -> str:
     )
 
 
-_WEIGHTS = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))  # (seq, seq): W = softmax(X Xᵀ)
+_WEIGHTS = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))  # (seq, seq): A = softmax(X Xᵀ)
 
 predict_weight_back = predict_exercise(
     "ch2-predict-weight-back",
     answer=float(_WEIGHTS[_TENNIS, _IT]),
     tolerance=0.005,
     hint=(
-        "What happens to the shared e^S when you divide W[it, tennis] by W[tennis, it]?"
+        "What happens to the shared e^S when you divide A[it, tennis] by A[tennis, it]?"
     ),
     explanation=(
-        "W[tennis, it] = W[it, tennis] / (Z_tennis / Z_it) = "
+        "A[tennis, it] = A[it, tennis] / (Z_tennis / Z_it) = "
         f"{_WEIGHTS[_IT, _TENNIS]:.3f} / {_WEIGHTS[_IT, _TENNIS] / _WEIGHTS[_TENNIS, _IT]:.3f}"
         f" = {_WEIGHTS[_TENNIS, _IT]:.3f}: one number per word, its row normaliser, "
         "decides how lopsided every pair is."

@@ -171,9 +171,9 @@ def it_attends_to_ball(run, W_q, W_k=None) -> str:
     """Exercise ch3-it-attends-to-ball: W_q and W_k, (d_model, d_k) = (5, 5) as in the
     explorer, such that on the tennis sentence with scores (X W_q)(X W_k)ᵀ, scale 1, no mask:
 
-    1. "it" attends to "ball": W[it, ball] >= 0.5;
+    1. "it" attends to "ball": A[it, ball] >= 0.5;
     2. "ball" does not attend to "it": its score on it is at most 0, no more than it
-       scores the empty word "and" (whose embedding is 0), and W[ball, it] <= 0.05.
+       scores the empty word "and" (whose embedding is 0), and A[ball, it] <= 0.05.
 
     Condition 2 asks for the score because weights alone can be lopsided with symmetric
     scores (chapter 2's normalisers). Takes the two matrices, or the explorer itself.

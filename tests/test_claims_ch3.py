@@ -1,0 +1,132 @@
+"""Chapter 3's claims about random and trained quantities, over ten seeds (issue #21,
+item 12). The ten pronoun models of each kind are trained side by side in one batch
+(train_pronoun_attention_seeds), on fewer sentences than the chapter, for speed."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from attncourse.attention import causal_mask, dot_product_scores, scaled_dot_product_attention
+from attncourse.training import (
+    PRONOUN_REFERENTS,
+    VOCABULARY,
+    make_pronoun_task,
+    referent_accuracy,
+    tied_pronoun_head,
+    train_pronoun_attention_seeds,
+)
+
+pytestmark = pytest.mark.slow
+
+SEEDS = list(range(10))
+N_TRAIN, N_TEST = 100, 300
+NOUNS = [noun for kind in PRONOUN_REFERENTS.values() for noun in kind]
+
+
+def _pairs_preferring_each_other(S):
+    n = len(S)
+    return [(i, j) for i in range(n) for j in range(i + 1, n) if S[i, j] > S[i, i] and S[j, i] > S[j, j]]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_symmetric_indefinite_M_frees_pairs_and_a_psd_symmetric_part_never_does(seed):
+    rng = np.random.default_rng(seed)
+    M_random, X_random = rng.standard_normal((5, 5)), rng.standard_normal((7, 5))
+    M_sym = (M_random + M_random.T) / 2
+    assert len(_pairs_preferring_each_other(X_random @ M_sym @ X_random.T)) > 0
+    skew = rng.standard_normal((5, 5))
+    M_skewed = np.eye(5) + 3 * (skew - skew.T)  # symmetric part I
+    X_sets = rng.standard_normal((200, 7, 5))  # (sets, seq, d_model)
+    S_sets = X_sets @ M_skewed @ X_sets.transpose(0, 2, 1)  # (sets, seq, seq)
+    assert all(_pairs_preferring_each_other(S) == [] for S in S_sets)
+
+
+@functools.cache
+def _trained(tied):
+    tasks = [make_pronoun_task(N_TRAIN, seed=seed) for seed in SEEDS]
+    return train_pronoun_attention_seeds(tasks, SEEDS, d_k=8, steps=200, learning_rate=0.05, tied=tied)
+
+
+@functools.cache
+def _test_task(seed):
+    return make_pronoun_task(N_TEST, seed=seed + 1)
+
+
+def _pronoun_rows(model, task):
+    X = task.embeddings()  # (batch, seq, d_model)
+    output, weights = scaled_dot_product_attention(X @ model.W_q, X @ model.W_k, X @ model.W_v)
+    return weights[:, -1, :], output[:, -1]  # (batch, seq), (batch, d_v)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_separate_heads_look_at_the_referent_and_tied_ones_keep_a_share(seed):
+    task = _test_task(seed)
+    rows = {}
+    for tied in (False, True):
+        model = _trained(tied)[seed]
+        assert model.losses[-1] < 1e-2 < model.losses[0]
+        rows[tied], output = _pronoun_rows(model, task)
+        assert referent_accuracy(rows[tied], task.referent) == 1.0
+        assert np.mean((output - task.wanted_output()) ** 2) < 1e-2
+    on_referent = {tied: rows[tied][np.arange(N_TEST), task.referent].mean() for tied in rows}
+    assert on_referent[False] > 0.8 > 0.7 > on_referent[True]
+    assert rows[True][:, -1].mean() > 0.2 > rows[False][:, -1].mean()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_separate_head_learns_the_agreement_rules_and_copies_the_properties(seed):
+    model, task = _trained(False)[seed], _test_task(seed)
+    n_words = len(VOCABULARY)
+    M = model.W_q @ model.W_k.T  # (d_model, d_model)
+    pronoun_ids = [VOCABULARY.index(p) for p in PRONOUN_REFERENTS]
+    block = M[np.ix_(pronoun_ids, [VOCABULARY.index(n) for n in NOUNS])]  # (4, 12)
+    agrees = np.kron(np.eye(4), np.ones((1, 3))).astype(bool)
+    assert block[agrees].min() > block[~agrees].max()
+    pronouns = task.tokens[:, -1]  # (batch,)
+    cross = np.einsum("bp,bsp->bs", M[pronouns, n_words:], task.properties)  # (batch, seq)
+    word_part = M[pronouns[:, None], task.tokens]  # (batch, seq)
+    on_nouns = task.properties.any(axis=-1)
+    assert np.abs(cross[on_nouns]).mean() < np.abs(word_part[on_nouns]).mean() / 3
+    assert np.abs(model.W_v[n_words:] - np.eye(4)).max() < 0.25
+    others = [VOCABULARY.index(w) for w in VOCABULARY if w not in NOUNS]
+    assert np.linalg.norm(model.W_v[others], axis=-1).max() > 1
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_tied_heads_obey_the_pair_constraint_and_the_hand_built_one_looks_at_the_referent(seed):
+    task = _test_task(seed)
+    X = task.embeddings()  # (batch, seq, d_model)
+    W_hand, W_v_hand = tied_pronoun_head()
+    for W in (_trained(True)[seed].W_q, W_hand):
+        S = dot_product_scores(X @ W, X @ W)  # (batch, seq, seq)
+        diagonal = np.diagonal(S, axis1=1, axis2=2)  # (batch, seq)
+        assert (diagonal[:, :, None] + diagonal[:, None, :] - 2 * S).min() >= -1e-9
+    b_Q, b_K = np.random.default_rng(seed).standard_normal((2, W_hand.shape[1]))  # biases cancel
+    S = (X @ W_hand + b_Q) @ (X @ W_hand + b_K).transpose(0, 2, 1)  # (batch, seq, seq)
+    diagonal = np.diagonal(S, axis1=1, axis2=2)
+    assert (diagonal[:, :, None] + diagonal[:, None, :] - S - S.transpose(0, 2, 1)).min() >= -1e-9
+    output, weights = scaled_dot_product_attention(X @ W_hand, X @ W_hand, X @ W_v_hand)
+    assert weights[np.arange(N_TEST), -1, task.referent].min() > 0.999
+    assert np.mean((output[:, -1] - task.wanted_output()) ** 2) < 1e-6
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_permuting_the_tokens_permutes_the_outputs_unless_the_mask_is_causal(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((5, 4))  # (seq, d_model)
+    W_q, W_k, W_v = rng.standard_normal((3, 4, 3))  # (d_model, d_k) each
+    order = rng.permutation(5)
+    while np.array_equal(order, np.arange(5)):
+        order = rng.permutation(5)
+
+    def head(X_s, mask=None):
+        return scaled_dot_product_attention(X_s @ W_q, X_s @ W_k, X_s @ W_v, mask=mask)[0]
+
+    assert np.allclose(head(X[order]), head(X)[order])
+    mask = rng.random((5, 5)) < 0.6
+    mask[np.arange(5), np.arange(5)] = True  # every query sees at least itself
+    assert np.allclose(head(X[order], mask[order][:, order]), head(X, mask)[order])
+    assert not np.allclose(head(X[order], causal_mask(5)), head(X, causal_mask(5))[order])
