@@ -31,6 +31,7 @@ from jaxtyping import Float
 __all__ = [
     "alibi_bias",
     "alibi_slopes",
+    "learned_position_table",
     "offsets",
     "rope",
     "rope_decay_bound",
@@ -225,3 +226,16 @@ def alibi_bias(n: int, n_heads: int) -> Float[np.ndarray, "n_heads n n"]:
     distance = np.abs(offsets(n))  # (n, n)
     # adding 0.0 turns the diagonal's -0.0 into 0.0, which prints as a reader expects
     return -alibi_slopes(n_heads)[:, None, None] * distance + 0.0  # (n_heads, n, n)
+
+
+def learned_position_table() -> Float[np.ndarray, "n_positions d_model"]:
+    """The learned position table of chapter 7's model, all-MiniLM-L6-v2: (512, 384), float64,
+    row p the vector BERT adds to the embedding of the token at position p. Read from the
+    bundled safetensors file with numpy (no torch)."""
+    from safetensors import safe_open
+
+    from attncourse.pretrained import model_path
+
+    with safe_open(model_path() / "model.safetensors", framework="numpy") as tensors:
+        table = tensors.get_tensor("embeddings.position_embeddings.weight").astype(np.float64)
+    return table  # (n_positions, d_model)

@@ -77,6 +77,11 @@ from attncourse.checks.ch7 import (
     most_important_head,
     predict_rank,
 )
+from attncourse.checks.ch8 import (
+    predict_sinusoidal_dot,
+    rope,
+    tune_previous_token,
+)
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -131,8 +136,11 @@ __all__ = [
     "predict_parameter_count",
     "predict_rank",
     "predict_rotation",
+    "predict_sinusoidal_dot",
     "predict_weight_back",
+    "rope",
     "stable_softmax",
     "stationary_distribution",
     "tune_alpha",
+    "tune_previous_token",
 ]
