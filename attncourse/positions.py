@@ -59,7 +59,7 @@ def _even_width(value, name: str) -> int:
 
 def _base(base) -> float:
     if isinstance(base, bool) or not isinstance(base, numbers.Real) or not (
-            math.isfinite(base) and base > 0):
+            math.isfinite(base) and float(base) > 0):
         raise ValueError(f"base must be a finite number > 0, got {base!r}")
     return float(base)
 
@@ -95,7 +95,7 @@ def sinusoidal_positions(
 
 def sinusoidal_dot_product(
     offset, d_model: int, base: float = 10000.0
-) -> Float[np.ndarray, "..."]:
+) -> Float[np.ndarray, ...]:
     """PE[p] . PE[p + k] for an offset k (a number or an array of them), whatever p is:
     sum_i cos(k w_i), since sin(a) sin(b) + cos(a) cos(b) = cos(b - a) in each pair.
 
@@ -164,7 +164,7 @@ def rope(
     return rotated
 
 
-def rope_decay_bound(offset, d: int, base: float = 10000.0) -> Float[np.ndarray, "..."]:
+def rope_decay_bound(offset, d: int, base: float = 10000.0) -> Float[np.ndarray, ...]:
     """Su et al.'s long-range bound (their section 3.4.3), relative to its value at offset 0.
 
     With the pairs as complex numbers, q_i = q[2i] + j q[2i+1] and the same for k, the score

@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from attncourse.attention import causal_mask, scaled_dot_product_attention
-from attncourse.checks.core import Failed, NotImplementedYet, _show, _type_name, exercise, expect_array, expect_function
+from attncourse.checks.core import (
+    Failed,
+    NotImplementedYet,
+    _show,
+    _type_name,
+    exercise,
+    expect_array,
+    expect_function,
+)
 from attncourse.checks.predict import predict_exercise
 from attncourse.positions import rope as _rope
 from attncourse.positions import sinusoidal_positions
@@ -81,7 +89,7 @@ def rope(run, candidate) -> str:
     for description, X, kwargs in cases:
         given = X.copy()
         arguments = {name: np.copy(value) if name == "positions" else value for name, value in kwargs.items()}
-        result = run(lambda: fn(given, **arguments), name="rope")
+        result = run(lambda given=given, arguments=arguments: fn(given, **arguments), name="rope")
         if not np.array_equal(given, X):
             raise Failed(f"rope changed its input X ({description}): work on a new array "
                          "(np.empty_like(X) or X.copy()), never on X itself.")

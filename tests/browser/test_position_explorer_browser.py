@@ -53,7 +53,7 @@ def snapshot(root):
 
 
 def test_the_explorer_follows_its_controls(site, visit, watched_page):
-    settings = dict(tokens="the dog that bit the man".split(), encoding="rope", d=8, base=10000.0,
+    settings = dict(tokens=["the", "dog", "that", "bit", "the", "man"], encoding="rope", d=8, base=10000.0,
                     alibi_head=0, offset=-1, scale=5.0, causal=False)
     explorer = PositionExplorer(" ".join(settings["tokens"]), encoding="rope", offset=-1, scale=5.0)
     visit(site.write_page("positions.html", [explorer], "Positions"))
