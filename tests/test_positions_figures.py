@@ -34,7 +34,7 @@ def test_similarity_by_offset_shows_the_matrix_and_the_curve():
     matrix = np.corrcoef(np.random.default_rng(0).standard_normal((6, 10)))
     by_offset = np.array([np.diagonal(matrix, k).mean() for k in range(6)])
     fig = similarity_by_offset(matrix, by_offset, np.arange(6), "positions")
-    heat, _colorbar, curve = fig.axes
+    heat, curve, _colorbar = fig.axes
     assert np.allclose(heat.images[0].get_array(), matrix) and heat.get_title() == "positions"
     assert np.allclose(curve.lines[0].get_ydata(), by_offset)
 
