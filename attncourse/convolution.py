@@ -14,6 +14,10 @@ pads it, and the output keeps the rows of the original tokens (the crop). As alp
 the result tends to torch's convolution, which is a cross-correlation: tap k of the kernel
 multiplies the token k - K//2 places away, with no flip.
 
+``conv1d_reference`` and ``conv2d_reference`` are that convolution itself, in numpy: the
+one reference every comparison in the course uses (the chapter, its checks, the explorer),
+equal to torch's ``F.conv1d`` / ``F.conv2d`` with ``padding=K//2`` (tests/test_convolution.py).
+
 Rows are tokens: a sequence is ``(seq, c_in)``, an image ``(height, width, c_in)``; the
 kernels are in torch's layouts, ``(c_out, c_in, K)`` and ``(c_out, c_in, K, K)``.
 """
@@ -27,7 +31,10 @@ from attncourse.attention import softmax
 
 __all__ = [
     "conv1d_as_attention",
+    "conv1d_reference",
     "conv2d_as_attention",
+    "conv2d_reference",
+    "largest_error",
     "shift_weights",
     "shifts",
 ]
@@ -100,6 +107,56 @@ def shift_weights(
     return softmax(scores, axis=-1)
 
 
+def _checked_conv(values, kernel, name: str, layout: str, kernel_layout: str):
+    """``(values, kernel, K//2)`` as float arrays once their channels agree and K is odd."""
+    ndim = layout.count(",") + 1
+    values = _numeric(values, name, ndim, layout)
+    taps = _numeric(kernel, "kernel", ndim + 1, kernel_layout)
+    if taps.shape[1] != values.shape[-1]:
+        raise ValueError(
+            f"the kernel {taps.shape} expects c_in={taps.shape[1]} channels but {name} "
+            f"{values.shape} has {values.shape[-1]}"
+        )
+    if ndim == 3 and taps.shape[2] != taps.shape[3]:
+        raise ValueError(f"the kernel must be square, {kernel_layout}; got {taps.shape}")
+    return values, taps, _kernel_size(taps.shape[-1]) // 2
+
+
+def conv1d_reference(
+    x: Float[np.ndarray, "seq c_in"], kernel: Float[np.ndarray, "c_out c_in K"]
+) -> Float[np.ndarray, "seq c_out"]:
+    """torch's ``F.conv1d(x.T[None], kernel, padding=K//2)[0].T``, in numpy.
+
+    x (seq, c_in); kernel (c_out, c_in, K), K odd. A cross-correlation (no flip): output
+    token i is ``sum_k kernel[:, :, k] @ x[i + k - K//2]``, with zero tokens past the ends.
+
+    >>> conv1d_reference(np.arange(4.0)[:, None], np.array([[[-1.0, 0.0, 1.0]]])).ravel().tolist()
+    [1.0, 2.0, 2.0, -2.0]
+    """
+    tokens, taps, half = _checked_conv(x, kernel, "x", "(seq, c_in)", "(c_out, c_in, K)")
+    padded = np.pad(tokens, ((half, half), (0, 0)))  # (seq + 2 * half, c_in)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, taps.shape[-1], axis=0)  # (seq, c_in, K)
+    return np.einsum("sck,ock->so", windows, taps)  # (seq, c_out)
+
+
+def conv2d_reference(
+    image: Float[np.ndarray, "height width c_in"], kernel: Float[np.ndarray, "c_out c_in K K"]
+) -> Float[np.ndarray, "height width c_out"]:
+    """torch's ``F.conv2d(image, kernel, padding=K//2)``, in numpy, rows are pixels' rows.
+
+    image (height, width, c_in); kernel (c_out, c_in, K, K), K odd. A cross-correlation:
+    pixel (r, c) is ``sum_{a,b} kernel[:, :, a, b] @ image[r + a - K//2, c + b - K//2]``,
+    with zero pixels outside the image.
+    """
+    pixels, taps, half = _checked_conv(image, kernel, "image", "(height, width, c_in)",
+                                       "(c_out, c_in, K, K)")
+    padded = np.pad(pixels, ((half, half), (half, half), (0, 0)))  # (height + 2 half, width + 2 half, c_in)
+    size = taps.shape[-1]
+    windows = np.lib.stride_tricks.sliding_window_view(
+        padded, (size, size), axis=(0, 1))  # (height, width, c_in, K, K)
+    return np.einsum("hwcab,ocab->hwo", windows, taps)  # (height, width, c_out)
+
+
 def _heads_summed(weights, tokens, value_maps) -> np.ndarray:
     """Multi-head attention with identity output maps: sum_h weights_h tokens value_map_h.
 
@@ -133,19 +190,25 @@ def conv1d_as_attention(
     >>> conv1d_as_attention(x, difference, alpha=50.0).round(6).ravel().tolist()
     [1.0, 2.0, 2.0, -2.0]
     """
-    tokens = _numeric(x, "x", 2, "(seq, c_in)")
-    taps = _numeric(kernel, "kernel", 3, "(c_out, c_in, K)")
-    _, c_in, kernel_size = taps.shape
-    if c_in != tokens.shape[1]:
-        raise ValueError(
-            f"the kernel {taps.shape} expects c_in={c_in} channels but x {tokens.shape} "
-            f"has {tokens.shape[1]}"
-        )
-    half = _kernel_size(kernel_size) // 2 if padding else 0
-    weights = shift_weights(len(tokens), kernel_size, alpha, padding)  # (K, seq, seq_padded)
+    tokens, taps, half = _checked_conv(x, kernel, "x", "(seq, c_in)", "(c_out, c_in, K)")
+    half = half if padding else 0
+    weights = shift_weights(len(tokens), taps.shape[-1], alpha, padding)  # (K, seq, seq_padded)
     padded = np.pad(tokens, ((half, half), (0, 0)))  # (seq_padded, c_in)
     value_maps = taps.transpose(2, 1, 0)  # (K, c_in, c_out): head h maps with tap h
     return _heads_summed(weights, padded, value_maps)
+
+
+def largest_error(
+    x: Float[np.ndarray, "seq c_in"], kernel: Float[np.ndarray, "c_out c_in K"], alpha: float
+) -> float:
+    """How far the K heads are from the convolution: max |conv1d_as_attention -
+    conv1d_reference| over every token and channel (the convolution explorer's readout,
+    and what chapter 6's tune exercise asks to bring below a target).
+
+    >>> largest_error(np.arange(4.0)[:, None], np.array([[[-1.0, 0.0, 1.0]]]), 50.0) < 1e-15
+    True
+    """
+    return float(np.abs(conv1d_as_attention(x, kernel, alpha) - conv1d_reference(x, kernel)).max())
 
 
 def conv2d_as_attention(
@@ -160,18 +223,10 @@ def conv2d_as_attention(
     pixel k with ``-alpha ||(k - q) - Delta||**2``. Returns (height, width, c_out), which
     tends to ``F.conv2d(..., padding=K//2)`` as alpha grows.
     """
-    pixels = _numeric(image, "image", 3, "(height, width, c_in)")
-    taps = _numeric(kernel, "kernel", 4, "(c_out, c_in, K, K)")
-    c_out, c_in, kernel_size, kernel_width = taps.shape
-    if kernel_size != kernel_width:
-        raise ValueError(f"the kernel must be square, (c_out, c_in, K, K); got {taps.shape}")
-    if c_in != pixels.shape[2]:
-        raise ValueError(
-            f"the kernel {taps.shape} expects c_in={c_in} channels but the image "
-            f"{pixels.shape} has {pixels.shape[2]}"
-        )
+    pixels, taps, half = _checked_conv(image, kernel, "image", "(height, width, c_in)",
+                                       "(c_out, c_in, K, K)")
+    c_out, c_in, kernel_size, _ = taps.shape
     deltas = shifts(kernel_size)
-    half = len(deltas) // 2
     height, width, _ = pixels.shape
     padded = np.pad(pixels, ((half, half), (half, half), (0, 0)))
     tokens = padded.reshape(-1, c_in)  # (n_padded, c_in), row-major pixels

@@ -34,6 +34,7 @@ __all__ = [
     "ablation_losses",
     "chapter_tasks",
     "make_role_task",
+    "mean_weight_on",
     "one_head_lower_bound",
     "train_heads",
     "verb_loss",
@@ -215,6 +216,15 @@ def verb_predictions(
         at_verb = at_verb.copy()
         at_verb[:, ablate] = 0.0 if how == "zero" else at_verb[:, ablate].mean(axis=0)
     return at_verb.reshape(len(at_verb), -1) @ model.W_o  # (batch, d_out)
+
+
+def mean_weight_on(task: RoleTask, model: TrainedHeads, role: int) -> Float[np.ndarray, " n_heads"]:
+    """How much each head, at the verb, attends to the word of ``role`` (SUBJECT or
+    OBJECT), averaged over the task's sentences: (n_heads,), each in [0, 1]."""
+    _, weights = attention_heads(task.embeddings(), model.W_q, model.W_k, model.W_v,
+                                 model.n_heads)  # (batch, n_heads, seq, seq)
+    rows = np.arange(len(task.roles))
+    return weights[rows, :, task.position(VERB), task.position(role)].mean(axis=0)  # (n_heads,)
 
 
 def verb_loss(task: RoleTask, model: TrainedHeads, ablate: int | None = None, how: str = "zero") -> float:

@@ -37,8 +37,9 @@ function sameData(a, b) {
 }
 
 // AFM's model over one widget's saved state. Events are "change:NAME" (after set() changed
-// NAME) and "change" (after any set() that changed something); like Backbone, on() and
-// off() take several names separated by spaces, and off() with no callback removes all.
+// NAME) and "change" (after any set() that changed something); on(name, callback) and
+// off(name, callback) take one event each, as AFM documents (one listener per trait), and
+// refuse Backbone's space-separated lists, which would otherwise never fire.
 export class SavedModel {
   #state;
   #listeners = new Map(); // event name -> callbacks, in the order they were added
@@ -58,18 +59,20 @@ export class SavedModel {
     this.#emit("change");
   }
 
-  on(events, callback) {
-    for (const event of events.split(/\s+/).filter(Boolean)) {
-      if (!this.#listeners.has(event)) this.#listeners.set(event, []);
-      this.#listeners.get(event).push(callback);
-    }
+  on(event, callback) {
+    SavedModel.#oneEvent(event);
+    if (!this.#listeners.has(event)) this.#listeners.set(event, []);
+    this.#listeners.get(event).push(callback);
   }
 
-  off(events, callback) {
-    const names = events ? events.split(/\s+/).filter(Boolean) : [...this.#listeners.keys()];
-    for (const event of names) {
-      const kept = callback ? (this.#listeners.get(event) || []).filter((c) => c !== callback) : [];
-      this.#listeners.set(event, kept);
+  off(event, callback) {
+    SavedModel.#oneEvent(event);
+    this.#listeners.set(event, (this.#listeners.get(event) || []).filter((c) => c !== callback));
+  }
+
+  static #oneEvent(event) {
+    if (typeof event !== "string" || !event || /\s/.test(event)) {
+      throw new Error(`one event name per call, such as "change:X"; got ${JSON.stringify(event)}`);
     }
   }
 

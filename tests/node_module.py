@@ -23,15 +23,17 @@ def _plain(value):
     return np.asarray(value).tolist() if isinstance(value, np.ndarray) else value
 
 
-def call_in_node(module: str, function: str, problems: list[dict]) -> list:
-    """``function(problem)`` of the bundled ``module`` for each problem, in one Node run."""
+def call_in_node(module: str, function: str, problems: list[dict], argument: str = "problem") -> list:
+    """``function(problem)`` of the bundled ``module`` for each problem, in one Node run;
+    ``argument`` is the call's arguments as JavaScript of ``problem`` (such as
+    ``"problem.text"`` or ``"problem, problem.value"``) when they are not the problem itself."""
     node = shutil.which("node")
     assert node, "Node.js is needed to test the widgets' JavaScript"
     source = base64.b64encode(bundle(module).encode()).decode()
     script = (
         f"const m = await import('data:text/javascript;base64,{source}');"
         "const problems = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-        f"console.log(JSON.stringify(problems.map((p) => m.{function}(p))));"
+        f"console.log(JSON.stringify(problems.map((problem) => m.{function}({argument}))));"
     )
     payload = json.dumps([{k: _plain(v) for k, v in p.items()} for p in problems])
     done = subprocess.run([node, "-e", f"(async () => {{ {script} }})()"], input=payload,

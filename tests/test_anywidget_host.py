@@ -45,21 +45,30 @@ def test_set_fires_change_events_only_for_a_real_change():
     assert events == [["X", [[1, 3]]], ["any"], ["any"]]
 
 
-def test_on_and_off_take_several_event_names_as_backbone_does():
-    # graph_explorer.js listens with one call to "change:threshold change:causal ...".
-    calls = run_host("""
+def test_on_and_off_take_one_event_each_as_afm_does():
+    """One listener per trait; a Backbone-style list of names is refused, not ignored."""
+    calls, refused = run_host("""
       const model = new host.SavedModel({ a: 0, b: 0 });
       let calls = 0;
       const count = () => { calls += 1; };
-      model.on("change:a  change:b", count);
-      model.set("a", 1); model.set("b", 1);
+      const other = () => { calls += 100; };
+      model.on("change:a", count);
+      model.on("change:b", count);
+      model.on("change:b", other);
+      model.set("a", 1); model.set("b", 1);  // 1 + 101
+      model.off("change:b", other);
+      model.set("b", 2);                     // 1
       model.off("change:a", count);
-      model.set("a", 2); model.set("b", 2);
-      model.off();                       // everything
-      model.set("b", 3);
-      return calls;
+      model.set("a", 2);                     // 0
+      const refused = [];
+      for (const call of [() => model.on("change:a change:b", count),
+                          () => model.off("change:a  change:b", count), () => model.on("", count)]) {
+        try { call(); } catch (error) { refused.push(error.message); }
+      }
+      return [calls, refused];
     """)
-    assert calls == 3
+    assert calls == 103
+    assert len(refused) == 3 and all("one event name per call" in m for m in refused)
 
 
 def test_with_no_kernel_save_changes_fails_and_send_is_dropped_as_in_the_widget_manager():

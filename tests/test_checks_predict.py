@@ -38,7 +38,7 @@ def test_a_declaration_registers_the_check_and_its_answer(declare):
     assert predict.PREDICTIONS["ch9-predict-weight"].answer == 0.3
 
 
-@pytest.mark.parametrize("value", [0.3, 0.309, 0.291, np.float32(0.3), 3 / 10])
+@pytest.mark.parametrize("value", [0.3, 0.309, 0.291, np.float32(0.3), 3 / 10, "0.3", "3/10", "0,3"])
 def test_a_prediction_within_the_tolerance_passes(capsys, declare, value):
     line = said(capsys, declare(), value)
     assert line.startswith("[ch9-predict-weight] Passed. you predicted")
@@ -65,7 +65,8 @@ def test_no_prediction_is_not_implemented_and_is_not_a_miss(capsys, declare):
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        ("0.3", "got the text '0.3'"),
+        ("about 0.3", 'Could not read "about 0.3" as one number'),
+        ("1/0", 'Read "1/0" as 1 divided by 0'),
         (True, "got a bool"),
         ([0.3], "got a list"),
         (math.nan, "a finite number; got nan"),

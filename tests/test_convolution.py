@@ -7,7 +7,9 @@ import torch.nn.functional as F
 
 from attncourse.convolution import (
     conv1d_as_attention,
+    conv1d_reference,
     conv2d_as_attention,
+    conv2d_reference,
     shift_weights,
     shifts,
 )
@@ -49,6 +51,30 @@ def test_conv2d_matches_torch_to_machine_precision_at_large_alpha(K):
     result = conv2d_as_attention(image, kernel, alpha=60.0)
     assert result.shape == (6, 7, 3)
     assert np.allclose(result, torch_conv2d(image, kernel), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("seq", "c_in", "c_out", "K"), [(12, 3, 2, 5), (1, 1, 1, 3), (4, 2, 3, 7),
+                                                        (9, 1, 1, 1)])
+def test_the_conv1d_reference_is_torchs_conv1d(seq, c_in, c_out, K):
+    """To 1e-12 in float64, a kernel wider than the sequence included."""
+    x, kernel = problem_1d(seq, c_in, c_out, K, seed=seq + K)
+    assert np.allclose(conv1d_reference(x, kernel), torch_conv1d(x, kernel), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("height", "width", "K"), [(6, 7, 3), (5, 4, 5), (1, 3, 3), (3, 3, 1)])
+def test_the_conv2d_reference_is_torchs_conv2d(height, width, K):
+    image, kernel = problem_2d(height, width, K=K, seed=height * width)
+    assert np.allclose(conv2d_reference(image, kernel), torch_conv2d(image, kernel),
+                       rtol=0, atol=1e-12)
+
+
+def test_the_references_refuse_what_the_constructions_refuse():
+    with pytest.raises(ValueError, match="odd"):
+        conv1d_reference(np.ones((5, 1)), np.ones((1, 1, 4)))
+    with pytest.raises(ValueError, match="c_in=3"):
+        conv1d_reference(np.ones((5, 2)), np.ones((1, 3, 3)))
+    with pytest.raises(ValueError, match="square"):
+        conv2d_reference(np.ones((4, 4, 1)), np.ones((1, 1, 3, 5)))
 
 
 def errors_1d(alphas, K=3):

@@ -14,13 +14,14 @@ import pytest
 from attncourse import checks
 from attncourse.checks import ch1, ch2, ch3, ch5, ch6, tune
 from attncourse.checks.tune import Cell, Condition, CycleRatio
+from attncourse.convolution import largest_error
 from attncourse.examples import pool_beats_badminton, tennis_sentence
 from attncourse.explorers.attention_explorer import (
     AttentionExplorer,
     InvalidExplorerInput,
     explorer_view,
 )
-from attncourse.explorers.conv_explorer import ConvolutionExplorer, largest_error
+from attncourse.explorers.conv_explorer import ConvolutionExplorer
 from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
 from tests.node_module import call_in_node
 
@@ -298,6 +299,7 @@ HAIR = 1e-9
 def ch6_error_at(x, kernel):
     """The explorer's readout in Python on the problem (x, kernel), remembered: the goal
     bisects the same alphas for every alpha it is asked about."""
+    x, kernel = np.asarray(x)[:, None], np.asarray(kernel)[None, None]  # (seq, 1), (1, 1, K)
     return functools.cache(lambda alpha: largest_error(x, kernel, alpha))
 
 

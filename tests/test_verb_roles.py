@@ -16,8 +16,10 @@ from attncourse.verb_roles import (
     ROLES,
     SUBJECT,
     VERB,
+    TrainedHeads,
     ablation_losses,
     make_role_task,
+    mean_weight_on,
     one_head_lower_bound,
     train_heads,
     verb_loss,
@@ -117,6 +119,23 @@ def test_ablating_a_head_that_carries_a_role_costs_that_role():
     assert verb_loss(TASK, two, ablate=0) == zero[0]
     predictions = verb_predictions(TASK, two, ablate=1, how="mean")
     assert predictions.shape == (128, 4)
+
+
+def test_mean_weight_on_reads_each_heads_weight_at_the_verb_on_a_role():
+    """Head 0's key reads the subject's role, head 1's the object's, both from the verb."""
+    d_model = len(ROLES) + 2
+    W_q, W_k = np.zeros((d_model, 2)), np.zeros((d_model, 2))
+    W_q[VERB] = 1.0
+    W_k[SUBJECT, 0] = W_k[OBJECT, 1] = 40.0
+    model = TrainedHeads(W_q, W_k, np.zeros((d_model, 2)), np.zeros((2, 4)), 2, np.zeros(0))
+    on_subject, on_object = (mean_weight_on(TASK, model, role) for role in (SUBJECT, OBJECT))
+    assert on_subject.shape == (2,)
+    assert on_subject[0] > 0.999 and on_object[1] > 0.999
+    assert on_subject[1] < 1e-6 and on_object[0] < 1e-6
+    _, weights = attention_heads(TASK.embeddings(), W_q, W_k, W_q, 2)  # (batch, 2, seq, seq)
+    by_sentence = [weights[n, :, verb, subject] for n, (verb, subject)
+                   in enumerate(zip(TASK.position(VERB), TASK.position(SUBJECT)))]
+    assert np.allclose(np.mean(by_sentence, axis=0), on_subject, rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize(("arguments", "message"), [

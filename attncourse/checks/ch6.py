@@ -16,7 +16,7 @@ from attncourse.checks.core import (
 from attncourse.checks.predict import predict_exercise
 from attncourse.checks.tune import tune_setting_goal
 from attncourse.convolution import conv1d_as_attention as _reference
-from attncourse.convolution import shift_weights, shifts
+from attncourse.convolution import largest_error, shift_weights, shifts
 
 predict_heads_for_5x5 = predict_exercise(
     "ch6-predict-heads-for-5x5",
@@ -179,16 +179,10 @@ def tuning_problem() -> tuple[np.ndarray, np.ndarray]:
     return _TUNE_X[:, None].copy(), _TUNE_KERNEL[None, None, :].copy()
 
 
-def _convolution(x, kernel) -> np.ndarray:
-    """The alpha -> infinity limit: each head one-hot on its shift (F.conv1d, padding K//2)."""
-    return _reference(x, kernel, 1e6)
-
-
 def construction_error(alpha: float) -> float:
     """The largest error of the construction against the convolution on the tuning problem:
     what the convolution explorer reads out as its largest error."""
-    x, kernel = tuning_problem()
-    return float(np.abs(_reference(x, kernel, alpha) - _convolution(x, kernel)).max())
+    return largest_error(*tuning_problem(), alpha)
 
 
 def score_gradient(alpha: float) -> float:

@@ -27,8 +27,9 @@ __all__ = ["AnswerBox", "answer_box"]
 class AnswerBox(anywidget.AnyWidget):
     """A kernel-free box for one predict exercise (see the module docstring).
 
-    Holds the exercise's declaration and its numbers as the check prints them
-    (``answer_text``, ``tolerance_text``), so the page says exactly what the check says.
+    Holds the exercise's declaration; the box reads, writes and judges numbers as the
+    check does (answer_box.js mirrors ``attncourse.checks.predict``'s ``read_number``,
+    ``format_number`` and ``judge``), so the page says exactly what the check says.
     """
 
     _esm = bundle("answer_box.js")
@@ -38,16 +39,13 @@ class AnswerBox(anywidget.AnyWidget):
     prompt = traitlets.Unicode().tag(sync=True)
     answer = traitlets.Float().tag(sync=True)
     tolerance = traitlets.Float().tag(sync=True)
-    answer_text = traitlets.Unicode().tag(sync=True)
-    tolerance_text = traitlets.Unicode().tag(sync=True)
     hint = traitlets.Unicode().tag(sync=True)
     explanation = traitlets.Unicode().tag(sync=True)
 
     def __init__(self, prediction: Prediction, prompt: str = "Your prediction"):
         super().__init__(
             label=prediction.label, prompt=prompt, answer=prediction.answer,
-            tolerance=prediction.tolerance, answer_text=f"{prediction.answer:.4g}",
-            tolerance_text=f"{prediction.tolerance:g}", hint=prediction.hint,
+            tolerance=prediction.tolerance, hint=prediction.hint,
             explanation=prediction.explanation,
         )
 

@@ -1,6 +1,6 @@
 // Attention explorer: editable matrices in, scores / weights / outputs / graph out.
 // Runs in the browser with or without a kernel (anywidget keeps this file in the saved
-// widget state). Conventions follow attncourse.attention and attncourse.widgets:
+// widget state). Conventions follow attncourse.attention and attention_explorer.py:
 // rows are tokens; Q = X W_q, K = X W_k, V = X W_v (an empty W means the identity);
 // the columns of Q, K, V are split into n_heads equal blocks, one per head;
 // weights[h] = softmax(scale * Q_h K_h^T, masked) row by row; a head switched off
@@ -19,7 +19,7 @@ function columns(A, start, width) {
   return A.map((row) => row.slice(start, start + width));
 }
 
-// The same computation as attncourse.widgets.explorer_view in Python.
+// The same computation as explorer_view in attention_explorer.py.
 // Returns per-head scores (n_heads, seq, seq), weights (n_heads, seq, seq) and the
 // output: concatenated (seq, d_v), times W_o (seq, d_out), or summed (seq, d_head_v).
 export function attend({ X, W_q, W_k, W_v, scale, mask, n_heads, W_o, heads_on, combine }) {
@@ -406,7 +406,7 @@ function resetButton(model) {
   return button;
 }
 
-// The goal line from the views just computed (a goal reads one head: widgets.py checks).
+// The goal line from the views just computed (a goal reads one head: attention_explorer.py checks).
 function updateGoal(goal, model, result) {
   const inputs = Object.fromEntries(["X", "W_q", "W_k", "W_v", "W_o"].map((k) => [k, model.get(k)]));
   goal.update(model.get("goal"), { tokens: model.get("tokens"), inputs, scale: model.get("scale"),
@@ -415,10 +415,11 @@ function updateGoal(goal, model, result) {
 
 // The scale slider (trait scale_slider = [min, max, step]; empty: none): a labelled range
 // input with the value shown beside it, drawn by the explorer itself so that a static page
-// needs no widget manager for it. Returns the nodes to show and what stops its listener.
+// needs no widget manager for it. Returns the nodes to show and what shows a new scale
+// (called on every redraw: the explorer listens to each trait once).
 function scaleSlider(model) {
   const [min, max, step] = model.get("scale_slider") || [];
-  if (step === undefined) return { nodes: [], stop() {} };
+  if (step === undefined) return { nodes: [], follow() {} };
   const id = `attn-scale-${Math.random().toString(36).slice(2)}`;
   const row = el("div", "attn-scale");
   const label = el("label", null, "scale");
@@ -434,9 +435,8 @@ function scaleSlider(model) {
     shown.textContent = model.get("scale").toFixed(2);
   };
   input.addEventListener("input", () => saveChanges(model, { scale: Number(input.value) }));
-  model.on("change:scale", follow);
   follow();
-  return { nodes: [row], stop: () => model.off("change:scale", follow) };
+  return { nodes: [row], follow };
 }
 
 function render({ model, el: root }) {
@@ -456,6 +456,7 @@ function render({ model, el: root }) {
     if (pending === "inputs") inputsBox.replaceChildren(...inputGrids(model, edit));
     pending = null;
     syncControls(inputsBox, model);
+    slider.follow();
     const result = attend(Object.fromEntries(
       ["X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads", "W_o", "heads_on", "combine"]
         .map((k) => [k, model.get(k)])));
@@ -489,10 +490,7 @@ function render({ model, el: root }) {
   });
   pending = "inputs";
   redraw();
-  return () => {
-    listeners.forEach(([event, listener]) => model.off(event, listener));
-    slider.stop();
-  };
+  return () => listeners.forEach(([event, listener]) => model.off(event, listener));
 }
 
 export default { render };

@@ -8,9 +8,9 @@
 // Every label is written with textContent, never as HTML. A tune exercise's goal on alpha
 // (attncourse.checks.tune.SettingGoal) shows above the controls with a live checkmark.
 
+import { element } from "./dom.js";
 import { goalView, settingStatus, smallestSetting } from "./goal.js";
-
-import { saveChanges } from "./sync.js";
+import { onChanges, saveChanges } from "./sync.js";
 
 const HEAD_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
   "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
@@ -51,13 +51,6 @@ export function smallestAlpha({ goal, x, kernel }) {
 export function alphaGoalStatus({ goal, x, kernel, alpha, smallest = null }) {
   const readoutAt = (a) => construct({ x, kernel, alpha: a }).maxError;
   return settingStatus({ goal, setting: alpha, inputs: { x, kernel }, readoutAt, smallest });
-}
-
-function element(tag, attributes = {}, text = "") {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-  if (text) node.textContent = text;
-  return node;
 }
 
 function labelled(text, control) {
@@ -256,16 +249,15 @@ function render({ model, el }) {
     save({ alpha: number });
   });
   queryInput.addEventListener("input", () => save({ query: Number(queryInput.value) }));
-  model.on("change:alpha", update);
-  model.on("change:query", update);
-  model.on("change:x", update);
-  model.on("change:goal", update);
-  model.on("change:kernel", () => {
-    syncTaps();
-    update();
-  });
   buildTaps();
   update();
+  return onChanges(model, {
+    alpha: update, query: update, x: update, goal: update,
+    kernel: () => {
+      syncTaps();
+      update();
+    },
+  });
 }
 
 export default { render };

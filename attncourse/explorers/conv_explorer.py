@@ -7,9 +7,15 @@ static site with no kernel. It shows one query token's weight row in each head, 
 output against the convolution's at every token, and the largest error between them; the
 reader moves alpha (a slider, or a number typed in) and the query token and edits the
 kernel's taps. Given ``goal=`` (a tune exercise's ``attncourse.checks.tune.SettingGoal`` on
-alpha), it shows the goal with a checkmark evaluated in the browser on every edit. In a live
-kernel the edits sync back (``explorer.alpha``, ``explorer.kernel``) and the properties ``weights``,
-``output`` and ``max_error`` recompute them with ``attncourse.convolution``.
+alpha), it shows the goal with a checkmark evaluated in the browser on every edit.
+
+What syncs, and when (the pattern of every explorer): the inputs (``x``, ``kernel``,
+``alpha``, ``query``, ``goal``) go to the browser when assigned and accepted, and the
+reader's edits come back in a live kernel. ``weights``, ``output``, ``convolution`` and
+``max_error`` are never synced: Python recomputes them with ``attncourse.convolution``
+whenever an input changes; the browser computes its own copy to draw. Every assignment is
+checked as the constructor checks it (``InvalidExplorerInput``), and a refused value
+leaves the explorer unchanged.
 
 One channel in and out: the sequence is ``(seq,)``, the kernel ``(K,)`` taps, K odd.
 """
@@ -20,11 +26,16 @@ import anywidget
 import numpy as np
 import traitlets
 
-from attncourse.convolution import conv1d_as_attention, shift_weights
-from attncourse.explorers.common import goal_trait
+from attncourse.convolution import (
+    conv1d_as_attention,
+    conv1d_reference,
+    largest_error,
+    shift_weights,
+)
+from attncourse.explorers.common import InvalidExplorerInput, goal_trait, result_trait
 from attncourse.explorers.esm import bundle, stylesheet
 
-__all__ = ["ConvolutionExplorer", "exact_convolution", "heads_output", "largest_error"]
+__all__ = ["ConvolutionExplorer"]
 
 ALPHA_RANGE = (0.0, 30.0)  # the slider's range
 # What a goal on this explorer may name: its setting, its readout, the inputs it may fix.
@@ -34,11 +45,11 @@ GOAL_SETTING, GOAL_READOUT, GOAL_INPUTS = "alpha", "max_error", ("x", "kernel")
 def _vector(values, name: str, layout: str) -> np.ndarray:
     array = np.asarray(values)
     if array.dtype == object or not np.issubdtype(array.dtype, np.number):
-        raise ValueError(f"{name} must be numeric, got dtype {array.dtype}")
+        raise InvalidExplorerInput(f"{name} must be numeric, got dtype {array.dtype}")
     if array.ndim != 1 or len(array) == 0:
-        raise ValueError(f"{name} must be a non-empty vector {layout}, got shape {array.shape}")
+        raise InvalidExplorerInput(f"{name} must be a non-empty vector {layout}, got shape {array.shape}")
     if not np.isfinite(array).all():
-        raise ValueError(f"{name} must be finite, got {array.tolist()}")
+        raise InvalidExplorerInput(f"{name} must be finite, got {array.tolist()}")
     return array.astype(np.float64)
 
 
@@ -46,21 +57,45 @@ def _check_goal(goal, inputs: dict[str, np.ndarray]) -> None:
     """A goal must be on this explorer's alpha and largest error, fix only its x and
     kernel (at their sizes), and search for the smallest alpha within the slider's range."""
     if not callable(getattr(goal, "as_json", None)) or goal.as_json().get("kind") != "setting":
-        raise ValueError(f"goal must be a SettingGoal from attncourse.checks.tune, got {type(goal).__name__}")
+        raise InvalidExplorerInput(f"goal must be a SettingGoal from attncourse.checks.tune, got {type(goal).__name__}")
     if (goal.setting, goal.readout) != (GOAL_SETTING, GOAL_READOUT):
-        raise ValueError(f"goal {goal.label}: this explorer sets {GOAL_SETTING!r} and reads out "
+        raise InvalidExplorerInput(f"goal {goal.label}: this explorer sets {GOAL_SETTING!r} and reads out "
                          f"{GOAL_READOUT!r}, not {goal.setting!r} and {goal.readout!r}")
     unknown = sorted(set(goal.fixed) - set(GOAL_INPUTS))
     if unknown:
-        raise ValueError(f"goal {goal.label}: fixes {unknown}; this explorer's inputs are {list(GOAL_INPUTS)}")
+        raise InvalidExplorerInput(f"goal {goal.label}: fixes {unknown}; this explorer's inputs are {list(GOAL_INPUTS)}")
     for name, values in goal.fixed.items():
         if len(values) != len(inputs[name]):
-            raise ValueError(f"goal {goal.label}: its {name} has {len(values)} entries, the explorer's "
+            raise InvalidExplorerInput(f"goal {goal.label}: its {name} has {len(values)} entries, the explorer's "
                              f"{len(inputs[name])}")
     low, high = ALPHA_RANGE
     if not low <= goal.search[0] < goal.search[1] <= high:
-        raise ValueError(f"goal {goal.label}: searches alpha in {goal.search}, outside the slider's "
+        raise InvalidExplorerInput(f"goal {goal.label}: searches alpha in {goal.search}, outside the slider's "
                          f"[{low:g}, {high:g}]")
+
+
+def _coerced(inputs: dict) -> dict:
+    """Every input in the form the explorer keeps it, raising InvalidExplorerInput naming
+    the first one that disagrees with the others."""
+    x = _vector(inputs["x"], "x", "(seq,)")
+    kernel = _vector(inputs["kernel"], "kernel", "(K,) of taps")
+    if len(kernel) % 2 == 0:
+        raise InvalidExplorerInput(f"the kernel needs an odd number of taps, got K={len(kernel)}")
+    alpha, query = inputs["alpha"], inputs["query"]
+    low, high = ALPHA_RANGE
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
+            low <= alpha <= high):
+        raise InvalidExplorerInput(f"alpha must be a number in [{low:g}, {high:g}], got {alpha!r}")
+    if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not (
+            0 <= query < len(x)):
+        raise InvalidExplorerInput(f"query must be a token index in 0..{len(x) - 1}, got {query!r}")
+    if inputs["goal"] is not None:
+        _check_goal(inputs["goal"], {"x": x, "kernel": kernel})
+    return inputs | {"x": x.tolist(), "kernel": kernel.tolist(), "alpha": float(alpha),
+                     "query": int(query)}
+
+
+_INPUTS = ("x", "kernel", "alpha", "query", "goal")
 
 
 class ConvolutionExplorer(anywidget.AnyWidget):
@@ -68,7 +103,11 @@ class ConvolutionExplorer(anywidget.AnyWidget):
     kernel (K,).
 
     ``query`` is the token whose weight rows are drawn (default: the middle one); ``goal``
-    a tune exercise's goal on alpha (``attncourse.checks.tune.SettingGoal``).
+    a tune exercise's goal on alpha (``attncourse.checks.tune.SettingGoal``). What it shows,
+    recomputed whenever an input changes: ``weights`` (K, seq, seq + 2 * (K//2)), each
+    head's weights on the padded tokens; ``output`` (seq,), the heads' output;
+    ``convolution`` (seq,), ``conv1d_reference``, their limit as alpha grows; and
+    ``max_error``, the largest |output - convolution|, the explorer's readout.
 
     >>> e = ConvolutionExplorer([0.0, 1.0, 2.0, 3.0], [-1.0, 0.0, 1.0], alpha=30.0)
     >>> e.output.round(6).tolist()  # x[i+1] - x[i-1], zero-padded
@@ -88,59 +127,27 @@ class ConvolutionExplorer(anywidget.AnyWidget):
     query = traitlets.Int(0).tag(sync=True)
     # A tune exercise's goal on alpha (attncourse.checks.tune.SettingGoal), shown above the views.
     goal = goal_trait()
+    weights = result_trait()
+    output = result_trait()
+    convolution = result_trait()
+    max_error = result_trait()
 
     def __init__(self, x, kernel, alpha=1.0, query=None, goal=None):
-        x = _vector(x, "x", "(seq,)")
-        kernel = _vector(kernel, "kernel", "(K,) of taps")
-        if len(kernel) % 2 == 0:
-            raise ValueError(f"the kernel needs an odd number of taps, got K={len(kernel)}")
-        low, high = ALPHA_RANGE
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.number)) or not (
-                low <= alpha <= high):
-            raise ValueError(f"alpha must be a number in [{low:g}, {high:g}], got {alpha!r}")
-        query = len(x) // 2 if query is None else query
-        if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not (
-                0 <= query < len(x)):
-            raise ValueError(f"query must be a token index in 0..{len(x) - 1}, got {query!r}")
-        if goal is not None:
-            _check_goal(goal, {"x": x, "kernel": kernel})
-        super().__init__(x=x.tolist(), kernel=kernel.tolist(), alpha=float(alpha), query=int(query),
-                         goal=goal)
+        if query is None:
+            query = len(x) // 2 if np.ndim(x) else 0  # x itself is checked below
+        super().__init__(**_coerced({"x": x, "kernel": kernel, "alpha": alpha, "query": query,
+                                     "goal": goal}))
 
-    @property
-    def weights(self) -> np.ndarray:
-        """(K, seq, seq + 2 * (K//2)): each head's weights on the padded tokens."""
-        return shift_weights(len(self.x), len(self.kernel), self.alpha)
+    @traitlets.validate(*_INPUTS)
+    def _validate_input(self, proposal):
+        name = proposal["trait"].name
+        return _coerced({n: getattr(self, n) for n in _INPUTS} | {name: proposal["value"]})[name]
 
-    @property
-    def output(self) -> np.ndarray:
-        """(seq,): the heads' output."""
-        return heads_output(self.x, self.kernel, self.alpha)
-
-    @property
-    def convolution(self) -> np.ndarray:
-        """(seq,): F.conv1d with padding K//2, the heads' limit as alpha grows."""
-        return exact_convolution(self.x, self.kernel)
-
-    @property
-    def max_error(self) -> float:
-        """The largest |output - convolution| over the tokens: the explorer's readout."""
-        return largest_error(self.x, self.kernel, self.alpha)
-
-
-def heads_output(x, kernel, alpha: float) -> np.ndarray:
-    """(seq,): the K heads' output on x (seq,) with the kernel's taps (K,) as value maps."""
-    x = np.asarray(x, dtype=float)[:, None]  # (seq, c_in = 1)
-    kernel = np.asarray(kernel, dtype=float)[None, None, :]  # (c_out = 1, c_in = 1, K)
-    return conv1d_as_attention(x, kernel, alpha)[:, 0]
-
-
-def exact_convolution(x, kernel) -> np.ndarray:
-    """(seq,): torch's conv1d of x (seq,) with the taps (K,), padding K//2 (no flip)."""
-    padded = np.pad(np.asarray(x, dtype=float), len(kernel) // 2)
-    return np.correlate(padded, np.asarray(kernel, dtype=float), mode="valid")
-
-
-def largest_error(x, kernel, alpha: float) -> float:
-    """The explorer's readout: the largest |heads' output - convolution| over the tokens."""
-    return float(np.abs(heads_output(x, kernel, alpha) - exact_convolution(x, kernel)).max())
+    @traitlets.observe("x", "kernel", "alpha")
+    def _recompute(self, change=None):
+        x = np.asarray(self.x)[:, None]  # (seq, c_in = 1)
+        kernel = np.asarray(self.kernel)[None, None, :]  # (c_out = 1, c_in = 1, K)
+        self.set_trait("weights", shift_weights(len(self.x), len(self.kernel), self.alpha))
+        self.set_trait("output", conv1d_as_attention(x, kernel, self.alpha)[:, 0])
+        self.set_trait("convolution", conv1d_reference(x, kernel)[:, 0])
+        self.set_trait("max_error", largest_error(x, kernel, self.alpha))

@@ -1,13 +1,13 @@
 // Graph explorer: a stack of single-head attention layers drawn as graphs. Runs in the
 // browser with or without a kernel (anywidget keeps this file in the saved widget state).
-// Conventions follow attncourse.graph and attncourse.graph_explorer: rows are tokens;
+// Conventions follow attncourse.graph and graph_explorer.py: rows are tokens;
 // weights[i][j] is the edge j -> i ("i reads j"); layer l maps X_l to
 // A_l X_l W_v[l] (+ X_l with a skip connection), A_l = softmax(scale Q K^T, masked) by
 // rows. Token labels are only ever written with textContent.
 
 import { el, svg } from "./dom.js";
 import { matmul, softmaxRows, transpose } from "./linalg.js";
-import { saveChanges } from "./sync.js";
+import { onChanges, saveChanges } from "./sync.js";
 
 function identity(n) {
   return Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
@@ -199,7 +199,8 @@ function render({ model, el: root }) {
   root.classList.add("attn-graph-explorer");
   const tokens = model.get("tokens");
   const layerCount = () => model.get("W_q").length;
-  const set = (name, value) => model.set(name, value); // the change event redraws
+  // The change event redraws; a live kernel hears of the reader's choice and recomputes.
+  const set = (name, value) => saveChanges(model, { [name]: value });
 
   const controls = el("div", "ge-controls");
   const thresholdBox = el("label", "ge-threshold");
@@ -282,14 +283,14 @@ function render({ model, el: root }) {
       cycleLine.textContent = `Layer ${layer + 1} has no cycle through three tokens `
         + "(with the causal mask every edge runs forward: no cycles but self-loops).";
     }
-    saveChanges(model, { weights: view.weights, rollout: view.rollouts[layer] });
   }
 
   recompute();
-  const events = "change:threshold change:causal change:window change:tied change:layer "
-    + "change:X change:W_q change:W_k change:W_v change:scale change:skip";
-  model.on(events, recompute);
-  return () => model.off(events, recompute);
+  return onChanges(model, Object.fromEntries(REDRAWN_ON.map((name) => [name, recompute])));
 }
+
+// Every trait the drawing reads.
+const REDRAWN_ON = ["threshold", "causal", "window", "tied", "layer", "X", "W_q", "W_k", "W_v",
+  "scale", "skip"];
 
 export default { render };

@@ -11,6 +11,14 @@ names the layer's most lopsided cycle through three tokens.
 
 ``graph_explorer_view`` computes what the explorer shows with the course's numpy code;
 the JavaScript must agree with it (tests/test_graph_explorer.py runs both).
+
+What syncs, and when (the pattern of every explorer): every input (the matrices, scale,
+skip, the masks, tied, the layer shown, the threshold) goes to the browser when it is
+assigned and accepted, and the reader's controls send theirs back in a live kernel.
+``weights`` and ``rollout`` are never synced: Python recomputes them whenever an input
+changes, from Python or from the browser; the browser computes its own copy to draw.
+Every assignment is checked as the constructor checks it (``InvalidExplorerInput``), and
+a refused value leaves the explorer unchanged.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import numpy as np
 import traitlets
 
 from attncourse.attention import causal_mask
-from attncourse.explorers.common import matrix_trait
+from attncourse.explorers.common import InvalidExplorerInput, matrix_trait, result_trait
 from attncourse.explorers.esm import bundle, stylesheet
 from attncourse.graph import attention_rollout, largest_cycle_ratio, stacked_attention, window_mask
 
@@ -33,7 +41,7 @@ def _layers(W, name: str, d_model: int) -> np.ndarray:
     if array.ndim == 2:
         array = array[None]  # (1, d_model, d): a single layer
     if array.ndim != 3 or array.shape[1] != d_model or 0 in array.shape:
-        raise ValueError(
+        raise InvalidExplorerInput(
             f"{name} must have shape (n_layers, d_model={d_model}, d) or (d_model, d), got "
             f"{np.shape(W)}"
         )
@@ -75,6 +83,49 @@ def graph_explorer_view(X, W_q, W_k, W_v, scale, skip=True, causal=False, window
     }
 
 
+# What graph_explorer_view reads; every input the constructor checks together.
+_VIEW_INPUTS = ("X", "W_q", "W_k", "W_v", "scale", "skip", "causal", "window", "window_radius",
+                "tied")
+_INPUTS = ("tokens", *_VIEW_INPUTS, "threshold", "layer")
+
+
+def _coerced(inputs: dict) -> dict:
+    """Every input in the form the explorer keeps it, raising InvalidExplorerInput naming
+    the first one that disagrees with the others."""
+    tokens = [str(t) for t in inputs["tokens"]]
+    try:
+        X = np.asarray(inputs["X"], dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidExplorerInput(f"X must be a matrix of numbers, got {inputs['X']!r}") from None
+    if X.ndim != 2 or 0 in X.shape:
+        raise InvalidExplorerInput(f"X must be a non-empty (seq, d_model) matrix, got shape {X.shape}")
+    if len(tokens) != len(X):
+        raise InvalidExplorerInput(f"{len(tokens)} token labels for X with seq={len(X)} rows {X.shape}")
+    d_model = X.shape[1]
+    W_q, W_k, W_v = (_layers(inputs[name], name, d_model) for name in ("W_q", "W_k", "W_v"))
+    if W_k.shape != W_q.shape or W_v.shape != (len(W_q), d_model, d_model):
+        raise InvalidExplorerInput(
+            f"need W_q and W_k of one shape (n_layers, d_model, d_k) and W_v of shape "
+            f"(n_layers, d_model, d_model) = {(len(W_q), d_model, d_model)}; got "
+            f"{W_q.shape}, {W_k.shape} and {W_v.shape}"
+        )
+    if not all(np.isfinite(W).all() for W in (X, W_q, W_k, W_v)):
+        raise InvalidExplorerInput("X, W_q, W_k and W_v must be finite (no NaN or infinity)")
+    threshold, scale = inputs["threshold"], inputs["scale"]
+    if not 0 <= threshold <= 1:
+        raise InvalidExplorerInput(f"threshold must be between 0 and 1, got {threshold!r}")
+    if not np.isfinite(scale):
+        raise InvalidExplorerInput(f"scale must be a finite number, got {scale!r}")
+    try:
+        window_mask(len(X), inputs["window_radius"])  # a radius that is a whole number >= 0
+    except ValueError as error:
+        raise InvalidExplorerInput(str(error)) from None
+    layer = inputs["layer"]
+    if isinstance(layer, bool) or not 0 <= layer < len(W_q):
+        raise InvalidExplorerInput(f"layer must be from 0 to n_layers - 1 = {len(W_q) - 1}, got {layer!r}")
+    return inputs | {"tokens": tokens, "X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v}
+
+
 class GraphExplorer(anywidget.AnyWidget):
     """Attention layers as graphs, explored in the browser.
 
@@ -84,12 +135,15 @@ class GraphExplorer(anywidget.AnyWidget):
     X (seq, d_model); W_q, W_k (n_layers, d_model, d_k) (or one layer, (d_model, d_k));
     W_v (n_layers, d_model, d_model). Each layer is one head, X_{l+1} = A_l X_l W_v[l]
     (plus X_l with ``skip``), as ``attncourse.graph.stacked_attention``; ``scale``
-    defaults to 1/sqrt(d_k). In a live kernel ``weights`` (n_layers, seq, seq) and
-    ``rollout`` (seq, seq, for the layer shown) follow the reader's settings.
+    defaults to 1/sqrt(d_k). ``weights`` (n_layers, seq, seq) and ``rollout`` (seq, seq,
+    for the layer shown) follow every input, assigned in Python or moved by the reader.
 
     >>> e = GraphExplorer(["a", "b"], np.eye(2), np.eye(2), np.eye(2), np.eye(2), scale=1.0)
     >>> e.weights.round(3).tolist()
     [[[0.731, 0.269], [0.269, 0.731]]]
+    >>> e.causal = True
+    >>> e.weights.round(3).tolist()
+    [[[1.0, 0.0], [0.269, 0.731]]]
     """
 
     _esm = bundle("graph_explorer.js")
@@ -108,36 +162,29 @@ class GraphExplorer(anywidget.AnyWidget):
     window_radius = traitlets.Int(2).tag(sync=True)
     tied = traitlets.Bool(False).tag(sync=True)
     layer = traitlets.Int(0).tag(sync=True)  # 0-based; the page says "layer 1 of n"
-    weights = matrix_trait()
-    rollout = matrix_trait()
+    weights = result_trait()
+    rollout = result_trait()
 
     def __init__(self, tokens, X, W_q, W_k, W_v, scale=None, skip=True, threshold=0.1,
                  causal=False, window=False, window_radius=2, tied=False):
-        tokens = [str(t) for t in tokens]
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or 0 in X.shape:
-            raise ValueError(f"X must be a non-empty (seq, d_model) matrix, got shape {X.shape}")
-        if len(tokens) != len(X):
-            raise ValueError(f"{len(tokens)} token labels for X with seq={len(X)} rows {X.shape}")
-        d_model = X.shape[1]
-        W_q, W_k, W_v = (_layers(W, name, d_model) for W, name in
-                         ((W_q, "W_q"), (W_k, "W_k"), (W_v, "W_v")))
-        if W_k.shape != W_q.shape or W_v.shape != (len(W_q), d_model, d_model):
-            raise ValueError(
-                f"need W_q and W_k of one shape (n_layers, d_model, d_k) and W_v of shape "
-                f"(n_layers, d_model, d_model) = {(len(W_q), d_model, d_model)}; got "
-                f"{W_q.shape}, {W_k.shape} and {W_v.shape}"
-            )
-        if not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
-        window_mask(len(X), window_radius)  # refuses a radius that is not a whole number >= 0
         if scale is None:
-            scale = 1.0 / np.sqrt(W_q.shape[-1])
-        view = graph_explorer_view(X, W_q, W_k, W_v, scale, skip, causal, window,
-                                   window_radius, tied)
-        super().__init__(
-            tokens=tokens, X=X, W_q=W_q, W_k=W_k, W_v=W_v, scale=float(scale), skip=bool(skip),
-            threshold=float(threshold), causal=bool(causal), window=bool(window),
-            window_radius=int(window_radius), tied=bool(tied), layer=0,
-            weights=view["weights"], rollout=view["rollouts"][0],
-        )
+            d_k = np.shape(W_q)[-1] if np.ndim(W_q) else 1
+            scale = 1.0 / np.sqrt(max(d_k, 1))  # W_q itself is checked below
+        inputs = _coerced({"tokens": tokens, "X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v,
+                           "scale": scale, "skip": skip, "threshold": threshold, "causal": causal,
+                           "window": window, "window_radius": window_radius, "tied": tied,
+                           "layer": 0})
+        super().__init__(**inputs | {  # numpy scalars as the traits' own types
+            "scale": float(scale), "threshold": float(threshold), "window_radius": int(window_radius),
+            **{name: bool(inputs[name]) for name in ("skip", "causal", "window", "tied")}})
+
+    @traitlets.validate(*_INPUTS)
+    def _validate_input(self, proposal):
+        name = proposal["trait"].name
+        return _coerced({n: getattr(self, n) for n in _INPUTS} | {name: proposal["value"]})[name]
+
+    @traitlets.observe(*_VIEW_INPUTS, "layer")
+    def _recompute(self, change=None):
+        view = graph_explorer_view(*(getattr(self, name) for name in _VIEW_INPUTS))
+        self.set_trait("weights", view["weights"])
+        self.set_trait("rollout", view["rollouts"][min(self.layer, len(view["rollouts"]) - 1)])
