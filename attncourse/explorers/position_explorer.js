@@ -11,7 +11,7 @@
 import { el } from "./dom.js";
 import { heatmap } from "./heatmap.js";
 import { softmaxRows } from "./linalg.js";
-import { saveChanges } from "./sync.js";
+import { onChanges, saveChanges } from "./sync.js";
 
 const ENCODINGS = [["sinusoidal", "sinusoidal table"], ["rope", "RoPE"], ["alibi", "ALiBi"]];
 const WIDTHS = [4, 8, 16, 32, 64];
@@ -249,10 +249,10 @@ function render({ model, el: host }) {
     const limit = words.length - 1;
     save({ offset: Math.max(-limit, Math.min(limit, model.get("offset"))), tokens: words });
   });
-  for (const name of ["encoding", "tokens", "d", "base", "alibi_head", "offset", "scale", "causal"]) {
-    model.on(`change:${name}`, update);
-  }
   update();
+  // Every input redraws both views; the returned function removes the listeners.
+  const names = ["encoding", "tokens", "d", "base", "alibi_head", "offset", "scale", "causal"];
+  return onChanges(model, Object.fromEntries(names.map((name) => [name, update])));
 }
 
 export default { render };
