@@ -8,7 +8,6 @@ INSTALLED := $(VENV)/.installed
 ASSETS := build/site_assets/vendor
 SITE := _build/html
 PORT ?= 8000
-CACHE_STAMP := _build/.attncourse-stamp
 JB := $(BIN)/jupyter-book build . --all -W -n --keep-going
 
 .PHONY: book serve test unit lint typecheck notebooks test-student browser bench lock clean \
@@ -16,16 +15,14 @@ JB := $(BIN)/jupyter-book build . --all -W -n --keep-going
 
 # Rebuild every page (--all; the execution cache keeps that fast) into a fresh _static:
 # Sphinx skips an unchanged build entirely and never overwrites a static file it copied.
-book: $(INSTALLED) site-assets $(CACHE_STAMP)
+# The execution cache keys on each notebook's own code, not on attncourse: chapter_cache
+# first drops the cached run of each chapter whose attncourse imports (modules, explorers'
+# JavaScript and CSS) changed, so only the chapters that use a change execute afresh.
+book: $(INSTALLED) site-assets
+	$(BIN)/python -m tools.chapter_cache
 	rm -rf $(SITE)/_static
 	$(JB)
 	@echo "The site is in $(SITE)/index.html  (make serve: http://127.0.0.1:$(PORT))"
-
-# The execution cache keys on each notebook's own code, not on attncourse: when the
-# package changes (numbers, figures, the explorers' JavaScript), execute everything afresh.
-$(CACHE_STAMP): $(shell find attncourse -type f -not -path '*__pycache__*')
-	rm -rf _build/.jupyter_cache
-	mkdir -p _build && touch $@
 
 serve: book
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory $(SITE) $(PORT)

@@ -109,4 +109,5 @@ def test_the_check_reads_a_prediction_typed_as_text_as_the_box_does(monkeypatch,
     check("655,360")
     assert "you predicted 655,360; the answer is 655,360." in capsys.readouterr().out
     check("about a third")
-    assert 'Could not read "about a third" as one number' in capsys.readouterr().out
+    assert "write your prediction as one number, such as 0.25; got the text 'about a third'" \
+        in capsys.readouterr().out

@@ -19,7 +19,6 @@ import torch
 import torch.nn.functional as F
 from beartype import beartype
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from jaxtyping import TypeCheckError, jaxtyped
 
 from attncourse.attention import (
@@ -28,29 +27,17 @@ from attncourse.attention import (
     scaled_dot_product_attention,
     softmax,
 )
+from tests.strategies import (
+    SEEDS,
+    attention_problems,
+    random_mask,
+    score_arrays,
+    sequences_and_permutations,
+)
 
 # torch's first call is slow, so no per-example deadline; few examples keep the file fast.
 FAST = settings(max_examples=100, deadline=None)
 THOROUGH = settings(max_examples=400, deadline=None)
-
-SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
-SIZES = st.integers(min_value=1, max_value=8)
-BATCH_SHAPES = st.lists(st.integers(min_value=1, max_value=3), min_size=0, max_size=2).map(
-    tuple
-)
-SCALES = st.none() | st.floats(min_value=0.01, max_value=3.0)
-
-
-def _random_mask(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    """Random boolean mask of ``shape`` in which every row has at least one True.
-
-    The guaranteed True sits in a random column of each row, so no column is favoured.
-    """
-    mask = rng.random(shape) < 0.5
-    keep = rng.integers(0, shape[-1], size=shape[:-1] + (1,))
-    np.put_along_axis(mask, keep, True, axis=-1)
-    return mask
-
 
 def _torch_sdpa(Q, K, V, mask=None, scale=None) -> np.ndarray:
     """torch's scaled dot-product attention in float64, returned as a numpy array.
@@ -307,7 +294,7 @@ def test_attention_does_not_mutate_inputs(dtype):
     Q = rng.normal(size=(2, 3, 4)).astype(dtype)
     K = rng.normal(size=(2, 5, 4)).astype(dtype)
     V = rng.normal(size=(2, 5, 6)).astype(dtype)
-    mask = _random_mask(rng, (2, 3, 5))
+    mask = random_mask(rng, (2, 3, 5))
     copies = [a.copy() for a in (Q, K, V, mask)]
     scaled_dot_product_attention(Q, K, V, mask=mask, scale=0.7)
     for after, before in zip((Q, K, V, mask), copies):
@@ -465,30 +452,6 @@ def test_dot_product_scores_rejects_non_numeric_inputs():
 # ----------------------------------------------------------------- agreement with torch
 
 
-@st.composite
-def attention_problems(draw, broadcast_mask: bool = False):
-    """Random (Q, K, V, mask, scale) in float64, batch shape of 0-2 dims.
-
-    With ``broadcast_mask`` the mask is always given and has a shape that has to be
-    broadcast: (seq_q, seq_k), (1, seq_k) or (seq_k,).
-    """
-    batch = draw(BATCH_SHAPES)
-    seq_q, seq_k, d_k, d_v = draw(SIZES), draw(SIZES), draw(SIZES), draw(SIZES)
-    scale = draw(SCALES)
-    rng = np.random.default_rng(draw(SEEDS))
-    Q = rng.normal(size=batch + (seq_q, d_k))
-    K = rng.normal(size=batch + (seq_k, d_k))
-    V = rng.normal(size=batch + (seq_k, d_v))
-    if broadcast_mask:
-        mask_shape = draw(st.sampled_from([(seq_q, seq_k), (1, seq_k), (seq_k,)]))
-        mask = _random_mask(rng, mask_shape)
-    elif draw(st.booleans()):
-        mask = _random_mask(rng, batch + (seq_q, seq_k))
-    else:
-        mask = None
-    return Q, K, V, mask, scale
-
-
 def _assert_agrees_with_torch(Q, K, V, mask, scale):
     output, weights = scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale)
     seq_q, seq_k = Q.shape[-2], K.shape[-2]
@@ -561,20 +524,6 @@ def test_attention_weight_rows_sum_to_one(problem):
     assert np.all(weights >= 0.0)
 
 
-@st.composite
-def score_arrays(draw, with_minus_inf: bool = False):
-    """Random float64 scores of shape (..., n) with entries in [-50, 50].
-
-    With ``with_minus_inf`` some entries are -inf, but never a whole row.
-    """
-    shape = draw(BATCH_SHAPES) + (draw(SIZES),)
-    rng = np.random.default_rng(draw(SEEDS))
-    x = rng.uniform(-50.0, 50.0, size=shape)
-    if with_minus_inf:
-        x[~_random_mask(rng, shape)] = -np.inf
-    return x
-
-
 @FAST
 @given(score_arrays(with_minus_inf=True), SEEDS)
 def test_softmax_is_unchanged_by_adding_a_constant_to_each_row(x, seed):
@@ -591,14 +540,6 @@ def test_softmax_gives_minus_inf_exactly_zero_weight(x):
     # Finite entries are within 100 of the row maximum, so none underflows to 0.
     assert np.all(weights[~masked] > 0.0)
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
-
-
-@st.composite
-def sequences_and_permutations(draw):
-    n, d = draw(SIZES), draw(SIZES)
-    X = np.random.default_rng(draw(SEEDS)).normal(size=(n, d))
-    perm = np.array(draw(st.permutations(range(n))), dtype=int)
-    return X, perm, draw(SCALES)
 
 
 @FAST

@@ -15,18 +15,19 @@ from attncourse.explorers.attention_explorer import (
     explorer_view,
 )
 from tests.node_module import call_in_node
+from tests.strategies import random_mask
+from tests.strategies import random_problem as shared_problem
 
 TOKENS = ["he", "ball", "it", "wet"]
 
 
 def random_problem(seed, seq=4, d_model=6, n_heads=1, projections=True, masked=False):
+    """An explorer's inputs: the shared multi-head problem (tests/strategies.py), d_head = 2."""
     rng = np.random.default_rng(seed)
-    X = rng.standard_normal((seq, d_model))
-    Ws = [rng.standard_normal((d_model, 2 * n_heads)) if projections else None for _ in range(3)]
-    mask = None
-    if masked:
-        mask = rng.random((seq, seq)) < 0.5
-        mask[np.arange(seq), np.arange(seq)] = True  # every token may see itself
+    X, *Ws, _ = shared_problem(rng, seq=seq, d_model=d_model, n_heads=n_heads, d_head=2)
+    if not projections:
+        Ws = [None] * 3
+    mask = random_mask(rng, (seq, seq)) if masked else None
     return dict(X=X, W_q=Ws[0], W_k=Ws[1], W_v=Ws[2], mask=mask, n_heads=n_heads,
                 scale=float(rng.uniform(0.1, 2.0)))
 
@@ -403,3 +404,10 @@ def test_input_name_must_be_a_short_name(name):
     assert explorer.input_name == "A"
     with pytest.raises(traitlets.TraitError, match="input_name"):
         AttentionExplorer(["a", "b"], np.eye(2), input_name=name)
+
+
+def test_a_goal_reads_the_views_the_tune_checks_know():
+    from attncourse.checks import tune
+    from attncourse.explorers import attention_explorer
+
+    assert set(attention_explorer._GOAL_VIEWS) == set(tune.GOAL_VIEWS)

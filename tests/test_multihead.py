@@ -25,20 +25,10 @@ from attncourse.multihead import (
     projection_shapes,
     split_heads,
 )
+from tests.strategies import random_problem
 
 FAST = settings(max_examples=60, deadline=None)
 TOLERANCE = {"rtol": 0, "atol": 1e-6}
-
-
-def random_problem(rng, batch=(), seq=5, d_model=8, n_heads=4, n_kv_heads=None, d_head=2, d_out=None):
-    """X (*batch, seq, d_model) and the four matrices, in the shapes of the contract."""
-    n_kv_heads = n_kv_heads or n_heads
-    d_out = d_out or d_model
-    X = rng.standard_normal((*batch, seq, d_model))
-    W_q = rng.standard_normal((d_model, n_heads * d_head))
-    W_k, W_v = (rng.standard_normal((d_model, n_kv_heads * d_head)) for _ in range(2))
-    W_o = rng.standard_normal((n_heads * d_head, d_out))
-    return X, W_q, W_k, W_v, W_o
 
 
 def per_head_loop(X, W_q, W_k, W_v, W_o, n_heads, mask=None, n_kv_heads=None):

@@ -108,8 +108,11 @@ def _as_number(value) -> tuple[float | None, str]:
     """
     if value is None or value is Ellipsis:
         return None, ""
-    if isinstance(value, str):
-        return read_number(value)
+    if isinstance(value, str):  # read as the answer box reads it
+        number, _ = read_number(value)
+        if number is None:
+            return None, f"write your prediction as one number, such as 0.25; got {_kind(value)}."
+        return number, ""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, np.number)):
         return None, f"write your prediction as one number, such as 0.25; got {_kind(value)}."
     number = float(value)

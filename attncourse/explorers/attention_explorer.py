@@ -77,8 +77,9 @@ MAX_TOKENS = 64
 _VIEW_INPUTS = ("X", "W_q", "W_k", "W_v", "scale", "mask", "n_heads", "W_o", "heads_on", "combine")
 _INPUTS = ("tokens", *_VIEW_INPUTS, "editable", "views", "dims", "decimals", "goal", "input_name",
            "scale_slider")
-# What a goal's cells can read (attncourse.checks.tune.GOAL_VIEWS, not imported: importing
-# the checks would load every chapter's, torch included, wherever an explorer is shown).
+# What a goal's cells can read: attncourse.checks.tune.GOAL_VIEWS (a test keeps them equal),
+# not imported, since importing any checks module declares every chapter's checks and the
+# explorer would depend on all of them (in Python and in each chapter's execution cache).
 _GOAL_VIEWS = ("scores", "weights")
 
 

@@ -1,6 +1,6 @@
-// The goal of a tune exercise on an explorer (bundled into explorer.js: see
-// attncourse.esm). The goal is the JSON of attncourse.checks.tune.Goal, the declaration
-// the exercise's check decides with: goalStatus applies the same rules as Goal.holds, so
+// The goal of a tune exercise on an explorer (bundled into attention_explorer.js and
+// conv_explorer.js: see esm.py). The goal is the JSON of attncourse.checks.tune.Goal, the
+// declaration the exercise's check decides with: goalStatus applies the same rules as Goal.holds, so
 // the checkmark and the check agree (tests/test_tune_goals.py runs both).
 // Text is only ever written with textContent.
 

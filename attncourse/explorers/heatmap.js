@@ -1,4 +1,4 @@
-// Heatmaps shared by the explorers (bundled into each one: see attncourse.esm).
+// Heatmaps shared by the explorers (bundled into each one: see esm.py).
 
 import { el } from "./dom.js";
 

@@ -1,5 +1,5 @@
-// Matrix helpers shared by the explorers (bundled into each one: see
-// attncourse.static_bundle). Matrices are arrays of rows; rows are tokens.
+// Matrix helpers shared by the explorers (bundled into each one: see esm.py). Matrices
+// are arrays of rows; rows are tokens.
 
 export function matmul(A, B) {
   return A.map((row) =>

@@ -1,6 +1,6 @@
 // Model explorer (chapter 7): the heads of a real model's layer, sentence by sentence.
 // Runs in the browser with or without a kernel (anywidget keeps this file in the saved
-// widget state); attncourse.model_explorer computes every number at build time and, in a
+// widget state); model_explorer.py computes every number at build time and, in a
 // live kernel, again for the heads the reader switches off. Weights arrive as base64 of
 // their hundredths (encode_maps); rows are queries, columns keys. Sentences 2k and 2k + 1
 // are pair k. Token labels are only ever written with textContent.
@@ -13,7 +13,7 @@ const THUMBNAIL = 80; // CSS pixels at most: a small map, whatever the number of
 const WEIGHT_DECIMALS = 2;
 const BLUE = [31, 119, 180]; // a weight of 1 in a small map; 0 is white
 
-// attncourse.model_explorer.decode_maps: [layer][head][query][key] weights.
+// model_explorer.py's decode_maps: [layer][head][query][key] weights.
 export function decodeMaps({ encoded, seq, nHeads }) {
   const bytes = Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0));
   const cells = seq * seq;
