@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from beartype import beartype
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from jaxtyping import TypeCheckError, jaxtyped
 
 from attncourse.attention import (
@@ -28,7 +29,10 @@ from attncourse.attention import (
     softmax,
 )
 from tests.strategies import (
+    BATCH_SHAPES,
+    SCALES,
     SEEDS,
+    SIZES,
     attention_problems,
     random_mask,
     score_arrays,
@@ -668,7 +672,7 @@ def biased_problems(draw):
     bias_shape = tuple(1 if draw(st.booleans()) else size
                        for size in full[len(full) - draw(st.integers(0, len(full))):])
     bias = 3.0 * rng.normal(size=bias_shape)
-    mask = _random_mask(rng, full) if draw(st.booleans()) else None
+    mask = random_mask(rng, full) if draw(st.booleans()) else None
     return Q, K, V, bias, mask, draw(SCALES)
 
 
