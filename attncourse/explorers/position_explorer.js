@@ -73,6 +73,17 @@ function labelled(text, ...controls) {
   return row;
 }
 
+// A view under its caption; on a screen narrower than the view it scrolls sideways
+// inside the column instead of widening the page.
+function view(caption, content) {
+  const box = el("figure");
+  box.style.cssText = "margin:0.3em 0;max-width:100%;overflow-x:auto";
+  const title = el("figcaption", "", caption);
+  title.style.cssText = "text-align:left;color:inherit;font-size:inherit;margin:0";
+  box.append(title, content);
+  return box;
+}
+
 function input(attributes) {
   const node = el("input");
   for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
@@ -88,6 +99,7 @@ function drawCurve(node, offsets, curve, offset) {
   node.height = height * ratio;
   node.style.width = `${width}px`;
   node.style.maxWidth = "100%";
+  node.style.height = "auto"; // keeps its shape when a phone narrows it
   const ctx = node.getContext("2d");
   ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
   ctx.clearRect(0, 0, width, height);
@@ -170,7 +182,6 @@ function render({ model, el: host }) {
   sentence.dataset.role = "sentence";
   const curve = el("canvas");
   curve.dataset.role = "curve";
-  const curveCaption = el("p", "", "");
   const mapBox = el("div");
 
   const rows = {
@@ -182,7 +193,9 @@ function render({ model, el: host }) {
     scale: labelled("scale", scale, scaleText),
   };
   root.append(rows.encoding, labelled("sentence", sentence), rows.d, rows.base, rows.head,
-    rows.offset, rows.scale, labelled("causal mask", causal), curveCaption, curve, mapBox);
+    rows.offset, rows.scale, labelled("causal mask", causal),
+    view("The score of a query on a key against their offset j - i (the red line: the favoured offset):", curve),
+    mapBox);
   host.append(root);
 
   const save = (values) => saveChanges(model, values);
@@ -217,15 +230,13 @@ function render({ model, el: host }) {
     scaleText.textContent = String(state.scale);
     causal.checked = state.causal;
     if (document.activeElement !== sentence) sentence.value = tokens.join(" ");
-    curveCaption.textContent = "The score of a query on a key against their offset j - i (the red line: the favoured offset):";
     curve.dataset.values = JSON.stringify(result.curve);
     drawCurve(curve, result.offsets, result.curve, state.offset);
     const key = JSON.stringify(tokens);
     if (key !== mapTokens) {
       map = heatmap({ rowLabels: tokens, colLabels: tokens, decimals: 2, role: "weights",
         caption: "attention weights" });
-      mapBox.replaceChildren(el("p", "", "Attention weights over the sentence (row i: query, column j: key):"),
-        map.node);
+      mapBox.replaceChildren(view("Attention weights over the sentence (row i: query, column j: key):", map.node));
       mapTokens = key;
     }
     map.update(result.weights, (v) => v);
