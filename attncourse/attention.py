@@ -141,8 +141,9 @@ def scaled_dot_product_attention(
     V: Float[np.ndarray, "... seq_k d_v"],
     mask: Bool[np.ndarray, "... seq_q seq_k"] | None = None,
     scale: float | None = None,
+    bias: Float[np.ndarray, "... seq_q seq_k"] | None = None,
 ) -> tuple[Float[np.ndarray, "... seq_q d_v"], Float[np.ndarray, "... seq_q seq_k"]]:
-    """Attention(Q, K, V) = softmax(scale * Q K^T, masked) V.
+    """Attention(Q, K, V) = softmax(scale * Q K^T + bias, masked) V.
 
     Returns ``(output, weights)``:
 
@@ -151,6 +152,13 @@ def scaled_dot_product_attention(
 
     ``scale`` defaults to 1/sqrt(d_k). ``mask`` is boolean, broadcastable to
     (..., seq_q, seq_k), True where the query may attend to the key.
+
+    ``bias`` is a real array added to the scaled scores before the mask and the softmax, as
+    ``torch.nn.functional.scaled_dot_product_attention`` adds a float ``attn_mask``: a
+    positional bias such as ALiBi's (``attncourse.positions.alibi_bias``). It must
+    broadcast to the scores' shape (..., seq_q, seq_k) without enlarging it, and contain no
+    NaN and no +inf anywhere, even where the mask hides it; -inf blocks a key as a mask
+    does. ``mask`` and ``bias`` may be given together.
 
     >>> X = np.eye(2)
     >>> out, w = scaled_dot_product_attention(X, X, X, scale=np.log(3.0))
@@ -181,6 +189,8 @@ def scaled_dot_product_attention(
             "need at least one dimension to be compared"
         )
     scores = scores * _checked_scale(scale, d_k)
+    if bias is not None:
+        scores = scores + _checked_bias(bias, scores.shape)
     if mask is not None:
         scores = _apply_mask(scores, mask)
     weights = softmax(scores, axis=-1)  # (..., seq_q, seq_k)
@@ -199,6 +209,34 @@ def _checked_scale(scale, d_k: int) -> float:
     if not math.isfinite(scale):
         raise ValueError(f"scale must be a finite number, got {scale}")
     return float(scale)
+
+
+def _checked_bias(bias, scores_shape: tuple[int, ...]) -> np.ndarray:
+    """``bias`` as a float array that broadcasts to ``scores_shape`` without enlarging it."""
+    _refuse_masked_array(bias, "bias")
+    values = np.asarray(bias)
+    if values.dtype == bool:
+        raise ValueError(
+            "bias is boolean; a bias is a number added to each score. To say which keys a "
+            "query may see, pass the boolean array as mask="
+        )
+    values = _as_float_array(values, "bias", min_ndim=0)
+    try:
+        broadcast = np.broadcast_shapes(values.shape, scores_shape)
+    except ValueError:
+        broadcast = None
+    if broadcast != tuple(scores_shape):
+        raise ValueError(
+            f"bias of shape {values.shape} does not broadcast to the scores' shape "
+            f"(..., seq_q, seq_k) = {tuple(scores_shape)} without enlarging it"
+        )
+    if np.isnan(values).any():
+        raise ValueError(f"bias of shape {values.shape} contains NaN (at index "
+                         f"{tuple(int(i) for i in np.argwhere(np.isnan(values))[0])})")
+    if np.isposinf(values).any():
+        raise ValueError(f"bias of shape {values.shape} contains +inf: no weight can follow "
+                         "from an infinitely large score")
+    return values
 
 
 def _apply_mask(scores: np.ndarray, mask) -> np.ndarray:

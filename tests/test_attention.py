@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from beartype import beartype
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from jaxtyping import TypeCheckError, jaxtyped
 
 from attncourse.attention import (
@@ -28,7 +29,10 @@ from attncourse.attention import (
     softmax,
 )
 from tests.strategies import (
+    BATCH_SHAPES,
+    SCALES,
     SEEDS,
+    SIZES,
     attention_problems,
     random_mask,
     score_arrays,
@@ -637,3 +641,116 @@ def test_any_real_scale_is_accepted(scale):
 def test_no_query_is_still_computable():
     output, weights = scaled_dot_product_attention(np.zeros((0, 2)), EYE, EYE)
     assert output.shape == (0, 2) and weights.shape == (0, 2)
+
+
+# ------------------------------------------------------------------- a bias on the scores
+
+
+def _torch_sdpa_with_bias(Q, K, V, bias, mask=None, scale=None) -> np.ndarray:
+    """torch's attention with a float attn_mask: the bias, plus -inf where ``mask`` is False
+    (torch takes one attn_mask; a float one is added to the scaled scores)."""
+    float_mask = np.asarray(bias, dtype=np.float64)
+    if mask is not None:
+        float_mask = float_mask + np.where(mask, 0.0, -np.inf)
+    as_tensor = lambda a: torch.tensor(np.asarray(a), dtype=torch.float64)
+    out = F.scaled_dot_product_attention(as_tensor(Q), as_tensor(K), as_tensor(V),
+                                         attn_mask=as_tensor(np.atleast_2d(float_mask)), scale=scale)
+    return out.numpy()
+
+
+@st.composite
+def biased_problems(draw):
+    """(Q, K, V, bias, mask or None, scale): the bias of a broadcastable shape, the mask too."""
+    rng = np.random.default_rng(draw(SEEDS))
+    batch = draw(BATCH_SHAPES)
+    seq_q, seq_k, d_k, d_v = draw(SIZES), draw(SIZES), draw(SIZES), draw(SIZES)
+    Q = rng.normal(size=batch + (seq_q, d_k))
+    K = rng.normal(size=batch + (seq_k, d_k))
+    V = rng.normal(size=batch + (seq_k, d_v))
+    full = batch + (seq_q, seq_k)
+    # any suffix of the scores' shape, with any of its dimensions set to 1
+    bias_shape = tuple(1 if draw(st.booleans()) else size
+                       for size in full[len(full) - draw(st.integers(0, len(full))):])
+    bias = 3.0 * rng.normal(size=bias_shape)
+    mask = random_mask(rng, full) if draw(st.booleans()) else None
+    return Q, K, V, bias, mask, draw(SCALES)
+
+
+@FAST
+@given(biased_problems())
+def test_a_bias_agrees_with_torchs_float_attn_mask_to_1e_12(problem):
+    Q, K, V, bias, mask, scale = problem
+    output, weights = scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale, bias=bias)
+    np.testing.assert_allclose(output, _torch_sdpa_with_bias(Q, K, V, bias, mask, scale),
+                               rtol=0, atol=1e-12)
+    identity = np.broadcast_to(np.eye(K.shape[-2]), K.shape[:-2] + (K.shape[-2],) * 2)
+    np.testing.assert_allclose(weights, _torch_sdpa_with_bias(Q, K, identity, bias, mask, scale),
+                               rtol=0, atol=1e-12)
+    if mask is not None:
+        assert np.all(weights[~mask] == 0.0)
+
+
+def test_a_bias_is_added_after_the_scale_and_before_the_softmax():
+    # One query, two keys: scores 2 * (1, 0) = (2, 0), plus the bias (0, 2 - log 3): the
+    # weights are softmax(2, 2 - log 3) = (3/4, 1/4), computed by hand.
+    Q, K = np.array([[1.0, 0.0]]), np.eye(2)
+    _, weights = scaled_dot_product_attention(Q, K, np.eye(2), scale=2.0, bias=[0.0, 2.0 - np.log(3.0)])
+    np.testing.assert_allclose(weights, [[0.75, 0.25]], rtol=0, atol=1e-15)
+
+
+def test_a_minus_infinity_bias_blocks_like_a_mask():
+    rng = np.random.default_rng(11)
+    Q, K, V = (rng.normal(size=(4, 3)) for _ in range(3))
+    blocked = np.where(causal_mask(4), 0.0, -np.inf)
+    with_bias = scaled_dot_product_attention(Q, K, V, bias=blocked)
+    with_mask = scaled_dot_product_attention(Q, K, V, mask=causal_mask(4))
+    for biased, masked in zip(with_bias, with_mask):
+        np.testing.assert_array_equal(biased, masked)
+
+
+def test_a_bias_never_changes_its_argument():
+    bias = np.zeros((2, 2))
+    scaled_dot_product_attention(EYE, EYE, EYE, bias=bias, mask=causal_mask(2))
+    assert np.array_equal(bias, np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("where", [(0, 1), (1, 0)])  # (0, 1) is masked by the causal mask
+def test_nan_in_a_bias_is_refused_even_where_the_mask_hides_it(where):
+    bias = np.zeros((2, 2))
+    bias[where] = np.nan
+    with pytest.raises(ValueError, match=rf"bias of shape \(2, 2\) contains NaN \(at index \({where[0]}, {where[1]}\)\)"):
+        scaled_dot_product_attention(EYE, EYE, EYE, mask=causal_mask(2), bias=bias)
+
+
+def test_plus_infinity_in_a_bias_is_refused():
+    with pytest.raises(ValueError, match=r"bias of shape \(2,\) contains \+inf"):
+        scaled_dot_product_attention(EYE, EYE, EYE, bias=[0.0, np.inf])
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (3, 2), (2, 2, 2), (1, 2, 2), (4, 1, 1)])
+def test_a_bias_that_does_not_fit_or_would_enlarge_the_scores_is_refused(shape):
+    # the scores are (2, 2): (1, 2, 2) broadcasts but adds a batch dimension
+    with pytest.raises(ValueError, match=rf"bias of shape \({shape[0]},.*does not broadcast to "
+                                         r"the scores' shape \(\.\.\., seq_q, seq_k\) = \(2, 2\)"):
+        scaled_dot_product_attention(EYE, EYE, EYE, bias=np.zeros(shape))
+
+
+def test_a_bias_may_match_batch_dimensions_the_queries_bring():
+    rng = np.random.default_rng(12)
+    Q = rng.normal(size=(3, 4, 2))  # (n_heads, seq, d_k)
+    K, V = rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
+    bias = rng.normal(size=(3, 4, 4))  # (n_heads, seq, seq): one bias per head
+    _, weights = scaled_dot_product_attention(Q, K, V, bias=bias)
+    for h in range(3):
+        np.testing.assert_allclose(weights[h], scaled_dot_product_attention(Q[h], K, V, bias=bias[h])[1],
+                                   rtol=0, atol=1e-15)
+
+
+def test_a_boolean_bias_is_refused_with_a_pointer_to_mask():
+    with pytest.raises(ValueError, match="bias is boolean.*pass the boolean array as mask="):
+        scaled_dot_product_attention(EYE, EYE, EYE, bias=causal_mask(2))
+
+
+def test_a_non_numeric_bias_is_refused():
+    with pytest.raises(ValueError, match="bias must be numeric"):
+        scaled_dot_product_attention(EYE, EYE, EYE, bias=np.array([["a", "b"], ["c", "d"]]))

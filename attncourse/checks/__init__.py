@@ -81,6 +81,11 @@ from attncourse.checks.ch7 import (
     most_important_head,
     predict_rank,
 )
+from attncourse.checks.ch8 import (
+    predict_sinusoidal_dot,
+    rope,
+    tune_previous_token,
+)
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -142,11 +147,14 @@ __all__ = [
     "predict_parameter_count",
     "predict_rank",
     "predict_rotation",
+    "predict_sinusoidal_dot",
     "predict_weight_back",
+    "rope",
     "short_repr",
     "show",
     "stable_softmax",
     "stationary_distribution",
     "tune_alpha",
+    "tune_previous_token",
     "type_name",
 ]

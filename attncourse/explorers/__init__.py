@@ -27,6 +27,7 @@ _HOMES = {
     "graph_explorer_view": "graph_explorer",
     "ConvolutionExplorer": "conv_explorer",
     "ModelExplorer": "model_explorer",
+    "PositionExplorer": "position_explorer",
     "AnswerBox": "answer_box",
     "InvalidExplorerInput": "common",
 }

@@ -16,6 +16,7 @@ from attncourse.explorers import (
     ConvolutionExplorer,
     GraphExplorer,
     ModelExplorer,
+    PositionExplorer,
 )
 from attncourse.explorers.answer_box import answer_box
 
@@ -61,6 +62,7 @@ WIDGETS = [
                                        *RNG.standard_normal((3, 2, 2, 2))), id="graph"),
     pytest.param(lambda: ConvolutionExplorer(RNG.standard_normal(8).round(2), [1.0, 0.0, -1.0]),
                  id="convolution"),
+    pytest.param(lambda: PositionExplorer("the dog bit the man"), id="position"),
     pytest.param(lambda: answer_box("ch1-predict-doubling"), id="answer box"),
     pytest.param(lambda: ModelExplorer([("A cat sat.", "A dog ran.")]), id="model",
                  marks=pytest.mark.slow),  # loads the real model

@@ -1,0 +1,241 @@
+"""Where is each word? Positional encodings: sinusoidal tables, ALiBi's biases, RoPE's rotations.
+
+Attention without a causal mask is permutation-equivariant (chapter 3): it cannot tell
+"dog bites man" from "man bites dog". The encodings here give it positions, in three ways:
+
+* ``sinusoidal_positions``: a table added to the embeddings (Vaswani et al. 2017). Each
+  pair of columns (2i, 2i + 1) is a point on a circle turning at the frequency
+  ``base**(-2i/d_model)``, so ``PE[p] . PE[p + k] = sum_i cos(k * frequency_i)``, a function
+  of the offset k alone (``sinusoidal_dot_product``).
+* ``alibi_slopes`` and ``alibi_bias``: a bias ``-slope_h * (i - j)`` on the scores of head h
+  (Press et al. 2022), passed to ``attention.scaled_dot_product_attention(..., bias=)``.
+* ``rope``: each pair of dimensions of a query or key rotated by an angle proportional to
+  its position (Su et al. 2021, the interleaved pairs of RoFormer), so that the score of a
+  rotated query and key depends on their content and on the offset between them only.
+  ``rope_decay_bound`` is the paper's upper bound on how much that score can keep at a
+  distance.
+
+Rows are tokens: a table is ``(n_positions, d_model)``, queries and keys ``(..., seq, d)``.
+Every function is pure (inputs are never changed) and raises ``ValueError`` naming the
+value at fault.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from jaxtyping import Float
+
+__all__ = [
+    "alibi_bias",
+    "alibi_slopes",
+    "learned_position_table",
+    "offsets",
+    "rope",
+    "rope_decay_bound",
+    "rope_frequencies",
+    "sinusoidal_dot_product",
+    "sinusoidal_frequencies",
+    "sinusoidal_positions",
+]
+
+
+def _positive_int(value, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _even_width(value, name: str) -> int:
+    width = _positive_int(value, name, minimum=2)
+    if width % 2:
+        raise ValueError(
+            f"{name} must be even (the dimensions go in pairs, one angle per pair), got {width}"
+        )
+    return width
+
+
+def _base(base) -> float:
+    if isinstance(base, bool) or not isinstance(base, numbers.Real) or not (
+            math.isfinite(base) and float(base) > 0):
+        raise ValueError(f"base must be a finite number > 0, got {base!r}")
+    return float(base)
+
+
+def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> Float[np.ndarray, " half"]:
+    """The angular frequencies w_i = base**(-2i/d_model), i = 0 .. d_model/2 - 1: column
+    pair (2i, 2i + 1) of the sinusoidal table turns by w_i radians per position.
+
+    >>> sinusoidal_frequencies(4, base=100.0).tolist()
+    [1.0, 0.1]
+    """
+    d_model = _even_width(d_model, "d_model")
+    return _base(base) ** (-np.arange(0, d_model, 2) / d_model)  # (d_model / 2,)
+
+
+def sinusoidal_positions(
+    n_positions: int, d_model: int, base: float = 10000.0
+) -> Float[np.ndarray, "n_positions d_model"]:
+    """The sinusoidal table of Vaswani et al.: PE[p, 2i] = sin(p w_i), PE[p, 2i+1] = cos(p w_i)
+    with w_i = base**(-2i/d_model). Shape (n_positions, d_model); row p is added to the
+    embedding of the token at position p.
+
+    >>> sinusoidal_positions(2, 2).round(4).tolist()
+    [[0.0, 1.0], [0.8415, 0.5403]]
+    """
+    n_positions = _positive_int(n_positions, "n_positions")
+    angles = np.arange(n_positions)[:, None] * sinusoidal_frequencies(d_model, base)  # (n_positions, d_model / 2)
+    table = np.empty((n_positions, 2 * angles.shape[1]))
+    table[:, 0::2] = np.sin(angles)
+    table[:, 1::2] = np.cos(angles)
+    return table
+
+
+def sinusoidal_dot_product(
+    offset, d_model: int, base: float = 10000.0
+) -> Float[np.ndarray, ...]:
+    """PE[p] . PE[p + k] for an offset k (a number or an array of them), whatever p is:
+    sum_i cos(k w_i), since sin(a) sin(b) + cos(a) cos(b) = cos(b - a) in each pair.
+
+    >>> float(sinusoidal_dot_product(0, 8))  # each pair is a unit vector: d_model / 2
+    4.0
+    """
+    k = np.asarray(offset, dtype=np.float64)
+    return np.cos(k[..., None] * sinusoidal_frequencies(d_model, base)).sum(axis=-1)
+
+
+def rope_frequencies(d: int, base: float = 10000.0) -> Float[np.ndarray, " half"]:
+    """RoPE's theta_i = base**(-2i/d), i = 0 .. d/2 - 1: the angle pair (2i, 2i + 1) of a
+    query or key turns by per position (the sinusoidal table's frequencies)."""
+    return sinusoidal_frequencies(_even_width(d, "d (the width of the queries and keys)"), base)
+
+
+def _positions(positions, seq: int) -> np.ndarray:
+    if positions is None:
+        return np.arange(seq, dtype=np.float64)
+    values = np.asarray(positions)
+    if values.dtype == object or values.dtype == bool or not np.issubdtype(values.dtype, np.number) \
+            or np.issubdtype(values.dtype, np.complexfloating):
+        raise ValueError(f"positions must be real numbers, got dtype {values.dtype}")
+    if values.shape != (seq,):
+        raise ValueError(
+            f"positions must have one entry per token, shape ({seq},), got shape {values.shape}"
+        )
+    values = values.astype(np.float64)
+    if not np.isfinite(values).all():
+        raise ValueError(f"positions must be finite, got {values.tolist()}")
+    return values
+
+
+def rope(
+    X: Float[np.ndarray, "... seq d"], positions=None, base: float = 10000.0
+) -> Float[np.ndarray, "... seq d"]:
+    """Rotary position embedding (Su et al. 2021, RoFormer's interleaved pairs).
+
+    Pair (2i, 2i + 1) of row p is rotated by the angle positions[p] * theta_i with
+    theta_i = base**(-2i/d): read as the complex number x[2i] + j x[2i+1], it is multiplied
+    by exp(j positions[p] theta_i). X is (..., seq, d) with d even (queries or keys after
+    their projection); positions (seq,) defaults to 0 .. seq - 1. Returns a new array of
+    X's shape; X is never changed.
+
+    >>> rope([[1.0, 0.0], [1.0, 0.0]], base=10.0).round(4).tolist()  # row 1 turned by 1 rad
+    [[1.0, 0.0], [0.5403, 0.8415]]
+    """
+    array = np.asarray(X)
+    if array.dtype == object or array.dtype == bool or not np.issubdtype(array.dtype, np.number) \
+            or np.issubdtype(array.dtype, np.complexfloating):
+        raise ValueError(f"X must be an array of real numbers, got dtype {array.dtype}")
+    if array.ndim < 2:
+        raise ValueError(f"X must have shape (..., seq, d) (rows are tokens), got shape {array.shape}")
+    seq, d = array.shape[-2:]
+    if d % 2 or d == 0:
+        raise ValueError(
+            f"X's last dimension d must be even and positive (RoPE rotates pairs of "
+            f"dimensions), got shape {array.shape}"
+        )
+    angles = _positions(positions, seq)[:, None] * rope_frequencies(d, base)  # (seq, d / 2)
+    cos, sin = np.cos(angles), np.sin(angles)
+    even, odd = array[..., 0::2], array[..., 1::2]  # (..., seq, d / 2) each: real and imaginary parts
+    rotated = np.empty(array.shape, dtype=np.result_type(array.dtype, np.float64))
+    rotated[..., 0::2] = even * cos - odd * sin
+    rotated[..., 1::2] = even * sin + odd * cos
+    return rotated
+
+
+def rope_decay_bound(offset, d: int, base: float = 10000.0) -> Float[np.ndarray, ...]:
+    """Su et al.'s long-range bound (their section 3.4.3), relative to its value at offset 0.
+
+    With the pairs as complex numbers, q_i = q[2i] + j q[2i+1] and the same for k, the score
+    of q rotated at position m and k rotated at n is Re sum_i h_i e^{j k theta_i} with
+    h_i = q_i conj(k_i) and k = m - n the offset. Abel summation gives
+    |sum_i h_i e^{j k theta_i}| <= max_i |h_{i+1} - h_i| * sum_{i=1}^{d/2} |S_i| with
+    S_i = sum_{l<i} e^{j k theta_l}. This returns the factor (2/d) sum_i |S_i|: (d/2 + 1)/2
+    at offset 0, it decays (not monotonically) as |k| grows.
+
+    >>> float(rope_decay_bound(0, 8))  # |S_i| = i at offset 0: mean of 1..4
+    2.5
+    """
+    k = np.asarray(offset, dtype=np.float64)
+    turns = np.exp(1j * k[..., None] * rope_frequencies(d, base))  # (..., d / 2)
+    partial_sums = np.cumsum(turns, axis=-1)  # (..., d / 2): S_1 .. S_{d/2}
+    return np.abs(partial_sums).mean(axis=-1)
+
+
+def alibi_slopes(n_heads: int) -> Float[np.ndarray, " n_heads"]:
+    """ALiBi's per-head slopes (Press et al. 2022).
+
+    For n_heads a power of two: 2**(-8k/n_heads), k = 1 .. n_heads, a geometric sequence
+    from 2**(-8/n) down to 2**-8. Otherwise, as the paper's reference implementation does:
+    with c the largest power of two <= n_heads, the c slopes of c heads followed by every
+    other slope of 2c heads, the first n_heads - c of them.
+
+    >>> alibi_slopes(4).tolist()
+    [0.25, 0.0625, 0.015625, 0.00390625]
+    """
+    n_heads = _positive_int(n_heads, "n_heads")
+    power = 1 << (n_heads.bit_length() - 1)  # the largest power of two <= n_heads
+    slopes = 2.0 ** (-8.0 * np.arange(1, power + 1) / power)  # (power,)
+    if power == n_heads:
+        return slopes
+    return np.concatenate([slopes, alibi_slopes(2 * power)[0::2][: n_heads - power]])
+
+
+def offsets(n: int) -> np.ndarray:
+    """The (n, n) matrix of offsets i - j of query i from key j: how far back key j is.
+
+    >>> offsets(3).tolist()
+    [[0, -1, -2], [1, 0, -1], [2, 1, 0]]
+    """
+    n = _positive_int(n, "n")
+    return np.arange(n)[:, None] - np.arange(n)[None, :]
+
+
+def alibi_bias(n: int, n_heads: int) -> Float[np.ndarray, "n_heads n n"]:
+    """ALiBi's biases (n_heads, n, n): bias[h, i, j] = -slope_h * |i - j|.
+
+    On and below the diagonal (key j at or before query i) this is the paper's
+    -slope_h * (i - j). Above it, the choice here is the same penalty on the distance,
+    -slope_h * (j - i): finite and symmetric, so the bias can be used without a causal mask
+    (attention that looks both ways, as in an encoder) and a causal mask hides it anyway.
+
+    >>> (alibi_bias(3, 2)[0] * 16).tolist()  # head 0's slope is 2**-4
+    [[0.0, -1.0, -2.0], [-1.0, 0.0, -1.0], [-2.0, -1.0, 0.0]]
+    """
+    distance = np.abs(offsets(n))  # (n, n)
+    # adding 0.0 turns the diagonal's -0.0 into 0.0, which prints as a reader expects
+    return -alibi_slopes(n_heads)[:, None, None] * distance + 0.0  # (n_heads, n, n)
+
+
+def learned_position_table() -> Float[np.ndarray, "n_positions d_model"]:
+    """The learned position table of chapter 7's model, all-MiniLM-L6-v2: (512, 384), float64,
+    row p the vector BERT adds to the embedding of the token at position p. Read from the
+    bundled safetensors file with numpy (no torch)."""
+    from safetensors import safe_open
+
+    from attncourse.pretrained import model_path
+
+    with safe_open(model_path() / "model.safetensors", framework="numpy") as tensors:
+        table = tensors.get_tensor("embeddings.position_embeddings.weight").astype(np.float64)
+    return table  # (n_positions, d_model)

@@ -1,0 +1,65 @@
+"""Figures for chapter 8, positions. Every function takes arrays and labels and returns a
+Figure; none computes anything the chapter has not computed already."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+__all__ = ["offset_curve_panels", "similarity_by_offset"]
+
+
+def offset_curve_panels(offsets, panels, ylabel: str, sharey: bool = True) -> Figure:
+    """Curves against the offset, one panel per (title, {legend label: values (n,)}),
+    side by side: e.g. the sinusoidal dot product for several bases, then several widths.
+
+    offsets (n,); every curve has n values.
+    """
+    x = np.asarray(offsets, dtype=float)
+    curves = [(title, {label: np.asarray(y, dtype=float) for label, y in series.items()})
+              for title, series in panels]
+    if x.ndim != 1 or not curves or any(not series or any(y.shape != x.shape for y in series.values())
+                                        for _, series in curves):
+        raise ValueError(
+            f"need a 1-D offsets and, in every panel, curves of its length; got offsets "
+            f"{x.shape} and {[{label: y.shape for label, y in series.items()} for _, series in curves]}"
+        )
+    fig, axes = plt.subplots(1, len(curves), squeeze=False, sharey=sharey, layout="constrained",
+                             figsize=(0.6 + 3.9 * len(curves), 3.4))
+    for ax, (title, series) in zip(axes[0], curves):
+        for label, y in series.items():
+            ax.plot(x, y, label=label, lw=1.4)
+        ax.set(xlabel="offset k", title=title)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.axhline(0, color="0.6", lw=0.8)
+        ax.legend(fontsize=8)
+    axes[0, 0].set_ylabel(ylabel)
+    plt.close(fig)
+    return fig
+
+
+def similarity_by_offset(similarity, by_offset, offsets, title: str) -> Figure:
+    """Two panels: a (n, n) similarity matrix of positions as a heatmap, and beside it its
+    mean over each diagonal (by_offset (m,), at offsets (m,)) as a curve."""
+    matrix = np.asarray(similarity, dtype=float)
+    means, x = np.asarray(by_offset, dtype=float), np.asarray(offsets, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or means.shape != x.shape or means.ndim != 1:
+        raise ValueError(
+            f"need a square similarity matrix and by_offset and offsets of one length; got "
+            f"{matrix.shape}, {means.shape} and {x.shape}"
+        )
+    fig, (left, right) = plt.subplots(1, 2, layout="constrained", figsize=(8.4, 3.6),
+                                      gridspec_kw={"width_ratios": [1, 1.3]})
+    # nearest: one block per position pair (a smoothed map is twice the bytes and no clearer)
+    image = left.imshow(matrix, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    left.set(xlabel="position j", ylabel="position i", title=title)
+    fig.colorbar(image, ax=left, shrink=0.8)
+    right.plot(x, means, lw=1.4)
+    right.set(xlabel="offset |i - j|", ylabel="mean cosine similarity", title="averaged by offset")
+    right.grid(alpha=0.3)
+    right.axhline(0, color="0.6", lw=0.8)
+    plt.close(fig)
+    return fig

@@ -1,0 +1,94 @@
+"""Chapter 8's claims about random draws hold over seeds, not only for the seed shown.
+
+The chapter draws its embeddings, projections, queries, keys, signals and kernels at
+random; each test here redraws them under 10 seeds and checks the claim the prose makes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attncourse import convolution
+from attncourse.attention import causal_mask, scaled_dot_product_attention, softmax
+from attncourse.convolution import shifts
+from attncourse.positions import alibi_bias, rope
+
+pytestmark = pytest.mark.slow
+SEEDS = range(10)
+NEWS, NO_NEWS, SHUFFLED = ["man", "bites", "dog"], ["dog", "bites", "man"], ["bites", "dog", "man"]
+
+
+def sentence_head(seed):
+    rng = np.random.default_rng(seed)
+    embedding = dict(zip(["dog", "bites", "man"], rng.standard_normal((3, 6))))
+    W_Q, W_K, W_V = (rng.standard_normal((6, 4)) for _ in range(3))
+    positions = rng.standard_normal((3, 6))
+
+    def head(sentence, mask=None, bias=None, add_positions=False):
+        X = np.stack([embedding[word] for word in sentence]) + (positions if add_positions else 0.0)
+        return scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V, mask=mask, bias=bias)[0]
+
+    return head
+
+
+def moved(head, first, second, **options):
+    """Largest change of a word's output between two orders of the words (rows matched by word)."""
+    place = [second.index(word) for word in first]
+    return np.abs(head(first, **options) - head(second, **options)[place]).max(axis=-1)  # (seq,)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_dog_bites_man(seed):
+    head = sentence_head(seed)
+    assert moved(head, NEWS, NO_NEWS).max() < 1e-13  # no positions: a bag of words
+    assert moved(head, NEWS, NO_NEWS, mask=causal_mask(3)).min() > 1e-9  # every word changes, sometimes little
+    last = np.abs(head(NEWS, mask=causal_mask(3))[-1] - head(["bites", "man", "dog"], mask=causal_mask(3))[-1])
+    assert last.max() < 1e-13  # the last word reads the same set
+    assert moved(head, NEWS, NO_NEWS, add_positions=True).max() > 1e-2
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_symmetric_alibi_bias_misses_the_reversal_only(seed):
+    head = sentence_head(seed)
+    bias = alibi_bias(3, 8)[0]
+    assert moved(head, NEWS, NO_NEWS, bias=bias).max() < 1e-13
+    assert moved(head, NEWS, SHUFFLED, bias=bias).max() > 1e-4
+    assert moved(head, NEWS, NO_NEWS, bias=bias, mask=causal_mask(3)).max() > 1e-3
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rope_after_the_projections_only_and_never_on_the_values(seed):
+    rng = np.random.default_rng(81 + seed)
+    X = rng.standard_normal((5, 8))
+    W_q, W_k, W_v = rng.standard_normal((3, 8, 8))
+    at, shifted = np.arange(5.0), np.arange(5.0) + 7.0
+    after = lambda p: rope(X @ W_q, p) @ rope(X @ W_k, p).T
+    before = lambda p: (rope(X, p) @ W_q) @ (rope(X, p) @ W_k).T
+    values = lambda p: softmax(after(p) / np.sqrt(8)) @ rope(X @ W_v, p)
+    assert np.abs(after(shifted) - after(at)).max() < 1e-11
+    assert np.abs(before(shifted) - before(at)).max() > 0.1
+    assert np.abs(values(shifted) - values(at)).max() > 1e-2
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_relative_bias_and_rope_heads_approach_the_convolution(seed):
+    rng = np.random.default_rng(86 + seed)
+    x, kernel = rng.standard_normal((12, 2)), rng.standard_normal((3, 2, 3))
+    exact = convolution.conv1d_reference(x, kernel)
+    padded = np.pad(x, ((1, 1), (0, 0)))
+    delta = np.arange(14)[None, :] - (np.arange(12) + 1)[:, None]
+    for alpha in (1.0, 10.0, 50.0):
+        bias = -alpha * (delta[None] - shifts(3)[:, None, None]) ** 2
+        heads, _ = scaled_dot_product_attention(np.zeros((3, 12, 1)), np.zeros((14, 1)),
+                                                padded @ kernel.transpose(2, 1, 0), bias=bias)
+        assert np.abs(heads.sum(0) - convolution.conv1d_as_attention(x, kernel, alpha)).max() < 1e-12
+    errors = []
+    key = np.ones(8)
+    keys = rope(np.tile(key, (14, 1)))
+    for scale in (1.0, 10.0, 30.0, 60.0):
+        out = 0.0
+        for h, Delta in enumerate(shifts(3)):
+            queries = rope(np.tile(rope(key[None], [float(Delta)])[0], (12, 1)), np.arange(1.0, 13.0))
+            out = out + scaled_dot_product_attention(queries, keys, padded @ kernel[:, :, h].T, scale=scale)[0]
+        errors.append(np.abs(out - exact).max())
+    assert errors[0] > 0.5 and (np.diff(errors) < 0).all() and errors[-1] < 1e-6
