@@ -13,13 +13,17 @@
 - pydata-sphinx-theme's inline search scripts (searchtools, language_data, searchindex:
   100 kB) stay on the search page; this site does not search as you type.
 - jupyter-book 1.0.4.post1 adds sphinx-thebe's settings script twice
-  (``const THEBE_JS_URL``: a SyntaxError on every page): a script added twice is written once.
+  (``const THEBE_JS_URL``: a SyntaxError on every page): an inline script written twice
+  into a page is left there once.
 """
 
 from __future__ import annotations
 
 import pathlib
 import re
+import socket
+import time
+from subprocess import PIPE, Popen
 from urllib.parse import quote
 
 from docutils import nodes
@@ -46,11 +50,33 @@ _FONTAWESOME_TAGS = re.compile(
     r"[ \t]*<!-- So that users can add custom icons -->\n"
     r"|[ \t]*<script[^>]*scripts/fontawesome\.js[^>]*></script>\n?"
     r"|[ \t]*<link[^>]*scripts/fontawesome\.js[^>]*/?>\n?")
+_INLINE_SCRIPT = re.compile(r"[ \t]*<script>[^<]*</script>\n?")
 _VIEWBOX = re.compile(r'viewBox="0 0 (\d+) (\d+)"')
 # What pydata-sphinx-theme loads on every page for its search-as-you-type, which this site
 # leaves off (theme option search_as_you_type): 100 kB per page, needed on search.html only.
 _INLINE_SEARCH = re.compile(
     r'[ \t]*<script src="[^"]*(?:_static/searchtools\.js|_static/language_data\.js|searchindex\.js)"></script>\n?')
+
+
+def start_katex_server(cls, rundir, timeout):
+    """sphinxcontrib-katex 0.9.11's KaTeXServer.start_server_process, but connecting until
+    the server listens: Node creates the socket file when it binds, before it listens, and
+    a connection in between is refused (a failed build, seen on a loaded machine)."""
+    socket_path = rundir / "katex.sock"
+    process = Popen(cls.build_command(socket=socket_path), stdin=PIPE, stdout=PIPE, cwd=rundir)
+    deadline = time.monotonic() + timeout
+    while True:
+        if socket_path.is_socket():
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(str(socket_path))
+                return process, sock
+            except ConnectionRefusedError:
+                sock.close()
+        if time.monotonic() > deadline:
+            process.kill()
+            raise cls.timeout_error(timeout)
+        time.sleep(0.01)
 
 
 def configure(app, config):
@@ -76,17 +102,20 @@ def prepare_page(app, pagename, templatename, context, doctree):
     # ("Got invalid theme mode" on a reader's first visit); _config.yml has no key for it.
     if not context.get("default_mode"):
         context["default_mode"] = "auto"
-    scripts = context.get("script_files")
-    if not scripts:
-        return
-    seen, kept = set(), []
-    for script in scripts:
-        key = (getattr(script, "filename", str(script)),
-               repr(sorted(getattr(script, "attributes", {}).items())))
-        if key not in seen:
-            seen.add(key)
-            kept.append(script)
-    scripts[:] = kept
+
+
+def once_each(page: str) -> str:
+    """``page`` with each inline script written once: the first of identical ones stays."""
+    seen: set[str] = set()
+
+    def first(match):
+        script = match.group(0).strip()
+        if script in seen:
+            return ""
+        seen.add(script)
+        return match.group(0)
+
+    return _INLINE_SCRIPT.sub(first, page)
 
 
 def icons_named(text: str) -> set[tuple[str, str]]:
@@ -138,6 +167,7 @@ def icons_without_fontawesome(app, exception):
         stripped = _FONTAWESOME_TAGS.sub("", text)
         if page != out / "search.html":
             stripped = _INLINE_SEARCH.sub("", stripped)
+        stripped = once_each(stripped)
         if stripped != text:
             page.write_text(stripped, encoding="utf-8")
     for script in (static / "scripts").glob("*.js"):
@@ -150,8 +180,11 @@ def icons_without_fontawesome(app, exception):
 
 
 def setup(app):
+    from sphinxcontrib.katex import KaTeXServer
+
+    KaTeXServer.start_server_process = classmethod(start_katex_server)
     app.connect("config-inited", configure)
-    app.connect("html-page-context", prepare_page, priority=900)  # after those that add scripts
+    app.connect("html-page-context", prepare_page, priority=100)  # before one that returns a template
     app.connect("build-finished", icons_without_fontawesome)
     app.add_css_file(ICONS_CSS)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -15,7 +15,7 @@
     target.id = "attn-after-explorer-" + count;
     target.className = "attn-skip-target";
     target.tabIndex = -1; // focusable by the link, not a Tab stop
-    area.after(target);
+    area.parentElement.append(target); // after the view's tag, which the page keeps next to it
     var link = document.createElement("a");
     link.className = "attn-skip-link";
     link.href = "#" + target.id;
