@@ -9,6 +9,8 @@
   draws each icon the built pages name as a CSS mask of the same SVG, taken from the npm
   package `@fortawesome/fontawesome-free` (the theme's version); the script is removed
   from every page and from the site.
+- The theme's search button and myst-nb's hidden-cell toggles are named by their visible
+  text ("Search Ctrl+K", "Show code cell source"), not by a label that hides it.
 - The theme starts in "auto" mode (it follows the reader's system until they choose).
 - pydata-sphinx-theme's inline search scripts (searchtools, language_data, searchindex:
   100 kB) stay on the search page; this site does not search as you type.
@@ -50,6 +52,12 @@ _FONTAWESOME_TAGS = re.compile(
     r"[ \t]*<!-- So that users can add custom icons -->\n"
     r"|[ \t]*<script[^>]*scripts/fontawesome\.js[^>]*></script>\n?"
     r"|[ \t]*<link[^>]*scripts/fontawesome\.js[^>]*/?>\n?")
+# The theme's search button is named "Search" while it shows "Search Ctrl+K": a name that
+# hides part of the visible text (WCAG 2.5.3); without the aria-label its text names it.
+_SEARCH_BUTTON_NAME = re.compile(r'(<button[^>]*search-button__button[^>]*?) aria-label="Search"')
+# myst-nb names a hidden cell's toggle "Toggle hidden content" over its visible "Show code
+# cell source": the same fault; its text names it.
+_TOGGLE_NAME = '<summary aria-label="Toggle hidden content">'
 _INLINE_SCRIPT = re.compile(r"[ \t]*<script>[^<]*</script>\n?")
 _VIEWBOX = re.compile(r'viewBox="0 0 (\d+) (\d+)"')
 # What pydata-sphinx-theme loads on every page for its search-as-you-type, which this site
@@ -167,7 +175,7 @@ def icons_without_fontawesome(app, exception):
         stripped = _FONTAWESOME_TAGS.sub("", text)
         if page != out / "search.html":
             stripped = _INLINE_SEARCH.sub("", stripped)
-        stripped = once_each(stripped)
+        stripped = _SEARCH_BUTTON_NAME.sub(r"\1", once_each(stripped)).replace(_TOGGLE_NAME, "<summary>")
         if stripped != text:
             page.write_text(stripped, encoding="utf-8")
     for script in (static / "scripts").glob("*.js"):

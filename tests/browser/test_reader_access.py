@@ -38,16 +38,19 @@ _STICKING_OUT = """(slack) => {
   const out = [];
   for (const node of article.querySelectorAll('*')) {
     if (!node.checkVisibility() || node.closest('.attn-skip-link, .attn-skip-target')) continue;
+    // A formula is judged whole: KaTeX clips its own parts (a root's long SVG tail).
+    if (node.closest('.katex') && !node.matches('.katex-html')) continue;
     const box = node.getBoundingClientRect();
     if (!box.width || !box.height) continue;
     let scroller = null, clipper = null;
     for (let up = node.parentElement; up && up !== article; up = up.parentElement) {
       if (scrolls(up)) { scroller = up; break; }
-      if (!clipper && clips(up) && !up.closest('.katex')) clipper = up;
+      if (!clipper && clips(up) && !up.closest('.math')) clipper = up;
     }
     if (scroller) continue;
     if (box.right > right + slack) out.push(`${name(node)} sticks out by ${(box.right - right).toFixed(1)} px`);
-    else if (clipper && box.right > clipper.getBoundingClientRect().right + slack + 1 && node.closest('.math'))
+    else if (clipper && box.right > clipper.getBoundingClientRect().right + slack + 1
+             && node.matches('.katex-html'))  // a formula as drawn (its MathML is hidden)
       out.push(`${name(node)} cut off by ${name(clipper)}`);
   }
   return out.slice(0, 8);
