@@ -84,12 +84,15 @@ $(INSTALLED): requirements.txt constraints.txt pyproject.toml
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
-# The scripts and fonts the pages load (MathJax), copied from node_modules into a folder
-# Sphinx serves as _static/vendor (never committed). The widgets need nothing from here:
+# What the pages load from npm packages, copied from node_modules into a folder Sphinx
+# serves as _static/vendor (never committed): KaTeX's stylesheet and its fonts (woff2, which
+# every browser the site supports reads) for the maths the build renders with the same
+# KaTeX (site_ext/page_assets.py). The widgets need nothing from here:
 # site_static/anywidget-host.js shows them.
 site-assets: node_modules/.package-lock.json
-	rm -rf $(ASSETS) && mkdir -p $(ASSETS)
-	cp -r node_modules/mathjax/es5 $(ASSETS)/mathjax
+	rm -rf $(ASSETS) && mkdir -p $(ASSETS)/katex/fonts
+	cp node_modules/katex/dist/katex.min.css $(ASSETS)/katex/
+	cp node_modules/katex/dist/fonts/*.woff2 $(ASSETS)/katex/fonts/
 
 # Debian packages the tests need: Chromium for the browser tests (playwright cannot
 # download browsers here; ATTNCOURSE_CHROMIUM may name another binary) and bubblewrap,

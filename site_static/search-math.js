@@ -1,8 +1,9 @@
 // Search results quote each page around the words found. Sphinx reads that text from the
-// page's HTML as served, before MathJax has typeset it, so a formula showed as its TeX
-// source: "\(\sqrt{d}\)". On the search page (the only one with Sphinx's `Search`),
-// formulas are quoted as plain text instead: the TeX without its delimiters and markup,
-// the usual symbols written as characters ("√d").
+// page's HTML as served: a formula there is KaTeX's rendering (rendered when the site was
+// built), whose text repeats every symbol and holds the TeX source in its MathML
+// annotation. On the search page (the only one with Sphinx's `Search`), formulas are
+// quoted as plain text instead: the TeX without its delimiters and markup, the usual
+// symbols written as characters ("√d").
 (function () {
   var SYMBOLS = {
     cdot: "·", times: "×", le: "≤", leq: "≤", ge: "≥", geq: "≥", neq: "≠", ne: "≠",
@@ -55,7 +56,8 @@
     Search.htmlToText = function (htmlString, anchor) {
       var page = new DOMParser().parseFromString(htmlString, "text/html");
       page.querySelectorAll(".math").forEach(function (formula) {
-        formula.textContent = texToText(formula.textContent);
+        var tex = formula.querySelector('annotation[encoding="application/x-tex"]');
+        formula.textContent = texToText((tex || formula).textContent);
       });
       return htmlToText(page.documentElement.outerHTML, anchor);
     };

@@ -21,8 +21,12 @@
    cumulative layout shift, and the heaviest files (where the time goes), next to the
    figures issue 16 started from and to each page's own figures with the widget manager.
 
+6. Every page of the book and the search page (issue 23): the bytes it loads (budget
+   2 MB), its cumulative layout shift (at most 0.01) and its heaviest files.
+
 ``python -m tools.bench first-explorer`` (or any section names: build, latency, graph,
-convolution, model, training, grading, first-explorer) runs only those sections.
+convolution, model, training, grading, first-explorer, page-weight) runs only those
+sections.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 import tools  # noqa: E402
 from attncourse.explorers.attention_explorer import AttentionExplorer, explorer_view  # noqa: E402
 from attncourse.plotting import annotated_heatmap  # noqa: E402
+from tools import page_weight  # noqa: E402
 
 EDITS = 50  # measured updates per case and side
 WARM_UP = 3  # updates before measuring: JIT, font caches
@@ -565,10 +570,40 @@ def first_explorer():
           f"{verdict(slowest <= TARGET_FIRST_EXPLORER_MS)}")
 
 
+def page_weight_figures():
+    """Every page of the book (and the search page): bytes loaded, layout shift."""
+    print(f"\nEvery page from 127.0.0.1, no cache, light mode, 1280 px (budget: "
+          f"{page_weight.BUDGET_BYTES / 1e6:.0f} MB uncompressed, layout shift "
+          f"{page_weight.MAX_LAYOUT_SHIFT}; before issue 23: 4.2-4.6 MB, shift up to 0.22)")
+    print(f"  {'':<44}{'bytes':>9}{'files':>7}{'shift':>8}  heaviest")
+    heaviest_page, largest_shift = 0, 0.0
+    with contextlib.ExitStack() as stack:
+        generated = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        site_url = stack.enter_context(tools.serve(generated))
+        browser = stack.enter_context(sync_playwright()).chromium.launch(**tools.CHROMIUM)
+        for entry in [*tools.toc_pages(), "search"]:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            try:
+                figures = page_weight.measure(context.new_page(), f"{site_url}{entry}.html", 1000)
+            finally:
+                context.close()
+            heaviest_page = max(heaviest_page, figures["bytes"])
+            largest_shift = max(largest_shift, figures["shift"])
+            top = ", ".join(f"{name.split('?')[0].rsplit('/', 1)[-1]} {size / 1e3:.0f} kB"
+                            for name, size in page_weight.heaviest(figures, 3))
+            print(f"  {entry:<44}{figures['bytes'] / 1e6:6.2f} MB{len(figures['files']):7d}"
+                  f"{figures['shift']:8.3f}  {top}")
+    print(f"Target: every page <= {page_weight.BUDGET_BYTES / 1e6:.0f} MB and layout shift <= "
+          f"{page_weight.MAX_LAYOUT_SHIFT}: heaviest {heaviest_page / 1e6:.2f} MB, largest shift "
+          f"{largest_shift:.3f}, "
+          f"{verdict(heaviest_page <= page_weight.BUDGET_BYTES and largest_shift <= page_weight.MAX_LAYOUT_SHIFT)}")
+
+
 SECTIONS = {"build": build_times, "latency": latencies, "graph": graph_explorer_time,
             "convolution": convolution_explorer_time, "model": model_explorer_time,
             "training": training_time,
-            "grading": grading_time, "first-explorer": first_explorer}
+            "grading": grading_time, "first-explorer": first_explorer,
+            "page-weight": page_weight_figures}
 
 
 def main(names=()):

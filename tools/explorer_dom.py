@@ -2,7 +2,8 @@
 browser tests of the static site and of a live JupyterLab.
 
 The DOM contract (attncourse/explorers/attention_explorer.js): root ``.attn-explorer``; editable grids
-``table[data-role="edit-<name>"]`` of inputs labelled ``<name>[i][j]``; heatmaps
+``table[data-role="edit-<name>"]`` of inputs marked ``data-cell="<name>[i][j]"`` (their
+aria-label names the token and dimension); heatmaps
 ``canvas[data-role="scores"|"weights"|"output"]`` carrying the full-precision matrix they
 draw in ``data-values``, their labels in ``data-rows`` / ``data-cols``, the decimals they
 print in ``data-decimals`` and where their cells are in ``data-grid`` (JSON, CSS pixels; one heatmap per head, ``data-head``, when
@@ -18,7 +19,7 @@ import numpy as np
 
 # For ``locator.evaluate`` on an explorer's root: {tables: {view: per head, the matrix},
 # cells: {view: per head, per cell {background, inked}}, graphs: per head [[from, to,
-# weight]], grids: {name: [[aria-label, value]]}, tokens: the row labels, decimals: per
+# weight]], grids: {name: [[data-cell, value]]}, tokens: the row labels, decimals: per
 # heatmap [role, the decimals it prints]}. A cell's background is read just inside its
 # top-left corner (clear of its number); it is inked when it holds more than one colour
 # (a printed number).
@@ -56,7 +57,7 @@ READ_EXPLORER = """(root) => {
   const grids = {};
   for (const table of root.querySelectorAll('table[data-role^="edit-"]')) {
     grids[table.dataset.role.slice('edit-'.length)] = [...table.querySelectorAll('input')]
-      .map((input) => [input.getAttribute('aria-label'),
+      .map((input) => [input.dataset.cell,
                        input.type === 'checkbox' ? input.checked : input.value]);
   }
   // Token labels head the rows of the views (or of the X grid when no view is a heatmap).
@@ -72,7 +73,7 @@ READ_EXPLORER = """(root) => {
 
 
 def grid_matrix(entries):
-    """[(aria-label "X[i][j]", value), ...] -> the matrix, bools for checkboxes."""
+    """[(data-cell "X[i][j]", value), ...] -> the matrix, bools for checkboxes."""
     cells = {tuple(map(int, re.findall(r"\[(\d+)\]", label))): value for label, value in entries}
     rows, cols = (max(index) + 1 for index in zip(*cells))
     kind = bool if all(isinstance(v, bool) for v in cells.values()) else float

@@ -8,7 +8,7 @@
 // given (combine "concat"), or their sum (combine "sum", W_o unused).
 // Token labels are only ever written with textContent.
 
-import { el, svg } from "./dom.js";
+import { el, markScrollingBoxes, svg } from "./dom.js";
 import { goalView } from "./goal.js";
 import { finiteRange, heatmap } from "./heatmap.js";
 import { matmul, softmaxRows, transpose } from "./linalg.js";
@@ -81,7 +81,11 @@ function editableTable(name, shown, matrix, rowLabels, colLabels, decimals, onEd
       input.type = "number";
       input.step = "0.1";
       input.value = String(Number(value.toFixed(decimals))); // Number: no -0, no 0.50
-      input.setAttribute("aria-label", `${name}[${i}][${j}]`);
+      input.dataset.cell = `${name}[${i}][${j}]`; // the tests' handle (tools/explorer_dom.py)
+      // Announced by what it is: a token's dimension, or a weight's row and column.
+      input.setAttribute("aria-label", name === "X"
+        ? `${rowLabels[i]}, dimension ${colLabels[j]} of ${shown}`
+        : `${shown}, row ${rowLabels[i]}, column ${colLabels[j]}`);
       input.addEventListener("input", () => {
         const parsed = parseFloat(input.value);
         if (Number.isFinite(parsed)) onEdit(i, j, parsed);
@@ -106,7 +110,8 @@ function maskTable(mask, tokens, onToggle) {
       box.type = "checkbox";
       box.checked = allowed;
       box.disabled = !onToggle;
-      box.setAttribute("aria-label", `mask[${i}][${j}]`);
+      box.dataset.cell = `mask[${i}][${j}]`;
+      box.setAttribute("aria-label", `${tokens[i]} may attend to ${tokens[j]}`);
       if (onToggle) {
         box.addEventListener("change", () => {
           if (!onToggle(i, j, box.checked)) box.checked = true;
@@ -446,6 +451,7 @@ function render({ model, el: root }) {
   const goal = goalView(); // a tune exercise's goal, between the inputs and the views
   const slider = scaleSlider(model);
   root.append(resetButton(model), ...slider.nodes, inputsBox, goal.node, viewsBox);
+  markScrollingBoxes(root);
   let figures = []; // the views' figures, for the layout they were built for
   let builtFor = null;
   let editing = false; // while the reader's edit is set: its grid already shows it

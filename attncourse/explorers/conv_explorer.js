@@ -8,7 +8,7 @@
 // Every label is written with textContent, never as HTML. A tune exercise's goal on alpha
 // (attncourse.checks.tune.SettingGoal) shows above the controls with a live checkmark.
 
-import { element } from "./dom.js";
+import { element, markScrollingBoxes } from "./dom.js";
 import { goalView, settingStatus, smallestSetting } from "./goal.js";
 import { onChanges, saveChanges } from "./sync.js";
 
@@ -151,6 +151,8 @@ function render({ model, el }) {
     "data-role": "alpha", "aria-label": "alpha slider" });
   const alphaBox = element("input", { type: "number", min: "0", max: "30", step: "0.1",
     "data-role": "alpha-value", "aria-label": "alpha", style: "width:5.5em" });
+  // A typed alpha the slider cannot show is refused out loud, not ignored.
+  const alphaNote = element("span", { "data-role": "alpha-note", "aria-live": "polite" });
   const queryInput = element("input", { type: "range", min: "0", step: "1",
     "data-role": "query", "aria-label": "query token" });
   const queryText = element("span", { "data-role": "query-value" });
@@ -162,7 +164,7 @@ function render({ model, el }) {
   // Not a <label>: it would name the slider and the box alike; each has its own name.
   // Wraps on a phone, so that the box stays in view.
   const alphaRow = element("div", { style: "display:flex;flex-wrap:wrap;gap:0.5em;align-items:center;margin:0.2em 0" });
-  alphaRow.append(element("span", { style: "min-width:9em" }, "alpha"), alphaInput, alphaBox);
+  alphaRow.append(element("span", { style: "min-width:9em" }, "alpha"), alphaInput, alphaBox, alphaNote);
   const goal = goalView(alphaGoalStatus);
   const queryRow = labelled("query token i", queryInput);
   queryRow.append(queryText);
@@ -173,6 +175,7 @@ function render({ model, el }) {
     readout,
   );
   el.append(root);
+  markScrollingBoxes(root);
 
   const save = (values) => saveChanges(model, values);
 
@@ -245,8 +248,14 @@ function render({ model, el }) {
   alphaInput.addEventListener("input", () => save({ alpha: Number(alphaInput.value) }));
   alphaBox.addEventListener("input", () => {
     const number = Number(alphaBox.value);
-    if (alphaBox.value === "" || !(number >= 0 && number <= 30)) return; // half-typed or out of range
+    const outside = alphaBox.value !== "" && !(number >= 0 && number <= 30);
+    alphaBox.setAttribute("aria-invalid", String(outside));
+    alphaNote.textContent = outside ? `alpha runs from 0 to 30 here: ${alphaBox.value} is not used` : "";
+    if (alphaBox.value === "" || outside) return; // half-typed or out of range
     save({ alpha: number });
+  });
+  alphaBox.addEventListener("change", () => { // leaving the box: it shows alpha again
+    alphaBox.value = String(model.get("alpha"));
   });
   queryInput.addEventListener("input", () => save({ query: Number(queryInput.value) }));
   buildTaps();

@@ -119,7 +119,7 @@ class ConvolutionExplorer(anywidget.AnyWidget):
     _esm = bundle("conv_explorer.js")
     # In dark mode it stays on the light panel the theme gives every widget, in that
     # panel's dark ink: its canvases draw for a light background.
-    _css = stylesheet("goal.css")
+    _css = stylesheet("conv_explorer.css", "goal.css")
 
     x = traitlets.List(traitlets.Float()).tag(sync=True)
     kernel = traitlets.List(traitlets.Float()).tag(sync=True)

@@ -22,3 +22,43 @@ export function svg(tag, attributes) {
   for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
   return node;
 }
+
+// Boxes of `root` that scroll sideways (a view or grid wider than the column, on a phone):
+// while one does, it is a Tab stop (the arrow keys then scroll it), a region named by its
+// caption "..., scrolls sideways", and a line under it says so. Checked whenever the
+// explorer or one of its boxes changes size.
+const SCROLL_HINT = "Wider than the screen: scroll it sideways (or Tab to it and use the arrow keys).";
+
+export function markScrollingBoxes(root) {
+  const hints = new Map(); // box -> its hint line
+  function check() {
+    for (const box of root.querySelectorAll("*")) {
+      if (!["auto", "scroll"].includes(getComputedStyle(box).overflowX)) continue;
+      const scrolls = box.scrollWidth > box.clientWidth + 1;
+      if (scrolls === box.hasAttribute("data-scrolls")) continue;
+      if (scrolls) {
+        const caption = box.querySelector("figcaption, caption");
+        const what = (caption && caption.textContent.trim()) || box.getAttribute("aria-label")
+          || "This view";
+        box.dataset.scrolls = "";
+        box.tabIndex = 0;
+        box.setAttribute("role", "region");
+        box.setAttribute("aria-label", `${what.replace(/:$/, "")}, scrolls sideways`);
+        const hint = el("p", "attn-scroll-hint", SCROLL_HINT);
+        hint.style.cssText = "margin:0.2rem 0;font-size:0.85em;font-style:italic";
+        box.after(hint);
+        hints.set(box, hint);
+      } else {
+        delete box.dataset.scrolls;
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+        hints.get(box)?.remove();
+        hints.delete(box);
+      }
+    }
+  }
+  const watcher = new ResizeObserver(check);
+  watcher.observe(root);
+  return check; // to call again when the explorer redraws at another size
+}

@@ -90,14 +90,18 @@ export function smallestSetting(goal, readoutAt) {
 export function settingStatus({ goal, setting, inputs, readoutAt, smallest = null }) {
   const readout = readoutAt(setting);
   const lowest = smallest ?? smallestSetting(goal, readoutAt);
+  const meets = COMPARE[goal.comparison](readout, goal.target);
   const near = setting <= lowest + goal.margin;
   const name = goal.setting;
+  // "Near the smallest that meets it" only holds of a setting that meets it: below the
+  // smallest, the second condition was ticked before the first.
   const requirements = [
     { text: `${goal.readout_text} ${SYMBOL[goal.comparison]} ${goal.target}`,
-      now: `now ${readout.toExponential(2)}`,
-      holds: COMPARE[goal.comparison](readout, goal.target), constraint: false },
+      now: `now ${readout.toExponential(2)}`, holds: meets, constraint: false },
     { text: `${name} at most ${goal.margin} above the smallest ${name} that meets it`,
-      now: near ? "now within" : `now more than ${goal.margin} above`, holds: near, constraint: false },
+      now: !meets ? "not yet: the first condition does not hold"
+        : near ? "now within" : `now more than ${goal.margin} above`,
+      holds: meets && near, constraint: false },
   ];
   const changed = Object.entries(goal.fixed)
     .filter(([key, reference]) => inputs[key].length !== reference.length
@@ -128,7 +132,12 @@ function goalLine(goal) {
     const shown = requirements.filter((r) => !r.constraint || !r.holds);
     const conditions = requirements.filter((r) => !r.constraint);
     const holding = conditions.filter((r) => r.holds).length;
-    const said = met ? "Goal met." : `Not yet: ${holding} of ${conditions.length} conditions hold.`;
+    // When every condition holds but a rule is broken, say which rule, not "3 of 3 hold".
+    const broken = requirements.filter((r) => r.constraint && !r.holds).map((r) => r.text);
+    const said = met ? "Goal met."
+      : holding === conditions.length
+        ? `Not yet: all ${conditions.length} conditions hold, but a rule is broken (${broken.join("; ")}).`
+        : `Not yet: ${holding} of ${conditions.length} conditions hold.`;
     if (summary.textContent !== said) summary.textContent = said;
     list.replaceChildren(...shown.map((r) => {
       const item = el("li", null, `${r.holds ? "✓" : "✗"} ${r.text} (${r.now})`);

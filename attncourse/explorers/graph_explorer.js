@@ -5,7 +5,7 @@
 // A_l X_l W_v[l] (+ X_l with a skip connection), A_l = softmax(scale Q K^T, masked) by
 // rows. Token labels are only ever written with textContent.
 
-import { el, svg } from "./dom.js";
+import { el, markScrollingBoxes, svg } from "./dom.js";
 import { matmul, softmaxRows, transpose } from "./linalg.js";
 import { onChanges, saveChanges } from "./sync.js";
 
@@ -243,6 +243,7 @@ function render({ model, el: root }) {
     panels.appendChild(box);
   }
   root.append(controls, edgesLine, cycleLine, panels);
+  markScrollingBoxes(root);
 
   function recompute() {
     const view = layersView({

@@ -204,7 +204,7 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
   canvas.tabIndex = 0;
   canvas.setAttribute("role", "img");
   canvas.setAttribute("aria-label",
-    `${caption}: arrow keys select a cell, the line below reads it`);
+    `${caption}: arrow keys, Home and End select a cell, the line below reads it`);
   const hint = "Point at a cell, or focus the map and use the arrow keys, for its value.";
   readout.textContent = hint;
   readout.dataset.idle = ""; // showing the hint: explorer.css shows it under one map only
@@ -261,13 +261,20 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
 
   const MOVES = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
   const clamp = (k, n) => Math.max(0, Math.min(n - 1, k));
+  // Home and End: the first and last cell of the row (with Ctrl, of the whole map).
+  const JUMPS = {
+    Home: ([i], whole) => [whole ? 0 : i, 0],
+    End: ([i], whole) => [whole ? rows.length - 1 : i, cols.length - 1],
+  };
   canvas.addEventListener("keydown", (event) => {
     const move = MOVES[event.key];
-    if (!move) return;
-    event.preventDefault(); // the arrows move the selection, not the page
-    selected = selected
-      ? [clamp(selected[0] + move[0], rows.length), clamp(selected[1] + move[1], cols.length)]
-      : [0, 0];
+    const jump = JUMPS[event.key];
+    if (!move && !jump) return;
+    event.preventDefault(); // the keys move the selection, not the page
+    selected = jump ? jump(selected || [0, 0], event.ctrlKey || event.metaKey)
+      : selected
+        ? [clamp(selected[0] + move[0], rows.length), clamp(selected[1] + move[1], cols.length)]
+        : [0, 0];
     read(selected);
     paint();
     reveal(selected[1]);

@@ -5,7 +5,7 @@
 // their hundredths (encode_maps); rows are queries, columns keys. Sentences 2k and 2k + 1
 // are pair k. Token labels are only ever written with textContent.
 
-import { el } from "./dom.js";
+import { el, markScrollingBoxes } from "./dom.js";
 import { heatmap } from "./heatmap.js";
 import { saveChanges } from "./sync.js";
 
@@ -120,10 +120,14 @@ function render({ model, el: root }) {
     texts.map((text, k) => `${Math.floor(k / 2) + 1}${"ab"[k % 2]}: ${text}`), choose("sentence"));
   const layerPicker = picker("layer", "Layer ",
     Array.from({ length: nLayers }, (_, l) => String(l)), choose("layer"));
+  let revived = ""; // said once: the head a static page switched back on
   const switchHead = (head, on) => {
     const layer = model.get("layer");
     const others = model.get("ablated").filter(([l, h]) => l !== layer || h !== head);
     const off = live ? others : [];
+    revived = !live && !on && others.length
+      ? `Layer ${others[0][0]}, head ${others[0][1]} is back on: this page switches off one head `
+        + "at a time (a running notebook switches off several)." : "";
     if (!on) off.push([layer, head]);
     saveChanges(model, { ablated: off.sort((a, b) => a[0] - b[0] || a[1] - b[1]) });
   };
@@ -137,9 +141,11 @@ function render({ model, el: root }) {
   line.setAttribute("aria-live", "polite");
   const note = el("p", "mx-note");
   note.dataset.role = "maps-note";
+  note.setAttribute("aria-live", "polite");
   const controls = el("div", "mx-controls");
   controls.append(sentencePicker.node, layerPicker.node);
   root.append(controls, grid, line, note, detail);
+  markScrollingBoxes(root);
 
   const decoded = new Map(); // encoded maps -> [layer][head][query][key]
   const maps = (encoded, seq) => {
@@ -179,7 +185,8 @@ function render({ model, el: root }) {
     const later = recomputed ? "Maps recomputed with those heads off."
       : earlier.length ? `Layer ${layer}'s maps change when a head of an earlier layer is off; `
         + "this page shows the intact model's (a running notebook recomputes them)." : "";
-    note.textContent = [oneAtATime, later].filter(Boolean).join(" ");
+    note.textContent = [revived || oneAtATime, later].filter(Boolean).join(" ");
+    revived = "";
 
     const key = JSON.stringify([k, layer, head]);
     if (key !== builtFor) {

@@ -17,13 +17,9 @@ SCREENSHOTS = tools.ROOT / "build" / "screenshots"
 _SESSION_START = pytest.StashKey[float]()
 
 # Console errors that are known and verified harmless; anything else fails the test.
-KNOWN_HARMLESS = (
-    # jupyter-book 1.0.4.post1 writes `const THEBE_JS_URL` twice into every page, even with
-    # thebe off; the second declaration is a SyntaxError that stops nothing else.
-    "Identifier 'THEBE_JS_URL' has already been declared",
-    # pydata-sphinx-theme on a first visit, before a theme mode is stored; it then picks auto.
-    "Got invalid theme mode",
-)
+# (jupyter-book's duplicated THEBE_JS_URL script and the theme's "Got invalid theme mode"
+# are gone: site_ext/page_assets.py.)
+KNOWN_HARMLESS: tuple[str, ...] = ()
 
 
 def pytest_configure(config):
@@ -153,8 +149,8 @@ def watched_page(watch_page, site):
     return page
 
 
-# Every widget view tag has been replaced by its rendered view (html-manager inserts a
-# div.widget-subarea before the tag), and MathJax has typeset the page.
+# Every widget view tag has been replaced by its rendered view (the host inserts a
+# div.widget-subarea before the tag). The maths arrives rendered (KaTeX, at build time).
 _UNRENDERED_WIDGETS = """() => [...document.querySelectorAll(
     'script[type="application/vnd.jupyter.widget-view+json"]')]
   .filter((tag) => {
@@ -162,15 +158,12 @@ _UNRENDERED_WIDGETS = """() => [...document.querySelectorAll(
     return !(area && area.classList.contains('widget-subarea') && area.childElementCount);
   })
   .map((tag) => JSON.parse(tag.textContent).model_id)"""
-_MATH_TYPESET = """async () => {
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
-}"""
 
 
 @pytest.fixture
 def visit(watched_page, site):
     """Open a URL (relative to the site's root, or absolute) in the watched page, check it
-    answers 200, and wait until every widget and all the maths are rendered."""
+    answers 200, and wait until every widget is rendered."""
 
     def go(url):
         response = watched_page.goto(url if "://" in url else site.url + url)
@@ -180,7 +173,6 @@ def visit(watched_page, site):
         except PlaywrightTimeout:
             missing = watched_page.evaluate(_UNRENDERED_WIDGETS)
             pytest.fail(f"{url}: widgets never rendered: {missing}")
-        watched_page.evaluate(_MATH_TYPESET)
         return response
 
     return go

@@ -212,7 +212,7 @@ class ExplorerCheck:
             matrix = grid_matrix(entries)
             i, j, value = edit_cell(matrix)
             cell = self.explorer.locator(
-                f'table[data-role="edit-{name}"] [aria-label="{name}[{i}][{j}]"]')
+                f'table[data-role="edit-{name}"] [data-cell="{name}[{i}][{j}]"]')
             if isinstance(value, bool):
                 cell.click()
             else:
@@ -350,7 +350,7 @@ def test_token_labels_are_text_never_html(site, visit, watched_page):
     shown = page.locator(".attn-explorer")
     for when in ("rendered", "redrawn after an edit"):
         if when != "rendered":
-            shown.locator('[aria-label="X[1][0]"]').fill("0.5")
+            shown.locator('[data-cell="X[1][0]"]').fill("0.5")
         assert shown.evaluate(READ_EXPLORER)["tokens"] == LABELS, when
         text = shown.evaluate("(root) => root.textContent")
         assert all(label in text for label in LABELS), f"labels not shown literally ({when})"

@@ -311,7 +311,7 @@ def assert_kernel_holds(page, report_cell: str, expected: dict, after: str) -> N
 def edit(explorer, name: str, i: int, j: int, value: float) -> str:
     """Type ``value`` into the explorer's input for ``name[i][j]`` as a reader would (fill
     fires the input event that typing fires); returns what was done, for messages."""
-    explorer.locator(f'table[data-role="edit-{name}"] [aria-label="{name}[{i}][{j}]"]').fill(
+    explorer.locator(f'table[data-role="edit-{name}"] [data-cell="{name}[{i}][{j}]"]').fill(
         repr(value))
     return f"editing {name}[{i}][{j}] in the browser"
 

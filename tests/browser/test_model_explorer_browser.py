@@ -135,6 +135,7 @@ def test_a_head_switched_off_reads_out_the_pairs_similarity_without_it(chapter):
     # One head at a time on a static page: switching another off puts the first back.
     read = read_after(root, lambda: root.get_by_label("layer 2, head 9 on").uncheck())
     assert read["on"] == [h != 9 for h in range(12)]
+    assert read["note"].startswith("Layer 2, head 5 is back on"), "said, not silent"
     assert read["similarity"] == state["pair_similarity_without"][0][2][9]
     # A later layer's maps would change without it: the page says it shows the intact ones.
     read = read_after(root, lambda: root.locator('select[data-role="layer"]').select_option("4"))

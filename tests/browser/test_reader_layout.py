@@ -220,7 +220,7 @@ def test_the_hint_shows_once_and_reset_restores_the_first_values(site, visit, wa
     weights = root.evaluate(_WEIGHTS)
     readout = root.locator(".attn-scale output")
     scale = readout.inner_text()
-    page.get_by_label("X[2][0]").fill("-3")
+    page.locator('[data-cell="X[2][0]"]').fill("-3")
     root.get_by_label("scale", exact=True).focus()
     page.keyboard.press("End")  # the scale slider to its maximum
     expect(readout).not_to_have_text(scale)
@@ -258,7 +258,7 @@ def test_input_boxes_show_the_explorer_s_decimals_and_the_model_keeps_the_exact_
     exact = explorer_view(X, W_o=W_o)[2]
     assert np.allclose(root.evaluate(_OUTPUT), exact, rtol=0, atol=1e-12)
     # ... until the reader edits one: that one is now what they typed.
-    page.get_by_label("W_o[0][1]").fill("0.5")
+    page.locator('[data-cell="W_o[0][1]"]').fill("0.5")
     edited = W_o.copy()
     edited[0, 1] = 0.5
     expected = explorer_view(X, W_o=edited)[2]

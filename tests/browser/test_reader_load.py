@@ -130,7 +130,7 @@ def test_a_widget_the_host_cannot_show_is_named_and_the_others_still_work(site, 
     page.goto(url)
     weights = page.locator("canvas[data-role=weights]")
     before = weights.get_attribute("data-values")
-    page.get_by_label("X[1][0]").fill("2")  # the other explorer responds
+    page.locator('[data-cell="X[1][0]"]').fill("2")  # the other explorer responds
     page.wait_for_function("(before) => document.querySelector('canvas[data-role=weights]')"
                            ".dataset.values !== before", arg=before)
     assert page.locator(".attn-explorer").count() == 1

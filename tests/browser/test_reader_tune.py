@@ -87,7 +87,9 @@ def python_goal_holds(label, typed):
 
 def type_entries(explorer, entries):
     for entry, value in entries.items():
-        explorer.get_by_label(entry, exact=True).fill(repr(value))
+        box = (explorer.locator(f'[data-cell="{entry}"]') if "[" in entry  # a matrix entry
+               else explorer.get_by_label(entry, exact=True))  # a setting (alpha)
+        box.fill(repr(value))
 
 
 def pages_with_tune_exercises():
@@ -137,7 +139,7 @@ def test_every_tune_exercise_checks_itself_on_its_explorer(entry, visit, watched
         if getattr(goal, "fixed_rows", None):
             token = next(iter(goal.fixed_rows))
             row = tuning.tokens.index(token)
-            box = explorer.get_by_label(f"X[{row}][0]", exact=True)
+            box = explorer.locator(f'[data-cell="X[{row}][0]"]')
             box.fill(repr(float(tuning.start["X"][row, 0]) + 0.5))
             expect(line).to_have_attribute("data-met", "false")
             expect(line).to_contain_text(f"changed: {token}")
@@ -184,6 +186,12 @@ def test_too_sharp_an_alpha_loses_the_checkmark(visit, watched_page, screenshots
     assert not python_goal_holds(label, {"alpha": 30.0})
     expect(line.locator("li[data-holds]").nth(0)).to_have_attribute("data-holds", "true")
     expect(line.locator("li[data-holds]").nth(1)).to_contain_text("now more than 1 above")
+    # Below the smallest alpha that meets it, "near the smallest" is not ticked either.
+    slider.press("Home")  # alpha 0
+    expect(line.locator("li[data-holds]").nth(1)).to_have_attribute("data-holds", "false")
+    # A typed alpha the slider cannot show is refused out loud.
+    explorer.get_by_label("alpha", exact=True).fill("100")
+    expect(explorer.locator('[data-role="alpha-note"]')).to_contain_text("from 0 to 30")
     best = ch6.smallest_alpha()
     for shown in (f"{best:.1f}", f"{best:.2f}", f"{best + 1:.1f}", f"{best + 1:.2f}"):
         assert shown not in line.inner_text(), f"the goal line gives the answer away: {shown}"

@@ -1,6 +1,6 @@
 """Every page of the table of contents, opened in headless Chromium from 127.0.0.1 with
 every other host blocked: it answers, carries its title, logs no error, shows typeset
-maths, offers Binder and Colab, and leaves a full-page screenshot for a person to look at.
+maths (rendered when the site was built), offers Binder and Colab, and leaves a full-page screenshot for a person to look at.
 """
 
 import json
@@ -16,19 +16,19 @@ pytestmark = pytest.mark.browser
 
 NOTEBOOK_PAGES = tools.notebook_pages()
 
-# TeX that MathJax should have consumed; found outside code, it means maths left raw.
+# TeX that KaTeX should have rendered; found outside code and formulas, it means maths left raw.
 RAW_TEX = (r"\frac", r"\sqrt", "$$", r"\(")
 
 # The page's own text without code, highlighted sources or typeset maths.
 _PROSE = """() => {
   const copy = document.querySelector('main').cloneNode(true);
-  copy.querySelectorAll('pre, code, script, style, mjx-container').forEach((n) => n.remove());
+  copy.querySelectorAll('pre, code, script, style, .katex').forEach((n) => n.remove());
   return copy.textContent;
 }"""
-# Sphinx marks every formula with class "math"; MathJax puts an mjx-container inside.
+# Sphinx marks every formula with class "math"; KaTeX's rendering sits inside.
 _MATH = """() => {
   const math = [...document.querySelectorAll('main .math')];
-  return { math: math.length, typeset: math.filter((m) => m.querySelector('mjx-container')).length };
+  return { math: math.length, typeset: math.filter((m) => m.querySelector('.katex')).length };
 }"""
 # Alt text that names no content: what a build writes when nobody described the figure.
 GENERIC_ALT = {"png", "output", "image", "figure", "plot", "img", "chart", "graph"}
@@ -67,7 +67,7 @@ def launch_links(entry):
 @pytest.mark.parametrize("entry", tools.toc_pages())
 def test_page(entry, visit, watched_page, screenshots):
     page = watched_page
-    visit(f"{entry}.html")  # 200, every widget rendered, maths typeset
+    visit(f"{entry}.html")  # 200, every widget rendered
 
     heading = page.locator("article.bd-article h1")
     expect(heading).to_have_count(1)
