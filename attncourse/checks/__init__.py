@@ -77,6 +77,11 @@ from attncourse.checks.ch7 import (
     most_important_head,
     predict_rank,
 )
+from attncourse.checks.ch9 import (
+    online_softmax,
+    predict_cache_size,
+    tune_blocks,
+)
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -123,7 +128,9 @@ __all__ = [
     "layer_attention",
     "most_important_head",
     "multi_head_attention",
+    "online_softmax",
     "pool_prefers_badminton",
+    "predict_cache_size",
     "predict_cycle_ratio",
     "predict_doubling",
     "predict_heads_for_5x5",
@@ -135,4 +142,5 @@ __all__ = [
     "stable_softmax",
     "stationary_distribution",
     "tune_alpha",
+    "tune_blocks",
 ]
