@@ -125,20 +125,20 @@ def test_an_endless_loop_is_stopped(capsys):
 def test_the_least_traffic_is_found_by_brute_force_over_every_pair():
     # Without the mask every query block reads all of K and V: 2 N d (Q, output) + N (lse)
     # + ceil(N / block_q) 2 N d (tiled_traffic is checked against a loop in test_flash).
-    fitting = [(bq, bk) for bq in range(1, 400) for bk in range(16, 300) if fast_memory_values(bq, bk, 64) <= 32768]
-    best = min(2 * 4096 * 64 + 4096 + -(-4096 // bq) * 2 * 4096 * 64 for bq, _ in fitting)
+    fitting = [(bq, bk) for bq in range(1, 400) for bk in range(16, 300) if fast_memory_values(bq, bk, 128) <= 32768]
+    best = min(2 * 4096 * 128 + 4096 + -(-4096 // bq) * 2 * 4096 * 128 for bq, _ in fitting)
     assert ch9.least_traffic() == best
 
 
 def test_the_starting_blocks_fit_but_are_not_best():
-    assert fast_memory_values(64, 64, 64) <= 32768
-    assert tiled_traffic(4096, 64, 64, 64) > ch9.least_traffic()
+    assert fast_memory_values(32, 32, 128) <= 32768
+    assert tiled_traffic(4096, 128, 32, 32) > ch9.least_traffic()
 
 
 def best_blocks():
     """The largest block_q that fits with block_k = 16 (found here by a loop of its own)."""
     block_q = 1
-    while fast_memory_values(block_q + 1, 16, 64) <= 32768:
+    while fast_memory_values(block_q + 1, 16, 128) <= 32768:
         block_q += 1
     return block_q, 16
 
@@ -149,14 +149,14 @@ def test_tune_blocks_passes_the_best_blocks_and_others_of_equal_traffic(capsys):
     assert "Passed." in feedback(capsys, checks.tune_blocks, np.int64(block_q), np.int32(block_k))
     # A smaller block_q with as many query blocks moves as much.
     smaller = block_q - 1
-    assert tiled_traffic(4096, 64, smaller, 16) == tiled_traffic(4096, 64, block_q, 16)
+    assert tiled_traffic(4096, 128, smaller, 16) == tiled_traffic(4096, 128, block_q, 16)
     assert "Passed." in feedback(capsys, checks.tune_blocks, smaller, 16)
 
 
 @pytest.mark.parametrize("answer, expected", [
-    ((64, 64), "Not implemented yet."),
-    ((96, 64), "the least possible is"),
-    ((64, 100), "Spend the memory on block_q"),
+    ((32, 32), "Not implemented yet."),
+    ((64, 32), "the least possible is"),
+    ((48, 64), "Spend the memory on block_q"),
     ((512, 16), "more than the 32,768 it has"),
     ((200, 8), "below 16"),
     ((200.0, 16), "block_q must be a positive whole number"),

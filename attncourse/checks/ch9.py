@@ -145,8 +145,8 @@ def _sum_hint(blocks, total, l_expected) -> str:
 # ---------------------------------------------------------------------------------------
 # ch9-tune-blocks
 
-TUNE_SEQ, TUNE_D, TUNE_BUDGET, TUNE_MIN_BLOCK_K = 4096, 64, 32768, 16
-TUNE_START = (64, 64)  # the stub's blocks
+TUNE_SEQ, TUNE_D, TUNE_BUDGET, TUNE_MIN_BLOCK_K = 4096, 128, 32768, 16
+TUNE_START = (32, 32)  # the stub's blocks
 
 
 def _is_count(value) -> bool:
@@ -163,7 +163,7 @@ def least_traffic() -> int:
 
 @exercise("ch9-tune-blocks")
 def tune_blocks(run, block_q, block_k) -> str:
-    """Exercise ch9-tune-blocks: blocks for ``tiled_attention`` at seq 4,096 and d 64 (no
+    """Exercise ch9-tune-blocks: blocks for ``tiled_attention`` at seq 4,096 and d 128 (no
     mask) whose fast-memory footprint (``fast_memory_values``) fits 32,768 values, with
     block_k >= 16, and whose traffic (``tiled_traffic``) is the least of all such blocks."""
     if (block_q, block_k) == TUNE_START and all(_is_count(v) for v in (block_q, block_k)):
