@@ -11,8 +11,7 @@ Modules, one idea each:
 * ``attncourse.training``: a generated pronoun task; W_Q, W_K, W_V learned in torch
   (separate, or tied W_Q = W_K as a baseline).
 * ``attncourse.graph``: attention as a graph (edges, message passing, stationary
-  distribution, cycle ratios, rollout, stacked layers); figures in ``graph_figures``,
-  the graph explorer (anywidget) in ``graph_explorer``.
+  distribution, cycle ratios, rollout, stacked layers); figures in ``graph_figures``.
 * ``attncourse.multihead``: multi-head attention (split and merge heads, W_O,
   grouped-query attention), equal to torch's.
 * ``attncourse.verb_roles``: a verb reading its subject and object; one head vs several,
@@ -22,11 +21,11 @@ Modules, one idea each:
 * ``attncourse.pretrained``: a real model offline (all-MiniLM-L6-v2): its attention,
   recomputed with ``multihead``; ablation, value-weighted norms, rollout.
 * ``attncourse.pretrained_figures``: chapter 7's figures (attention maps of a real model).
-* ``attncourse.widgets``: attention explorers that run in the browser, with or without
-  a kernel.
+* ``attncourse.explorers``: the explorers that run in the browser, with or without a
+  kernel (attention, graph, convolution, model, answer box), each one's Python beside its
+  JavaScript; they import the maths above, never define it.
 * ``attncourse.convolution``: a kernel-K convolution built as K attention heads with
-  positional scores (Cordonnier et al.); ``convolution_figures`` draws it and
-  ``conv_explorer`` lets a reader move alpha in the browser.
+  positional scores (Cordonnier et al.); ``convolution_figures`` draws it.
 * ``attncourse.checks``: feedback on the exercises, one check per exercise.
 * ``attncourse.instructor``: the student version of the chapters, and grading
   (``python -m attncourse.instructor --help``).

@@ -1,6 +1,6 @@
 """Call a function of a widget's front-end module in Node, as the browser gets it.
 
-The module is ``attncourse.esm.bundle(name)``, the very string a widget saves, so the
+The module is ``attncourse.explorers.esm.bundle(name)``, the very string a widget saves, so the
 shared helpers it inlines are tested too.
 """
 
@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 
-from attncourse.esm import bundle
+from attncourse.explorers.esm import bundle
 
 
 def _plain(value):

@@ -5,9 +5,9 @@ import json
 import pytest
 from ipywidgets.embed import embed_data
 
-from attncourse import answer_box as answer_box_module
-from attncourse.answer_box import AnswerBox, answer_box
+import attncourse.explorers.answer_box as answer_box_module
 from attncourse.checks import core, predict
+from attncourse.explorers.answer_box import AnswerBox, answer_box
 
 
 @pytest.fixture

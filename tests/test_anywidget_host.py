@@ -114,14 +114,14 @@ def test_an_anywidget_model_gives_its_saved_traits():
 
 
 # The course's widget modules, as their pages save them (attncourse/esm.py).
-COURSE_MODULES = ["explorer.js", "graph_explorer.js", "conv_explorer.js", "model_explorer.js",
+COURSE_MODULES = ["attention_explorer.js", "graph_explorer.js", "conv_explorer.js", "model_explorer.js",
                   "answer_box.js"]
 
 
 @pytest.mark.parametrize("name", COURSE_MODULES)
 def test_every_course_module_is_evaluated_at_once_with_its_render(name):
     """No import() to wait for: a view is drawn as soon as the parser passes it."""
-    from attncourse.esm import bundle
+    from attncourse.explorers.esm import bundle
 
     found = run_host(f"""
       const exported = host.evaluateNow({json.dumps(bundle(name))});

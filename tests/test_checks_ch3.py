@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 from attncourse import checks
 from attncourse.attention import softmax
 from attncourse.examples import keys_and_locks, tennis_sentence
-from attncourse.widgets import AttentionExplorer
+from attncourse.explorers.attention_explorer import AttentionExplorer
 from tests.checks_feedback import FUZZ, feedback, learner_mode  # noqa: F401 (an autouse fixture)
 
 SENTENCE = tennis_sentence()

@@ -1,12 +1,12 @@
-"""attncourse.conv_explorer: the explorer's state, and its JavaScript maths against numpy."""
+"""attncourse.explorers.conv_explorer: the explorer's state, and its JavaScript maths against numpy."""
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from attncourse.conv_explorer import ConvolutionExplorer
 from attncourse.convolution import shift_weights
+from attncourse.explorers.conv_explorer import ConvolutionExplorer
 from tests.node_module import call_in_node
 
 TOLERANCE = 1e-9  # the JavaScript against the numpy reference

@@ -1,4 +1,4 @@
-"""attncourse.esm: each widget's front end is one self-contained ES module."""
+"""attncourse.explorers.esm: each widget's front end is one self-contained ES module."""
 
 import base64
 import json
@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from attncourse import esm
-from attncourse.esm import bundle, stylesheet
+from attncourse.explorers import esm
+from attncourse.explorers.esm import bundle, stylesheet
 
-WIDGET_MODULES = ["explorer.js", "graph_explorer.js", "conv_explorer.js", "model_explorer.js",
+WIDGET_MODULES = ["attention_explorer.js", "graph_explorer.js", "conv_explorer.js", "model_explorer.js",
                   "answer_box.js"]
 
 
@@ -33,7 +33,7 @@ def test_a_helper_shared_by_two_imports_is_inlined_once(tmp_path, monkeypatch):
     (tmp_path / "widget.js").write_text(
         'import { el } from "./dom.js";\nimport { table } from "./table.js";\n'
         "export default { render() {} };\n")
-    monkeypatch.setattr(esm, "STATIC", tmp_path)
+    monkeypatch.setattr(esm, "FRONT_END", tmp_path)
     source = bundle("widget.js")
     assert source.count("export function el()") == 1
     assert source.count("export function table()") == 1
@@ -42,14 +42,14 @@ def test_a_helper_shared_by_two_imports_is_inlined_once(tmp_path, monkeypatch):
 
 def test_a_missing_module_is_named(tmp_path, monkeypatch):
     (tmp_path / "widget.js").write_text('import { el } from "./nowhere.js";\n')
-    monkeypatch.setattr(esm, "STATIC", tmp_path)
+    monkeypatch.setattr(esm, "FRONT_END", tmp_path)
     with pytest.raises(FileNotFoundError, match="nowhere.js"):
         bundle("widget.js")
 
 
 def test_the_explorers_share_one_copy_of_their_helpers():
-    for name in ("explorer.js", "graph_explorer.js"):
-        source = (esm.STATIC / name).read_text()
+    for name in ("attention_explorer.js", "graph_explorer.js"):
+        source = (esm.FRONT_END / name).read_text()
         assert "function el(" not in source and "function matmul(" not in source
         assert bundle(name).count("export function matmul(") == 1
 
@@ -77,11 +77,11 @@ def test_save_changes_stays_quiet_only_without_a_kernel():
 
 
 def test_the_goal_line_is_styled_once_for_both_explorers_that_show_it():
-    from attncourse.conv_explorer import ConvolutionExplorer
-    from attncourse.widgets import AttentionExplorer
+    from attncourse.explorers.attention_explorer import AttentionExplorer
+    from attncourse.explorers.conv_explorer import ConvolutionExplorer
 
     goal_rules = stylesheet("goal.css")
     assert ".attn-goal {" in goal_rules
     for widget in (AttentionExplorer, ConvolutionExplorer):
         assert widget._css.count(goal_rules) == 1
-    assert ".attn-goal" not in (esm.STATIC / "explorer.css").read_text()
+    assert ".attn-goal" not in (esm.FRONT_END / "attention_explorer.css").read_text()

@@ -1,12 +1,12 @@
-"""attncourse.graph_explorer: the Python side, and its JavaScript maths against numpy."""
+"""attncourse.explorers.graph_explorer: the Python side, and its JavaScript maths against numpy."""
 
 import json
 
 import numpy as np
 import pytest
 
+from attncourse.explorers.graph_explorer import GraphExplorer, explorer_mask, graph_explorer_view
 from attncourse.graph import attention_rollout, stacked_attention
-from attncourse.graph_explorer import GraphExplorer, explorer_mask, graph_explorer_view
 from tests.node_module import call_in_node
 
 TOKENS = ["He", "picked", "the", "ball", "it"]

@@ -1,4 +1,4 @@
-"""attncourse.model_explorer: what chapter 7's explorer shows is the model's own attention
+"""attncourse.explorers.model_explorer: what chapter 7's explorer shows is the model's own attention
 and similarity, its inputs are checked, its saved state is small, and its JavaScript
 decodes and reads out what Python saved."""
 
@@ -10,7 +10,8 @@ import pytest
 import traitlets
 
 from attncourse.checks.ch7 import ABLATION_PAIR
-from attncourse.model_explorer import (
+from attncourse.explorers.attention_explorer import InvalidExplorerInput
+from attncourse.explorers.model_explorer import (
     DEFAULT_PAIRS,
     MAX_TOKENS,
     ModelExplorer,
@@ -18,7 +19,6 @@ from attncourse.model_explorer import (
     encode_maps,
 )
 from attncourse.pretrained import attention_maps, head_ablation_changes, run_model, similarity
-from attncourse.widgets import InvalidExplorerInput
 from tests.node_module import call_in_node
 
 PAIRS = [("A cat sat on the mat.", "A dog slept on the rug."), ("The sun is hot.", "Ice is cold.")]

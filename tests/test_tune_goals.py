@@ -1,4 +1,4 @@
-"""Tune exercises' goals (attncourse.checks.tune): the explorer's checkmark (static/goal.js,
+"""Tune exercises' goals (attncourse.checks.tune): the explorer's checkmark (explorers/goal.js,
 run in Node as the page gets it) agrees with the Python goal and with the exercise's check,
 on random inputs and on inputs a hair either side of every condition's boundary; an
 explorer refuses a goal that names tokens, views or inputs it does not have."""
@@ -14,9 +14,13 @@ import pytest
 from attncourse import checks
 from attncourse.checks import ch1, ch2, ch3, ch5, ch6, tune
 from attncourse.checks.tune import Cell, Condition, CycleRatio
-from attncourse.conv_explorer import ConvolutionExplorer, largest_error
 from attncourse.examples import pool_beats_badminton, tennis_sentence
-from attncourse.widgets import AttentionExplorer, InvalidExplorerInput, explorer_view
+from attncourse.explorers.attention_explorer import (
+    AttentionExplorer,
+    InvalidExplorerInput,
+    explorer_view,
+)
+from attncourse.explorers.conv_explorer import ConvolutionExplorer, largest_error
 from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
 from tests.node_module import call_in_node
 
@@ -164,7 +168,7 @@ def python_verdicts(goal, tokens, inputs, scale, views):
 
 
 def js_verdicts(problems):
-    statuses = call_in_node("explorer.js", "goalStatus", problems)
+    statuses = call_in_node("attention_explorer.js", "goalStatus", problems)
     return [{"met": s["met"], "conditions": [r["holds"] for r in s["requirements"] if not r["constraint"]]}
             for s in statuses]
 
@@ -222,8 +226,8 @@ def test_the_check_passes_exactly_when_the_checkmark_shows(chapter, n_random, ca
     start = {"ch1": ch1_inputs(CH1.X[BADMINTON].copy()), "ch2": ch2_inputs(),
              "ch3": ch3_inputs(0.0, 1.0, 1.0), "ch5": ch5_inputs()}[chapter]
     cases = [start, *borderline_inputs(chapter), *(random_inputs(chapter, rng) for _ in range(n_random))]
-    results = call_in_node("explorer.js", "attend", [{**c, "scale": goal.scale} for c in cases])
-    met = [s["met"] for s in call_in_node("explorer.js", "goalStatus", [
+    results = call_in_node("attention_explorer.js", "attend", [{**c, "scale": goal.scale} for c in cases])
+    met = [s["met"] for s in call_in_node("attention_explorer.js", "goalStatus", [
         {"goal": goal.as_json(), "tokens": list(tokens), "scale": goal.scale,
          "inputs": {k: np.asarray(m).tolist() for k, m in c.items()},
          "scores": r["scores"][0], "weights": r["weights"][0]} for c, r in zip(cases, results)])]
@@ -412,6 +416,6 @@ def test_a_broken_bound_names_the_matrix_as_the_chapter_does():
     _, weights, _ = explorer_view(inputs["X"], scale=goal.scale)
     problem = {"goal": goal.as_json(), "tokens": list(CH1.tokens), "inputs": {"X": inputs["X"].tolist()},
                "scale": goal.scale, "scores": inputs["X"] @ inputs["X"].T, "weights": weights}
-    named = call_in_node("explorer.js", "goalStatus", [problem, {**problem, "inputName": "A"}])
+    named = call_in_node("attention_explorer.js", "goalStatus", [problem, {**problem, "inputName": "A"}])
     broken = [[r["text"] for r in status["requirements"] if not r["holds"]] for status in named]
     assert broken == [["every entry of X between -1 and 1"], ["every entry of A between -1 and 1"]]

@@ -48,8 +48,8 @@ from jupyter_cache import get_cache  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 import tools  # noqa: E402
+from attncourse.explorers.attention_explorer import AttentionExplorer, explorer_view  # noqa: E402
 from attncourse.plotting import annotated_heatmap  # noqa: E402
-from attncourse.widgets import AttentionExplorer, explorer_view  # noqa: E402
 
 EDITS = 50  # measured updates per case and side
 WARM_UP = 3  # updates before measuring: JIT, font caches
@@ -311,7 +311,7 @@ _ALPHA_STEP_TO_PAINT = timing("""async ({ edits, warmUp }) => {
 
 
 def convolution_explorer_time():
-    from attncourse.conv_explorer import ConvolutionExplorer
+    from attncourse.explorers.conv_explorer import ConvolutionExplorer
 
     rng = np.random.default_rng(32)
     explorer = ConvolutionExplorer(rng.standard_normal(32).round(2), rng.standard_normal(5).round(2))
@@ -341,7 +341,7 @@ _TOGGLE_TO_PAINT = timing("""async ({ toggles }) => {
 
 def graph_explorer_time():
     from attncourse.examples import tennis_sentence
-    from attncourse.graph_explorer import GraphExplorer
+    from attncourse.explorers.graph_explorer import GraphExplorer
 
     sentence = tennis_sentence()
     rng = np.random.default_rng(0)  # chapter 5's six layers
@@ -381,7 +381,7 @@ _PICK_TO_PAINT = timing("""async ({ edits, warmUp, role }) => {
 
 
 def model_explorer_time():
-    from attncourse.model_explorer import DEFAULT_PAIRS, ModelExplorer
+    from attncourse.explorers.model_explorer import DEFAULT_PAIRS, ModelExplorer
 
     # Two sentences of 16 tokens (with [CLS] and [SEP]), the explorer's largest.
     explorer = ModelExplorer([(DEFAULT_PAIRS[0][0], DEFAULT_PAIRS[2][0])])

@@ -1,7 +1,7 @@
 """What an attention explorer shows, read from its DOM in a browser: one reader for the
 browser tests of the static site and of a live JupyterLab.
 
-The DOM contract (attncourse/static/explorer.js): root ``.attn-explorer``; editable grids
+The DOM contract (attncourse/explorers/attention_explorer.js): root ``.attn-explorer``; editable grids
 ``table[data-role="edit-<name>"]`` of inputs labelled ``<name>[i][j]``; heatmaps
 ``canvas[data-role="scores"|"weights"|"output"]`` carrying the full-precision matrix they
 draw in ``data-values``, their labels in ``data-rows`` / ``data-cols``, the decimals they

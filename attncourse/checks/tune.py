@@ -13,7 +13,7 @@ views meet conditions. The chapter's check module declares the goal once::
 
 The check decides pass or fail with ``goal.holds`` (and words its hints itself); the
 explorer given ``goal=`` shows the sentence with a checkmark that the browser evaluates
-on every edit (static/goal.js, the same rules: tests/test_tune_goals.py runs both).
+on every edit (explorers/goal.js, the same rules: tests/test_tune_goals.py runs both).
 ``GOALS`` keeps every declaration by label, for the pages' tests.
 
 A tune exercise can also ask for one setting of an explorer rather than for edits of its

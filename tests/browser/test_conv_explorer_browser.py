@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attncourse.conv_explorer import ConvolutionExplorer
-from attncourse.esm import bundle
+from attncourse.explorers.conv_explorer import ConvolutionExplorer
+from attncourse.explorers.esm import bundle
 
 pytestmark = pytest.mark.browser
 
-EXPLORER_ID = "attncourse.conv_explorer.ConvolutionExplorer"
+EXPLORER_ID = "attncourse.explorers.conv_explorer.ConvolutionExplorer"
 CHAPTER = "chapters/06_attention_versus_convolution"
 TOLERANCE = 1e-9  # the explorer's JavaScript against the numpy reference
 

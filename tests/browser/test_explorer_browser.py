@@ -16,13 +16,13 @@ import pytest
 
 import tools
 from attncourse.attention import causal_mask
-from attncourse.esm import bundle
-from attncourse.widgets import AttentionExplorer, explorer_view
+from attncourse.explorers.attention_explorer import AttentionExplorer, explorer_view
+from attncourse.explorers.esm import bundle
 from tools.explorer_dom import READ_EXPLORER, grid_matrix
 
 pytestmark = pytest.mark.browser
 
-EXPLORER_ID = "attncourse.widgets.AttentionExplorer"
+EXPLORER_ID = "attncourse.explorers.attention_explorer.AttentionExplorer"
 VIEWS = ("scores", "weights", "output")  # what explorer_view returns, in order
 TOLERANCE = 1e-9  # the explorer's JavaScript against the numpy reference
 
@@ -272,7 +272,7 @@ def test_explorers_on_the_site(entry, visit, watched_page):
     visit(f"{entry}.html")
     # The page must run this checkout's explorer: the execution cache keys on the notebook
     # alone, so after a change to explorer.js it can keep serving the old code.
-    current = bundle("explorer.js")
+    current = bundle("attention_explorer.js")
     saved = [m["state"]["_esm"] for m in watched_page.evaluate(_WIDGET_STATE).values()
              if m["state"].get("_anywidget_id") == EXPLORER_ID]
     assert all(esm == current for esm in saved), \

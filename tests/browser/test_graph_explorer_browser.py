@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 import tools
-from attncourse.esm import bundle
 from attncourse.examples import tennis_sentence
-from attncourse.graph_explorer import GraphExplorer, graph_explorer_view
+from attncourse.explorers.esm import bundle
+from attncourse.explorers.graph_explorer import GraphExplorer, graph_explorer_view
 from tests.browser.test_explorer_browser import _INJECTED, LABELS  # the same hostile labels
 
 pytestmark = pytest.mark.browser
 
-EXPLORER_ID = "attncourse.graph_explorer.GraphExplorer"
+EXPLORER_ID = "attncourse.explorers.graph_explorer.GraphExplorer"
 TOLERANCE = 1e-9
 
 # Everything the explorer shows, read from its DOM.

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from attncourse.widgets import explorer_view
+from attncourse.explorers.attention_explorer import explorer_view
 from tools.explorer_dom import READ_EXPLORER, grid_matrix
 
 pytestmark = pytest.mark.browser
@@ -59,7 +59,7 @@ SETUP = f"""\
 import json
 import sys
 import numpy as np
-from attncourse.widgets import AttentionExplorer
+from attncourse.explorers.attention_explorer import AttentionExplorer
 
 explorer = AttentionExplorer(
     {TOKENS!r}, np.array({X.tolist()!r}),

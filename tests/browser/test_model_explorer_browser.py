@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attncourse.esm import bundle
-from attncourse.model_explorer import decode_maps
+from attncourse.explorers.esm import bundle
+from attncourse.explorers.model_explorer import decode_maps
 from attncourse.pretrained import attention_maps, similarity
 
 pytestmark = pytest.mark.browser
 
-EXPLORER_ID = "attncourse.model_explorer.ModelExplorer"
+EXPLORER_ID = "attncourse.explorers.model_explorer.ModelExplorer"
 CHAPTER = "chapters/07_attention_in_a_real_model"
 HUNDREDTH = 0.005  # the page keeps the weights in hundredths
 THOUSANDTH = 1.5e-3  # similarities to 3 decimals; batched runs differ in float32

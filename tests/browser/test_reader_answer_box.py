@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 import tools
-from attncourse.answer_box import answer_box
 from attncourse.checks import core, predict
+from attncourse.explorers.answer_box import answer_box
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tools
-from attncourse.widgets import AttentionExplorer
+from attncourse.explorers.attention_explorer import AttentionExplorer
 
 pytestmark = pytest.mark.browser
 

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 import tools
-from attncourse.widgets import AttentionExplorer, explorer_view
+from attncourse.explorers.attention_explorer import AttentionExplorer, explorer_view
 from tools.explorer_dom import READ_EXPLORER
 
 pytestmark = pytest.mark.browser

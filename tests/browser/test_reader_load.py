@@ -14,7 +14,7 @@ import re
 import pytest
 
 import tools
-from attncourse.widgets import AttentionExplorer
+from attncourse.explorers.attention_explorer import AttentionExplorer
 
 pytestmark = pytest.mark.browser
 

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 import tools
 from attncourse.checks import ch6, tune
 from attncourse.examples import pool_beats_badminton, tennis_sentence
-from attncourse.widgets import explorer_view
+from attncourse.explorers.attention_explorer import explorer_view
 
 pytestmark = pytest.mark.browser
 

@@ -1,6 +1,6 @@
 """Chapter 7's explorer: the twelve heads of a real model's layer, sentence by sentence.
 
-``ModelExplorer`` is an anywidget (static/model_explorer.js, carried in the saved widget
+``ModelExplorer`` is an anywidget (model_explorer.js, carried in the saved widget
 state): on the static site it works with no kernel. It shows, for the chosen sentence and
 layer of all-MiniLM-L6-v2, the weight map of each of the 12 heads as a small map, one of
 them large with its tokens (the pointer or the arrow keys read a cell), and a switch per
@@ -50,7 +50,8 @@ import anywidget
 import numpy as np
 import traitlets
 
-from attncourse.esm import bundle, stylesheet
+from attncourse.explorers.common import InvalidExplorerInput
+from attncourse.explorers.esm import bundle, stylesheet
 from attncourse.pretrained import (
     N_HEADS,
     N_LAYERS,
@@ -59,7 +60,6 @@ from attncourse.pretrained import (
     run_model,
     similarity,
 )
-from attncourse.widgets import InvalidExplorerInput
 
 __all__ = ["DEFAULT_PAIRS", "MAX_TOKENS", "ModelExplorer", "decode_maps", "encode_maps"]
 
@@ -159,7 +159,7 @@ class ModelExplorer(anywidget.AnyWidget):
 
     _esm = bundle("model_explorer.js")
     # The heatmaps and the dark-mode rules of the attention explorer, then this one's own.
-    _css = stylesheet("explorer.css", "model_explorer.css")
+    _css = stylesheet("attention_explorer.css", "model_explorer.css")
 
     texts = traitlets.List(traitlets.Unicode()).tag(sync=True)
     tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)

@@ -1,7 +1,7 @@
 """The convolution explorer of chapter 6: K attention heads with positional scores, and
 the convolution they tend to as alpha grows.
 
-``ConvolutionExplorer`` is an anywidget: its JavaScript (static/conv_explorer.js) travels
+``ConvolutionExplorer`` is an anywidget: its JavaScript (conv_explorer.js) travels
 inside the saved widget state and computes everything in the browser, so it works on the
 static site with no kernel. It shows one query token's weight row in each head, the heads'
 output against the convolution's at every token, and the largest error between them; the
@@ -21,7 +21,8 @@ import numpy as np
 import traitlets
 
 from attncourse.convolution import conv1d_as_attention, shift_weights
-from attncourse.esm import bundle, stylesheet
+from attncourse.explorers.common import goal_trait
+from attncourse.explorers.esm import bundle, stylesheet
 
 __all__ = ["ConvolutionExplorer", "exact_convolution", "heads_output", "largest_error"]
 
@@ -86,8 +87,7 @@ class ConvolutionExplorer(anywidget.AnyWidget):
     alpha = traitlets.Float(1.0).tag(sync=True)
     query = traitlets.Int(0).tag(sync=True)
     # A tune exercise's goal on alpha (attncourse.checks.tune.SettingGoal), shown above the views.
-    goal = traitlets.Any(None, allow_none=True).tag(
-        sync=True, to_json=lambda value, widget: None if value is None else value.as_json())
+    goal = goal_trait()
 
     def __init__(self, x, kernel, alpha=1.0, query=None, goal=None):
         x = _vector(x, "x", "(seq,)")

@@ -4,11 +4,11 @@ anywidget takes each widget's front end as a single ES module (``_esm``), saved 
 widget state so that a built page works with no kernel and no server. A module saved that
 way has no URL, so it cannot import a neighbour (``import ... from "./dom.js"`` has
 nothing to resolve against). The explorers share their DOM and matrix helpers anyway:
-``bundle`` replaces each such relative import of a file in ``attncourse/static`` with
+``bundle`` replaces each such relative import of a file in ``attncourse/explorers`` with
 that file's own source, once per module. The sources stay plain ES modules that Node or
 a browser can also load from disk.
 
-Only one form is understood, the one the static files use: a whole line
+Only one form is understood, the one the front-end files use: a whole line
 ``import { a, b } from "./name.js";``. A bundler such as esbuild would do more, but it
 would have to run wherever the package is installed (Colab, Binder), which has no npm.
 """
@@ -20,14 +20,15 @@ import re
 
 __all__ = ["bundle", "stylesheet"]
 
-STATIC = pathlib.Path(__file__).parent / "static"
+# The explorers' front-end files sit beside their Python, in this package.
+FRONT_END = pathlib.Path(__file__).parent
 _RELATIVE_IMPORT = re.compile(r'^import \{[\w\s,]+\} from "\./([\w-]+\.js)";\n', re.MULTILINE)
 
 
 def bundle(name: str) -> str:
-    """``static/<name>`` with its relative imports inlined, each file at most once.
+    """``<name>`` of this package with its relative imports inlined, each file at most once.
 
-    >>> source = bundle("explorer.js")
+    >>> source = bundle("attention_explorer.js")
     >>> "import" in source, source.count("export function el(")
     (False, 1)
     """
@@ -35,9 +36,9 @@ def bundle(name: str) -> str:
 
 
 def _inline(name: str, included: set[str]) -> str:
-    path = STATIC / name
+    path = FRONT_END / name
     if not path.is_file():
-        raise FileNotFoundError(f"no front-end module {name!r} in {STATIC}")
+        raise FileNotFoundError(f"no front-end module {name!r} in {FRONT_END}")
     included.add(name)
 
     def replace(match: re.Match[str]) -> str:
@@ -50,5 +51,5 @@ def _inline(name: str, included: set[str]) -> str:
 
 
 def stylesheet(*names: str) -> str:
-    """The CSS files ``static/<name>``, in order, as one stylesheet (a widget has one)."""
-    return "\n".join((STATIC / name).read_text(encoding="utf-8") for name in names)
+    """The CSS files ``<name>`` of this package, in order, as one stylesheet (a widget has one)."""
+    return "\n".join((FRONT_END / name).read_text(encoding="utf-8") for name in names)

@@ -3,7 +3,7 @@
 ``answer_box("ch1-predict-doubling")`` shows a box under the exercise: the reader types a
 number and presses Check. The first miss gives the hint (never the answer); the second
 miss, a right answer or "Show the answer" gives the answer and its explanation. Like the
-explorers it is an anywidget whose JavaScript (static/answer_box.js) travels in the saved
+explorers it is an anywidget whose JavaScript (answer_box.js) travels in the saved
 widget state, so it works on the built site with no kernel, and the same way live.
 
 Everything it says comes from the exercise's declaration in ``attncourse.checks``
@@ -19,7 +19,7 @@ import traitlets
 
 from attncourse.checks import predict
 from attncourse.checks.predict import Prediction
-from attncourse.esm import STATIC, bundle
+from attncourse.explorers.esm import bundle, stylesheet
 
 __all__ = ["AnswerBox", "answer_box"]
 
@@ -32,7 +32,7 @@ class AnswerBox(anywidget.AnyWidget):
     """
 
     _esm = bundle("answer_box.js")
-    _css = STATIC / "answer_box.css"
+    _css = stylesheet("answer_box.css")
 
     label = traitlets.Unicode().tag(sync=True)
     prompt = traitlets.Unicode().tag(sync=True)

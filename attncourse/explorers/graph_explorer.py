@@ -1,6 +1,6 @@
 """The graph explorer: a stack of attention layers drawn as graphs, in the browser.
 
-``GraphExplorer`` is an anywidget (JavaScript in static/graph_explorer.js, carried in the
+``GraphExplorer`` is an anywidget (JavaScript in graph_explorer.js, carried in the
 saved widget state), so it works on the static site with no kernel as well as live in
 Jupyter. Its controls: a threshold below which edges are hidden, the causal and window
 masks, "W_Q = W_K" (every layer's keys made with its query matrix), and a layer stepper.
@@ -20,7 +20,8 @@ import numpy as np
 import traitlets
 
 from attncourse.attention import causal_mask
-from attncourse.esm import STATIC, bundle
+from attncourse.explorers.common import matrix_trait
+from attncourse.explorers.esm import bundle, stylesheet
 from attncourse.graph import attention_rollout, largest_cycle_ratio, stacked_attention, window_mask
 
 __all__ = ["GraphExplorer", "graph_explorer_view"]
@@ -74,15 +75,6 @@ def graph_explorer_view(X, W_q, W_k, W_v, scale, skip=True, causal=False, window
     }
 
 
-def _array_trait():
-    """A numpy array in Python, nested lists in the browser."""
-    return traitlets.Any(None, allow_none=True).tag(
-        sync=True,
-        to_json=lambda value, widget: [] if value is None else np.asarray(value).tolist(),
-        from_json=lambda value, widget: None if not value else np.asarray(value, dtype=float),
-    )
-
-
 class GraphExplorer(anywidget.AnyWidget):
     """Attention layers as graphs, explored in the browser.
 
@@ -101,13 +93,13 @@ class GraphExplorer(anywidget.AnyWidget):
     """
 
     _esm = bundle("graph_explorer.js")
-    _css = STATIC / "graph_explorer.css"
+    _css = stylesheet("graph_explorer.css")
 
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    X = _array_trait()
-    W_q = _array_trait()
-    W_k = _array_trait()
-    W_v = _array_trait()
+    X = matrix_trait()
+    W_q = matrix_trait()
+    W_k = matrix_trait()
+    W_v = matrix_trait()
     scale = traitlets.Float(1.0).tag(sync=True)
     skip = traitlets.Bool(True).tag(sync=True)
     threshold = traitlets.Float(0.1).tag(sync=True)
@@ -116,8 +108,8 @@ class GraphExplorer(anywidget.AnyWidget):
     window_radius = traitlets.Int(2).tag(sync=True)
     tied = traitlets.Bool(False).tag(sync=True)
     layer = traitlets.Int(0).tag(sync=True)  # 0-based; the page says "layer 1 of n"
-    weights = _array_trait()
-    rollout = _array_trait()
+    weights = matrix_trait()
+    rollout = matrix_trait()
 
     def __init__(self, tokens, X, W_q, W_k, W_v, scale=None, skip=True, threshold=0.1,
                  causal=False, window=False, window_radius=2, tied=False):

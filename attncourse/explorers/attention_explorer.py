@@ -1,6 +1,6 @@
 """Attention explorers: edit the matrices, watch scores, weights, outputs and the graph change.
 
-``AttentionExplorer`` is an anywidget: its JavaScript (static/explorer.js) travels inside
+``AttentionExplorer`` is an anywidget: its JavaScript (attention_explorer.js) travels inside
 the saved widget state, so the same explorer works on the static site with no kernel and
 live in Jupyter, Binder or Colab.
 
@@ -49,7 +49,13 @@ import numpy as np
 import traitlets
 
 from attncourse.attention import dot_product_scores, scaled_dot_product_attention
-from attncourse.esm import bundle, stylesheet
+from attncourse.explorers.common import (
+    InvalidExplorerInput,
+    goal_trait,
+    matrix_trait,
+    result_trait,
+)
+from attncourse.explorers.esm import bundle, stylesheet
 from attncourse.multihead import merge_heads, split_heads
 
 __all__ = [
@@ -74,11 +80,6 @@ _INPUTS = ("tokens", *_VIEW_INPUTS, "editable", "views", "dims", "decimals", "go
 # What a goal's cells can read (attncourse.checks.tune.GOAL_VIEWS, not imported: importing
 # the checks would load every chapter's, torch included, wherever an explorer is shown).
 _GOAL_VIEWS = ("scores", "weights")
-
-
-class InvalidExplorerInput(traitlets.TraitError, ValueError):
-    """An explorer input that cannot be shown: raised by the constructor and by an
-    assignment, which then leaves the explorer unchanged."""
 
 
 def explorer_view(X, W_q=None, W_k=None, W_v=None, scale=None, mask=None, n_heads=1,
@@ -295,20 +296,6 @@ def _check_goal(goal, inputs):
                 f"goal {label}: bounds on {name!r}, which is not one of the explorer's matrices")
 
 
-def _matrix_trait(dtype=float):
-    """A numpy array in Python, nested lists (empty for None) in the browser."""
-    return traitlets.Any(None, allow_none=True).tag(
-        sync=True,
-        to_json=lambda value, widget: [] if value is None else np.asarray(value, dtype).tolist(),
-        from_json=lambda value, widget: None if not value else np.asarray(value),
-    )
-
-
-def _result_trait():
-    """Recomputed in Python from the inputs; never synced, never assigned."""
-    return traitlets.Any(None, allow_none=True, read_only=True)
-
-
 class AttentionExplorer(anywidget.AnyWidget):
     """Editable attention that runs in the browser.
 
@@ -342,16 +329,16 @@ class AttentionExplorer(anywidget.AnyWidget):
     [[0.5, 0.5], [0.5, 0.5]]
     """
 
-    _esm = bundle("explorer.js")
-    _css = stylesheet("explorer.css", "goal.css")
+    _esm = bundle("attention_explorer.js")
+    _css = stylesheet("attention_explorer.css", "goal.css")
 
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    X = _matrix_trait()
-    W_q = _matrix_trait()
-    W_k = _matrix_trait()
-    W_v = _matrix_trait()
-    W_o = _matrix_trait()
-    mask = _matrix_trait(bool)
+    X = matrix_trait()
+    W_q = matrix_trait()
+    W_k = matrix_trait()
+    W_v = matrix_trait()
+    W_o = matrix_trait()
+    mask = matrix_trait(bool)
     heads_on = traitlets.List(traitlets.Bool(), allow_none=True, default_value=None).tag(sync=True)
     combine = traitlets.Unicode("concat").tag(sync=True)
     scale = traitlets.Float(1.0).tag(sync=True)
@@ -362,12 +349,11 @@ class AttentionExplorer(anywidget.AnyWidget):
     input_name = traitlets.Unicode("X").tag(sync=True)
     decimals = traitlets.Int(2).tag(sync=True)
     # A tune exercise's goal (attncourse.checks.tune.Goal), shown above the views.
-    goal = traitlets.Any(None, allow_none=True).tag(
-        sync=True, to_json=lambda value, widget: None if value is None else value.as_json())
+    goal = goal_trait()
     scale_slider = traitlets.List(traitlets.Any()).tag(sync=True)  # [] or floats: _as_slider_range
-    scores = _result_trait()
-    weights = _result_trait()
-    output = _result_trait()
+    scores = result_trait()
+    weights = result_trait()
+    output = result_trait()
 
     def __init__(self, tokens, X, W_q=None, W_k=None, W_v=None, scale=None, mask=None,
                  n_heads=1, editable=("X",), views=("scores", "weights", "output"),

@@ -1,4 +1,5 @@
-"""attncourse.widgets: the explorer's Python side, and its JavaScript maths against numpy."""
+"""attncourse.explorers.attention_explorer: the Python side, and its JavaScript maths
+against numpy."""
 
 import json
 
@@ -7,7 +8,7 @@ import pytest
 import traitlets
 
 from attncourse.attention import causal_mask, scaled_dot_product_attention, softmax
-from attncourse.widgets import (
+from attncourse.explorers.attention_explorer import (
     MAX_TOKENS,
     AttentionExplorer,
     InvalidExplorerInput,
@@ -142,7 +143,7 @@ def test_the_scale_slider_range_is_saved_for_the_browser_and_bounds_the_scale():
 
 def run_explorer_js(problems):
     """attend() of explorer.js in Node, on each problem."""
-    return call_in_node("explorer.js", "attend", problems)
+    return call_in_node("attention_explorer.js", "attend", problems)
 
 
 def test_javascript_maths_agrees_with_numpy_to_1e9():
