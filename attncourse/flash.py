@@ -33,6 +33,7 @@ __all__ = [
     "online_softmax",
     "tile_order",
     "tiled_attention",
+    "tiled_trace",
     "tiled_traffic",
 ]
 
@@ -168,6 +169,21 @@ def tiled_attention(
     ...             np.array([[3, 1, 1], [1, 3, 1], [1, 1, 3]]) / 5)
     True
     """
+    queries, keys, values, block_q, block_k, factor = _checked_problem(Q, K, V, block_q, block_k, causal, scale)
+    lead = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    dtype = np.result_type(queries, keys, values)
+    output = np.empty((*lead, queries.shape[-2], values.shape[-1]), dtype=dtype)  # (..., seq_q, d_v)
+    lse = np.empty((*lead, queries.shape[-2]), dtype=dtype)  # (..., seq_q)
+    for rows, _, last, running_max, running_sum, acc in _tiles(queries, keys, values, block_q, block_k,
+                                                               causal, factor):
+        if last:  # the query block has seen every key it may see
+            output[..., rows.start:rows.stop, :] = acc / running_sum[..., None]
+            lse[..., rows.start:rows.stop] = running_max + np.log(running_sum)
+    return (output, lse) if return_lse else output
+
+
+def _checked_problem(Q, K, V, block_q, block_k, causal, scale):
+    """(Q, K, V as float arrays, block_q, block_k, the scale), or ValueError naming the fault."""
     block_q = _positive_int(block_q, "block_q")
     block_k = _positive_int(block_k, "block_k")
     if not isinstance(causal, (bool, np.bool_)):
@@ -197,10 +213,17 @@ def tiled_attention(
             f"first {-offset} queries would have no key to see"
         )
     factor = _checked_scale(scale, d_k)
+    return queries, keys, values, block_q, block_k, factor
+
+
+def _tiles(queries, keys, values, block_q, block_k, causal, factor):
+    """The loop of ``tiled_attention``: after each tile, yields (rows, cols, last, m, l, acc),
+    ``last`` True at the query block's last key block; m, l (..., rows) and acc
+    (..., rows, d_v) are the block's running maximum, sum and unnormalised output."""
+    seq_q, seq_k, d_v = queries.shape[-2], keys.shape[-2], values.shape[-1]
+    offset = seq_k - seq_q  # query i is token offset + i of the sequence of keys
     lead = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
     dtype = np.result_type(queries, keys, values)
-    output = np.empty((*lead, seq_q, d_v), dtype=dtype)  # (..., seq_q, d_v)
-    lse = np.empty((*lead, seq_q), dtype=dtype)  # (..., seq_q)
     for rows, key_blocks in tile_order(seq_q, seq_k, block_q, block_k, causal):
         Q_block = queries[..., rows.start:rows.stop, :]  # (..., rows, d_k)
         running_max = np.full((*lead, len(rows)), -np.inf, dtype=dtype)  # (..., rows)
@@ -219,9 +242,47 @@ def tiled_attention(
             running_sum = running_sum * rescale[..., 0] + P.sum(axis=-1)
             acc = acc * rescale + P @ V_block
             running_max = new_max
-        output[..., rows.start:rows.stop, :] = acc / running_sum[..., None]
-        lse[..., rows.start:rows.stop] = running_max + np.log(running_sum)
-    return (output, lse) if return_lse else output
+            yield rows, cols, cols is key_blocks[-1], running_max, running_sum, acc
+
+
+def tiled_trace(
+    Q: Float[np.ndarray, "seq_q d_k"],
+    K: Float[np.ndarray, "seq_k d_k"],
+    V: Float[np.ndarray, "seq_k d_v"],
+    block_q: int,
+    block_k: int,
+    causal: bool = False,
+    scale: float | None = None,
+) -> list[dict]:
+    """Every step of ``tiled_attention``'s loop on one small problem, for showing it.
+
+    One dict per tile, in order: ``rows`` and ``cols`` ((start, stop) of the query and key
+    blocks in fast memory), ``m`` and ``l`` (rows,) and ``o`` (rows, d_v), the query block's
+    running maximum, sum and unnormalised output after this tile, and ``read`` and
+    ``written``, the values moved so far: a query block is read at its first tile, a key
+    and a value block at every tile, the output and lse written at the block's last tile.
+    At the end ``read + written`` is ``tiled_traffic`` when seq_q = seq_k and d_k = d_v.
+
+    >>> steps = tiled_trace(np.eye(3), np.eye(3), np.eye(3), block_q=2, block_k=2, causal=True)
+    >>> [(step["rows"], step["cols"]) for step in steps]
+    [((0, 2), (0, 2)), ((2, 3), (0, 2)), ((2, 3), (2, 3))]
+    """
+    queries, keys, values, block_q, block_k, factor = _checked_problem(Q, K, V, block_q, block_k, causal, scale)
+    if queries.ndim != 2 or keys.ndim != 2 or values.ndim != 2:
+        raise ValueError(f"tiled_trace shows one head: Q, K, V of shapes (seq, d), got {queries.shape}, "
+                         f"{keys.shape}, {values.shape}")
+    d_k, d_v = queries.shape[-1], values.shape[-1]
+    steps, read, written = [], 0, 0
+    for rows, cols, last, m, total, acc in _tiles(queries, keys, values, block_q, block_k, causal, factor):
+        if cols.start == 0:  # the query block's first tile: its queries come in
+            read += len(rows) * d_k
+        read += len(cols) * (d_k + d_v)
+        if last:  # its output and lse go out
+            written += len(rows) * (d_v + 1)
+        steps.append({"rows": (rows.start, rows.stop), "cols": (cols.start, cols.stop),
+                      "m": m.tolist(), "l": total.tolist(), "o": acc.tolist(),
+                      "read": read, "written": written})
+    return steps
 
 
 def naive_traffic(seq: int, d: int) -> int:

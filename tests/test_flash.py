@@ -20,7 +20,9 @@ from attncourse.flash import (
     fast_memory_values,
     naive_traffic,
     online_softmax,
+    tile_order,
     tiled_attention,
+    tiled_trace,
     tiled_traffic,
 )
 
@@ -285,3 +287,42 @@ def test_fast_memory_counts_every_array_the_loop_holds():
 def test_the_traffic_model_refuses_bad_sizes(function, arguments, message):
     with pytest.raises(ValueError, match=message):
         function(*arguments)
+
+
+# ---------------------------------------------------------------- the loop, step by step
+
+
+@pytest.mark.parametrize("seq, block_q, block_k, causal", [(12, 4, 3, True), (12, 4, 3, False), (7, 3, 2, True),
+                                                           (5, 8, 8, False)])
+def test_the_trace_is_the_loop_of_tiled_attention(seq, block_q, block_k, causal):
+    rng = np.random.default_rng(seq)
+    Q, K, V = (rng.standard_normal((seq, 3)) for _ in range(3))
+    steps = tiled_trace(Q, K, V, block_q, block_k, causal=causal)
+    order = [((rows.start, rows.stop), (cols.start, cols.stop))
+             for rows, key_blocks in tile_order(seq, seq, block_q, block_k, causal) for cols in key_blocks]
+    assert [(step["rows"], step["cols"]) for step in steps] == order
+    output = tiled_attention(Q, K, V, block_q, block_k, causal=causal)
+    for step, following in zip(steps, steps[1:] + [None]):
+        if following is None or following["rows"] != step["rows"]:  # the block's last tile
+            start, stop = step["rows"]
+            finished = np.array(step["o"]) / np.array(step["l"])[:, None]
+            np.testing.assert_allclose(finished, output[start:stop], **EXACT)
+    assert steps[-1]["read"] + steps[-1]["written"] == tiled_traffic(seq, 3, block_q, block_k, causal)
+    reads = [step["read"] for step in steps]
+    assert reads == sorted(reads)  # counters only grow
+
+
+def test_the_trace_shows_the_running_maximum_of_the_scores_seen():
+    rng = np.random.default_rng(3)
+    Q, K, V = (rng.standard_normal((6, 2)) for _ in range(3))
+    scores = Q @ K.T / np.sqrt(2)
+    for step in tiled_trace(Q, K, V, 3, 2):
+        (r0, r1), (_, c1) = step["rows"], step["cols"]
+        np.testing.assert_allclose(step["m"], scores[r0:r1, :c1].max(axis=1), **EXACT)
+        np.testing.assert_allclose(step["l"], np.exp(scores[r0:r1, :c1] - np.array(step["m"])[:, None]).sum(axis=1),
+                                   **EXACT)
+
+
+def test_the_trace_shows_one_head_only():
+    with pytest.raises(ValueError, match=r"tiled_trace shows one head"):
+        tiled_trace(np.zeros((2, 3, 4)), np.zeros((3, 4)), np.zeros((3, 4)), 2, 2)
