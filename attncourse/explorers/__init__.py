@@ -28,6 +28,8 @@ _HOMES = {
     "ConvolutionExplorer": "conv_explorer",
     "ModelExplorer": "model_explorer",
     "AnswerBox": "answer_box",
+    "FlashExplorer": "flash_explorer",
+    "KVCacheCalculator": "kv_cache_explorer",
     "InvalidExplorerInput": "common",
 }
 
