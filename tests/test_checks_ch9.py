@@ -164,6 +164,7 @@ def test_tune_blocks_passes_the_best_blocks_and_others_of_equal_traffic(capsys):
     ((200, "16"), "block_k must be a positive whole number"),
     ((0, 16), "block_q must be a positive whole number"),
     ((None, None), "block_q must be a positive whole number"),
+    ((np.array([0.0, 0.0]), None), "block_q must be a positive whole number"),
 ])
 def test_tune_blocks_names_what_is_wrong(capsys, answer, expected):
     assert expected in feedback(capsys, checks.tune_blocks, *answer)
