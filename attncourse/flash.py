@@ -55,6 +55,15 @@ def _refuse_bad_scores(x: np.ndarray, what: str) -> None:
         raise ValueError(f"{what} of shape {x.shape} contains +inf")
 
 
+def _refuse_overflowing_scores(S: np.ndarray, rows: range, cols: range) -> None:
+    """Finite Q and K can still give scores of +inf or NaN (1e200 x 1e200 overflows), which
+    would turn the running maximum into NaN: refuse them, as ``attention.softmax`` does."""
+    if np.isnan(S).any() or np.isposinf(S).any():
+        raise ValueError(f"the scores of queries {rows.start}..{rows.stop - 1} against keys "
+                         f"{cols.start}..{cols.stop - 1} overflow to +inf or NaN (Q, K or scale too "
+                         "large for float): softmax is undefined")
+
+
 def _rescale(old_max: np.ndarray, new_max: np.ndarray) -> np.ndarray:
     """exp(old_max - new_max), the factor that moves a sum taken relative to ``old_max`` to
     one relative to ``new_max``; 0 where nothing has been seen yet (old_max = -inf)."""
@@ -232,16 +241,23 @@ def _tiles(queries, keys, values, block_q, block_k, causal, factor):
         for cols in key_blocks:
             K_block = keys[..., cols.start:cols.stop, :]  # (..., cols, d_k)
             V_block = values[..., cols.start:cols.stop, :]  # (..., cols, d_v)
-            S = (Q_block @ np.swapaxes(K_block, -1, -2)) * factor  # (..., rows, cols): one tile
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
+                S = (Q_block @ np.swapaxes(K_block, -1, -2)) * factor  # (..., rows, cols): one tile
+            _refuse_overflowing_scores(S, rows, cols)
             if causal and cols.stop - 1 > rows.start + offset:  # the tile crosses the diagonal
                 S = np.where(_causal_tile(rows, cols, offset), S, -np.inf)
-            # Key 0 is in the first tile and every row may see it: new_max is finite.
+            # Every row may see key 0, so new_max is finite unless scores overflowed to -inf:
+            # such a row keeps m = -inf, l = 0 until a finite score comes (or is refused below).
             new_max = np.maximum(running_max, S.max(axis=-1))
-            rescale = np.exp(running_max - new_max)[..., None]  # (..., rows, 1); 0 at the first tile
-            P = np.exp(S - new_max[..., None])  # (..., rows, cols), unnormalised weights
+            rescale = _rescale(running_max, new_max)[..., None]  # (..., rows, 1); 0 at the first tile
+            safe_max = np.where(np.isneginf(new_max), 0.0, new_max)[..., None]  # -inf - -inf is NaN
+            P = np.exp(S - safe_max)  # (..., rows, cols), unnormalised weights
             running_sum = running_sum * rescale[..., 0] + P.sum(axis=-1)
             acc = acc * rescale + P @ V_block
             running_max = new_max
+            if cols is key_blocks[-1] and np.isneginf(running_max).any():
+                raise ValueError(f"scores of queries {rows.start}..{rows.stop - 1} overflowed to -inf for "
+                                 "every key they may see (Q, K or scale too large): softmax is undefined")
             yield rows, cols, cols is key_blocks[-1], running_max, running_sum, acc
 
 

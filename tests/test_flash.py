@@ -237,6 +237,30 @@ def test_tiled_attention_refuses_bad_input_naming_it(change, message):
         tiled_attention(**arguments)
 
 
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("sign, message", [(1.0, r"overflow to \+inf or NaN"), (-1.0, r"overflowed to -inf")])
+def test_scores_that_overflow_from_finite_inputs_are_refused_not_nan(sign, message, causal):
+    """Regression (review): Q = K = 1e200 are finite but their scores are +inf; the loop
+    returned NaN silently where attention.scaled_dot_product_attention raises."""
+    huge = np.full((3, 2), 1e200)
+    with pytest.raises(ValueError, match=message):
+        tiled_attention(huge, sign * huge, np.ones((3, 2)), block_q=2, block_k=2, causal=causal)
+    with pytest.raises(ValueError):
+        scaled_dot_product_attention(huge, sign * huge, np.ones((3, 2)))
+
+
+def test_a_row_whose_first_scores_overflow_to_minus_inf_still_gets_the_right_weights():
+    """Regression (review): key 0's score overflows to -inf, later keys are finite; the
+    running maximum starts at -inf and must not turn the row into NaN."""
+    Q = np.array([[1e200, 1.0]])
+    K = np.array([[-1e200, 0.0], [0.0, 1.0], [0.0, 2.0]])  # (3, 2): key 0 scores -inf
+    V = np.arange(6.0).reshape(3, 2)
+    expected, _ = scaled_dot_product_attention(Q, K, V, scale=1.0)
+    for block_k in (1, 2, 3):
+        np.testing.assert_allclose(tiled_attention(Q, K, V, 1, block_k, scale=1.0), expected, rtol=1e-12)
+
+
 # ---------------------------------------------------------------- the traffic model
 
 
