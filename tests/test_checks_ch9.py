@@ -74,8 +74,11 @@ def two_passes(blocks):
 
 
 def no_max_at_all(blocks):
-    x = np.concatenate(list(blocks), axis=-1)
-    return x.max(axis=-1), np.exp(x).sum(axis=-1) / np.exp(x.max(axis=-1))
+    m, total = -np.inf, 0.0
+    for block in blocks:
+        m = np.maximum(m, block.max(axis=-1))
+        total = total + np.exp(block).sum(axis=-1)
+    return m, total / np.exp(m)
 
 
 def stub(blocks):
@@ -109,6 +112,18 @@ def test_an_answer_that_changes_its_blocks_is_refused(capsys):
         return result
 
     assert "changed a block" in feedback(capsys, checks.online_softmax, scribbles)
+
+
+def test_an_answer_that_stores_the_blocks_and_reads_them_at_the_end_is_refused(capsys):
+    """Regression (review): list(blocks) then concatenate is two passes, not the online
+    softmax, and passed while the check's generator yielded fresh arrays."""
+    def keeps_them(blocks):
+        x = np.concatenate(list(blocks), axis=-1)  # (..., n)
+        m = x.max(axis=-1)
+        return m, np.exp(x - m[..., None]).sum(axis=-1)
+
+    message = feedback(capsys, checks.online_softmax, keeps_them)
+    assert "Not right yet." in message and "one buffer that the next block overwrites" in message
 
 
 def test_an_endless_loop_is_stopped(capsys):
