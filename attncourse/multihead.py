@@ -108,11 +108,12 @@ def multi_head_attention(
     W_v: Float[np.ndarray, "d_model n_kv_heads_x_d_head"],
     W_o: Float[np.ndarray, "n_heads_x_d_head d_out"],
     n_heads: int,
-    mask: Bool[np.ndarray, "... n_heads seq seq"] | None = None,
+    mask: Bool[np.ndarray, "... n_heads seq seq_kv"] | None = None,
     n_kv_heads: int | None = None,
     scale: float | None = None,
-) -> tuple[Float[np.ndarray, "... seq d_out"], Float[np.ndarray, "... n_heads seq seq"]]:
-    """Multi-head self-attention without biases. Returns ``(output, weights)``.
+    X_kv: Float[np.ndarray, "... seq_kv d_model"] | None = None,
+) -> tuple[Float[np.ndarray, "... seq d_out"], Float[np.ndarray, "... n_heads seq seq_kv"]]:
+    """Multi-head attention without biases. Returns ``(output, weights)``.
 
     X (..., seq, d_model); W_q (d_model, n_heads * d_head); W_k and W_v
     (d_model, n_kv_heads * d_head); W_o (n_heads * d_head, d_out).
@@ -122,6 +123,10 @@ def multi_head_attention(
     ``n_heads``) must divide ``n_heads``: query head h uses key/value head
     h // (n_heads // n_kv_heads).
 
+    With ``X_kv`` (..., seq_kv, d_model), the keys and values are projected from X_kv
+    instead of X (cross-attention: queries from a decoder, keys and values from an
+    encoder's output); the weights are then (..., n_heads, seq, seq_kv).
+
     >>> X = np.eye(2)
     >>> out, w = multi_head_attention(X, X, X, X, X, n_heads=2)
     >>> w.shape  # (n_heads, seq, seq)
@@ -129,7 +134,7 @@ def multi_head_attention(
     >>> out.round(3).tolist()  # head h sees dimension h only: token h stands out to it
     [[0.731, 0.5], [0.5, 0.731]]
     """
-    heads, weights = attention_heads(X, W_q, W_k, W_v, n_heads, mask, n_kv_heads, scale)
+    heads, weights = attention_heads(X, W_q, W_k, W_v, n_heads, mask, n_kv_heads, scale, X_kv)
     n_heads, _, d_head = heads.shape[-3:]
     W_o = _matrix(W_o, "W_o", n_heads * d_head, "n_heads * d_head")
     return merge_heads(heads) @ W_o, weights  # (..., seq, d_out)
@@ -141,12 +146,14 @@ def attention_heads(
     W_k: Float[np.ndarray, "d_model n_kv_heads_x_d_head"],
     W_v: Float[np.ndarray, "d_model n_kv_heads_x_d_head"],
     n_heads: int,
-    mask: Bool[np.ndarray, "... n_heads seq seq"] | None = None,
+    mask: Bool[np.ndarray, "... n_heads seq seq_kv"] | None = None,
     n_kv_heads: int | None = None,
     scale: float | None = None,
-) -> tuple[Float[np.ndarray, "... n_heads seq d_head"], Float[np.ndarray, "... n_heads seq seq"]]:
+    X_kv: Float[np.ndarray, "... seq_kv d_model"] | None = None,
+) -> tuple[Float[np.ndarray, "... n_heads seq d_head"], Float[np.ndarray, "... n_heads seq seq_kv"]]:
     """Every head's output before W_O: ``(heads, weights)``, heads (..., n_heads, seq, d_head)
-    and weights (..., n_heads, seq, seq). Arguments as in ``multi_head_attention``.
+    and weights (..., n_heads, seq, seq_kv), seq_kv = seq without ``X_kv``. Arguments as in
+    ``multi_head_attention``.
 
     >>> heads, _ = attention_heads(np.eye(2), np.eye(2), np.eye(2), np.eye(2), n_heads=2)
     >>> heads.shape
@@ -154,6 +161,13 @@ def attention_heads(
     """
     X = _as_float_array(X, "X", min_ndim=2)
     d_model = X.shape[-1]
+    X_kv = X if X_kv is None else _as_float_array(X_kv, "X_kv", min_ndim=2)
+    if X_kv.shape[-1] != d_model:
+        raise ValueError(f"X_kv has d_model={X_kv.shape[-1]} but X has d_model={d_model} "
+                         f"(X shape {X.shape}, X_kv shape {X_kv.shape}): both are projected "
+                         "by matrices of d_model rows")
+    if X_kv.shape[-2] == 0:
+        raise ValueError(f"X_kv has no token (shape {X_kv.shape}): the queries need a key")
     n_heads = _count(n_heads, "n_heads")
     n_kv_heads = n_heads if n_kv_heads is None else _count(n_kv_heads, "n_kv_heads")
     if n_heads % n_kv_heads:
@@ -170,11 +184,11 @@ def attention_heads(
                 f"{n_kv_heads * d_head} columns, got shape {W.shape}"
             )
     Q = split_heads(X @ W_q, n_heads)  # (..., n_heads, seq, d_head)
-    K = split_heads(X @ W_k, n_kv_heads)  # (..., n_kv_heads, seq, d_head)
-    V = split_heads(X @ W_v, n_kv_heads)  # (..., n_kv_heads, seq, d_head)
+    K = split_heads(X_kv @ W_k, n_kv_heads)  # (..., n_kv_heads, seq_kv, d_head)
+    V = split_heads(X_kv @ W_v, n_kv_heads)  # (..., n_kv_heads, seq_kv, d_head)
     group = n_heads // n_kv_heads
     # Each key/value head serves `group` consecutive query heads (torch's repeat_interleave).
-    K, V = (np.repeat(M, group, axis=-3) for M in (K, V))  # (..., n_heads, seq, d_head)
+    K, V = (np.repeat(M, group, axis=-3) for M in (K, V))  # (..., n_heads, seq_kv, d_head)
     return scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale)
 
 

@@ -281,3 +281,96 @@ def test_bad_input_is_a_value_error_naming_the_dimensions(change, message):
     arguments = {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o, "n_heads": 2} | change
     with pytest.raises(ValueError, match=message):
         multi_head_attention(**arguments)
+
+
+# ---------------------------------------------------------------- cross-attention (X_kv)
+
+EXACT = {"rtol": 0, "atol": 1e-12}
+
+
+def torch_cross_attention(X, X_kv, W_q, W_k, W_v, W_o, n_heads, n_kv_heads, mask=None):
+    """F.scaled_dot_product_attention on queries from X and keys/values from X_kv."""
+    d_head = W_q.shape[1] // n_heads
+    as_heads = lambda M, h: torch.tensor(M).unflatten(-1, (h, d_head)).transpose(-2, -3)
+    Q = as_heads(X @ W_q, n_heads)
+    K, V = as_heads(X_kv @ W_k, n_kv_heads), as_heads(X_kv @ W_v, n_kv_heads)
+    attn_mask = None if mask is None else torch.tensor(mask)
+    heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=attn_mask, enable_gqa=True)
+    return (heads.transpose(-2, -3).flatten(-2) @ torch.tensor(W_o)).numpy()
+
+
+@FAST
+@given(seed=st.integers(0, 2**32 - 1), batch=st.lists(st.integers(1, 3), max_size=2),
+       seq=st.integers(1, 6), seq_kv=st.integers(1, 7),
+       kv_and_group=st.sampled_from([(1, 1), (1, 3), (2, 2), (3, 1), (2, 3)]),
+       d_head=st.integers(1, 3), d_out=st.integers(1, 5), masked=st.booleans())
+def test_cross_attention_equals_torch_sdpa_per_head_gqa_included(seed, batch, seq, seq_kv, kv_and_group,
+                                                                 d_head, d_out, masked):
+    n_kv_heads, group = kv_and_group
+    n_heads = n_kv_heads * group
+    rng = np.random.default_rng(seed)
+    X, W_q, W_k, W_v, W_o = random_problem(rng, batch=tuple(batch), seq=seq, d_model=5, n_heads=n_heads,
+                                           n_kv_heads=n_kv_heads, d_head=d_head, d_out=d_out)
+    X_kv = rng.standard_normal((*batch, seq_kv, 5))  # (..., seq_kv, d_model)
+    mask = None
+    if masked:  # a padding mask over the encoder's tokens; the first key is always visible
+        mask = rng.random((1, seq_kv)) < 0.6  # (1, seq_kv): the same keys for every query
+        mask[0, 0] = True
+    output, weights = multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads, mask=mask,
+                                           n_kv_heads=n_kv_heads, X_kv=X_kv)
+    assert output.shape == (*batch, seq, d_out) and weights.shape == (*batch, n_heads, seq, seq_kv)
+    expected = torch_cross_attention(X, X_kv, W_q, W_k, W_v, W_o, n_heads, n_kv_heads, mask)
+    np.testing.assert_allclose(output, expected, **EXACT)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, **EXACT)
+
+
+@pytest.mark.parametrize("seq, seq_kv, n_heads", [(3, 5, 2), (4, 1, 1), (6, 2, 4)])
+def test_cross_attention_equals_torch_multihead_attention_with_separate_inputs(seq, seq_kv, n_heads):
+    rng = np.random.default_rng(seq * 10 + seq_kv)
+    d_model = 8
+    X, W_q, W_k, W_v, W_o = random_problem(rng, batch=(2,), seq=seq, d_model=d_model, n_heads=n_heads,
+                                           d_head=d_model // n_heads)
+    X_kv = rng.standard_normal((2, seq_kv, d_model))  # (batch, seq_kv, d_model): the encoder's output
+    output, weights = multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads, X_kv=X_kv)
+    module = torch_module(W_q, W_k, W_v, W_o, n_heads)
+    with torch.no_grad():
+        theirs, their_weights = module(torch.tensor(X), torch.tensor(X_kv), torch.tensor(X_kv),
+                                       need_weights=True, average_attn_weights=False)
+    np.testing.assert_allclose(output, theirs.numpy(), **EXACT)
+    np.testing.assert_allclose(weights, their_weights.numpy(), **EXACT)
+
+
+def test_cross_attention_reads_keys_and_values_from_x_kv_only():
+    rng = np.random.default_rng(3)
+    X, W_q, W_k, W_v, W_o = random_problem(rng, seq=4, d_model=6, n_heads=2, d_head=3)
+    X_kv = rng.standard_normal((5, 6))  # (seq_kv, d_model)
+    output, _ = multi_head_attention(X, W_q, W_k, W_v, W_o, 2, X_kv=X_kv)
+    queries_changed = multi_head_attention(X + 1.0, W_q, W_k, W_v, W_o, 2, X_kv=X_kv)[0]
+    assert not np.allclose(output, queries_changed)  # X still gives the queries
+    self_attention = multi_head_attention(X, W_q, W_k, W_v, W_o, 2)
+    with_itself = multi_head_attention(X, W_q, W_k, W_v, W_o, 2, X_kv=X)
+    np.testing.assert_array_equal(self_attention[0], with_itself[0])
+    np.testing.assert_array_equal(self_attention[1], with_itself[1])
+
+
+@pytest.mark.parametrize(
+    "X_kv, message",
+    [
+        (np.zeros((5, 3)), r"X_kv has d_model=3 but X has d_model=4"),
+        (np.zeros((0, 4)), r"X_kv has no token \(shape \(0, 4\)\)"),
+        (np.zeros(4), r"X_kv must have at least 2 dimensions"),
+        (np.zeros((3, 5, 4)), r"batch dimensions of .* do not broadcast"),
+    ],
+)
+def test_cross_attention_refuses_bad_x_kv(X_kv, message):
+    rng = np.random.default_rng(0)
+    X, W_q, W_k, W_v, W_o = random_problem(rng, batch=(2,), seq=3, d_model=4, n_heads=2, d_head=2)
+    with pytest.raises(ValueError, match=message):
+        multi_head_attention(X, W_q, W_k, W_v, W_o, 2, X_kv=X_kv)
+
+
+def test_a_cross_attention_mask_must_have_the_keys_of_x_kv():
+    rng = np.random.default_rng(0)
+    X, W_q, W_k, W_v, W_o = random_problem(rng, seq=3, d_model=4, n_heads=2, d_head=2)
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 3\) does not broadcast .* \(2, 3, 5\)"):
+        multi_head_attention(X, W_q, W_k, W_v, W_o, 2, mask=causal_mask(3), X_kv=np.ones((5, 4)))

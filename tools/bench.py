@@ -599,11 +599,47 @@ def page_weight_figures():
           f"{verdict(heaviest_page <= page_weight.BUDGET_BYTES and largest_shift <= page_weight.MAX_LAYOUT_SHIFT)}")
 
 
+ATTENTION_MEMORY_SEQ, ATTENTION_MEMORY_D, ATTENTION_MEMORY_BLOCK = 4096, 64, 128
+ATTENTION_MEMORY_BUDGET = 16 * 10**6  # bytes: issue #26's bound for the tiled loop
+
+
+def attention_memory():
+    """Chapter 9: peak traced memory of attention at seq 4096, d 64, float64, computed
+    directly (the score matrix) and in tiles (attncourse.flash.tiled_attention)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from attncourse.attention import scaled_dot_product_attention
+    from attncourse.flash import tiled_attention
+
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((ATTENTION_MEMORY_SEQ, ATTENTION_MEMORY_D)) for _ in range(3))
+    block = ATTENTION_MEMORY_BLOCK
+    runs = {"direct (softmax(Q K^T / sqrt d) V)": lambda: scaled_dot_product_attention(Q, K, V),
+            f"tiled, blocks of {block}": lambda: tiled_attention(Q, K, V, block, block),
+            f"tiled, blocks of {block}, causal": lambda: tiled_attention(Q, K, V, block, block, causal=True)}
+    print(f"\nChapter 9: peak traced memory of attention, seq {ATTENTION_MEMORY_SEQ}, d {ATTENTION_MEMORY_D}, "
+          f"float64 (the score matrix alone: {ATTENTION_MEMORY_SEQ**2 * 8 / 1e6:.0f} MB)")
+    for label, run in runs.items():
+        tracemalloc.start()
+        start = time.perf_counter()
+        try:
+            run()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        taken = time.perf_counter() - start
+        target = "" if label.startswith("direct") else (
+            f"  (target under {ATTENTION_MEMORY_BUDGET / 1e6:.0f} MB: {verdict(peak < ATTENTION_MEMORY_BUDGET)})")
+        print(f"  {label:<36}{peak / 1e6:9.1f} MB {taken:7.2f} s{target}")
+
+
 SECTIONS = {"build": build_times, "latency": latencies, "graph": graph_explorer_time,
             "convolution": convolution_explorer_time, "model": model_explorer_time,
             "training": training_time,
             "grading": grading_time, "first-explorer": first_explorer,
-            "page-weight": page_weight_figures}
+            "page-weight": page_weight_figures, "attention-memory": attention_memory}
 
 
 def main(names=()):

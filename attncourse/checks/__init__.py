@@ -86,6 +86,11 @@ from attncourse.checks.ch8 import (
     rope,
     tune_previous_token,
 )
+from attncourse.checks.ch9 import (
+    online_softmax,
+    predict_cache_size,
+    tune_blocks,
+)
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -139,7 +144,9 @@ __all__ = [
     "layer_attention",
     "most_important_head",
     "multi_head_attention",
+    "online_softmax",
     "pool_prefers_badminton",
+    "predict_cache_size",
     "predict_cycle_ratio",
     "predict_doubling",
     "predict_heads_for_5x5",
@@ -156,5 +163,6 @@ __all__ = [
     "stationary_distribution",
     "tune_alpha",
     "tune_previous_token",
+    "tune_blocks",
     "type_name",
 ]

@@ -29,6 +29,8 @@ _HOMES = {
     "ModelExplorer": "model_explorer",
     "PositionExplorer": "position_explorer",
     "AnswerBox": "answer_box",
+    "FlashExplorer": "flash_explorer",
+    "KVCacheCalculator": "kv_cache_explorer",
     "InvalidExplorerInput": "common",
 }
 

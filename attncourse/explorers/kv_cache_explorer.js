@@ -1,0 +1,115 @@
+// KV-cache calculator (chapter 9): 2 x layers x kv heads x d_head x tokens x batch x bytes
+// per value, with presets. Runs in the browser with or without a kernel; the product is taken
+// with BigInt, exact however large, as attncourse.kv_cache.kv_cache_bytes does with Python's
+// integers. Every label is written with textContent.
+
+import { el } from "./dom.js";
+
+import { saveChanges } from "./sync.js";
+
+const FIELDS = [["n_layers", "layers"], ["n_kv_heads", "key/value heads"], ["d_head", "d_head"],
+  ["seq_len", "tokens"], ["batch", "batch"]];
+
+export function cacheBytes({ n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_value }) {
+  return [n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_value]
+    .reduce((product, factor) => product * BigInt(factor), 2n);
+}
+
+// "2,147,483,648 bytes = 2 GiB": the exact count, then the largest binary unit below it.
+export function describe(bytes) {
+  const units = [["TiB", 40n], ["GiB", 30n], ["MiB", 20n], ["KiB", 10n]];
+  const exact = bytes.toLocaleString("en-US");
+  for (const [unit, power] of units) {
+    if (bytes >= 1n << power) {
+      const value = Number(bytes) / Number(1n << power);
+      return `${exact} bytes = ${Number(value.toPrecision(4))} ${unit}`;
+    }
+  }
+  return `${exact} bytes`;
+}
+
+// The readout's text for one set of factors (for tests in Node: BigInt does not cross JSON).
+export function cacheBytesText(values) {
+  return describe(cacheBytes(values));
+}
+
+function render({ model, el: host }) {
+  const root = el("div", "kv-cache-calculator");
+  root.style.cssText = "font:14px sans-serif;max-width:640px";
+  const preset = el("select");
+  preset.dataset.role = "preset";
+  preset.setAttribute("aria-label", "model preset");
+  preset.append(el("option", "", "(custom)"));
+  for (const name of Object.keys(model.get("presets"))) {
+    const option = el("option", "", name);
+    option.value = name;
+    preset.append(option);
+  }
+  const precision = el("select");
+  precision.dataset.role = "precision";
+  precision.setAttribute("aria-label", "precision");
+  for (const [name, size] of Object.entries(model.get("precisions"))) {
+    const option = el("option", "", `${name} (${size} byte${size > 1 ? "s" : ""})`);
+    option.value = String(size);
+    precision.append(option);
+  }
+  const inputs = {};
+  const form = el("div");
+  form.style.cssText = "display:flex;flex-wrap:wrap;gap:0.4em 1.2em;align-items:center;margin:0.3em 0";
+  const pair = (text, node) => {
+    const label = el("label");
+    label.style.cssText = "display:inline-flex;gap:0.4em;align-items:center";
+    label.append(el("span", "", text), node);
+    return label;
+  };
+  form.append(pair("model", preset));
+  for (const [name, text] of FIELDS) {
+    const input = el("input");
+    Object.assign(input, { type: "number", min: "1", step: "1" });
+    input.dataset.role = name;
+    input.setAttribute("aria-label", text);
+    input.style.width = "6em";
+    inputs[name] = input;
+    form.append(pair(text, input));
+  }
+  form.append(pair("precision", precision));
+  const result = el("p");
+  result.dataset.role = "cache-bytes";
+  result.style.fontWeight = "bold";
+  root.append(form, result);
+  host.append(root);
+
+  const save = (values) => saveChanges(model, values);
+
+  function update() {
+    const values = Object.fromEntries([...FIELDS.map(([name]) => name), "bytes_per_value"]
+      .map((name) => [name, model.get(name)]));
+    for (const [name] of FIELDS) {
+      if (inputs[name] !== document.activeElement) inputs[name].value = String(values[name]);
+    }
+    precision.value = String(values.bytes_per_value);
+    const match = Object.entries(model.get("presets")).find(([, [layers, heads, width]]) =>
+      layers === values.n_layers && heads === values.n_kv_heads && width === values.d_head);
+    preset.value = match ? match[0] : "(custom)";
+    const bytes = cacheBytes(values);
+    result.dataset.value = bytes.toString();
+    result.textContent = `KV cache: ${describe(bytes)}`;
+  }
+
+  preset.addEventListener("change", () => {
+    const shape = model.get("presets")[preset.value];
+    if (shape) save({ n_layers: shape[0], n_kv_heads: shape[1], d_head: shape[2] });
+  });
+  precision.addEventListener("change", () => save({ bytes_per_value: Number(precision.value) }));
+  for (const [name] of FIELDS) {
+    inputs[name].addEventListener("input", () => {
+      const value = Number(inputs[name].value);
+      if (!Number.isInteger(value) || value < 1) return; // half-typed
+      save({ [name]: value });
+    });
+  }
+  for (const name of [...FIELDS.map(([n]) => n), "bytes_per_value"]) model.on(`change:${name}`, update);
+  update();
+}
+
+export default { render };

@@ -1,0 +1,346 @@
+"""Exact attention without the score matrix: the online softmax and FlashAttention's tiling.
+
+``online_softmax`` (Milakov and Gimelshein 2018) finds a row's maximum and normaliser in
+one pass over blocks of columns: a running maximum m and a running sum l of exp(x - m),
+rescaled by exp(m_old - m_new) whenever the maximum grows. ``tiled_attention`` (the
+forward pass of FlashAttention, Dao et al. 2022) applies the same bookkeeping to attention:
+for each block of queries it visits the key/value blocks one by one, keeping per query row
+the running maximum, the running sum and an unnormalised output, so that only one
+(block_q, block_k) tile of scores ever exists.
+
+``naive_traffic``, ``tiled_traffic`` and ``fast_memory_values`` are the memory model of the
+paper: how many values go between slow memory (a GPU's HBM) and fast memory (its on-chip
+SRAM) for the standard computation and for this loop, and how much fast memory one step of
+the loop occupies. Counts are in values (numbers), not bytes.
+
+Conventions are those of ``attncourse.attention``: rows are tokens; Q (..., seq_q, d_k),
+K (..., seq_k, d_k), V (..., seq_k, d_v); leading dimensions broadcast. Inputs are never
+mutated; bad input raises ``ValueError`` naming the values at fault.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from jaxtyping import Float
+
+from attncourse.attention import _as_float_array, _check_batch_dims, _checked_scale
+
+__all__ = [
+    "fast_memory_values",
+    "naive_traffic",
+    "online_softmax",
+    "tile_order",
+    "tiled_attention",
+    "tiled_trace",
+    "tiled_traffic",
+]
+
+
+def _positive_int(value, name: str) -> int:
+    """``value`` as a Python int if it is a positive integer (numpy integers too); bool,
+    float (even 32.0) and anything else are refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise ValueError(f"{name} must be a positive integer, got {value!r} of type {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _refuse_bad_scores(x: np.ndarray, what: str) -> None:
+    if np.isnan(x).any():
+        raise ValueError(f"{what} of shape {x.shape} contains NaN")
+    if np.isposinf(x).any():
+        raise ValueError(f"{what} of shape {x.shape} contains +inf")
+
+
+def _refuse_overflowing_scores(S: np.ndarray, rows: range, cols: range) -> None:
+    """Finite Q and K can still give scores of +inf or NaN (1e200 x 1e200 overflows), which
+    would turn the running maximum into NaN: refuse them, as ``attention.softmax`` does."""
+    if np.isnan(S).any() or np.isposinf(S).any():
+        raise ValueError(f"the scores of queries {rows.start}..{rows.stop - 1} against keys "
+                         f"{cols.start}..{cols.stop - 1} overflow to +inf or NaN (Q, K or scale too "
+                         "large for float): softmax is undefined")
+
+
+def _rescale(old_max: np.ndarray, new_max: np.ndarray) -> np.ndarray:
+    """exp(old_max - new_max), the factor that moves a sum taken relative to ``old_max`` to
+    one relative to ``new_max``; 0 where nothing has been seen yet (old_max = -inf)."""
+    safe_new = np.where(np.isneginf(new_max), 0.0, new_max)  # -inf - -inf would be NaN
+    with np.errstate(over="ignore"):  # 1e300 - -1e300 overflows to inf: exp(-inf) = 0
+        return np.exp(old_max - safe_new)
+
+
+def online_softmax(x: Float[np.ndarray, "... n"], block: int) -> Float[np.ndarray, "... n"]:
+    """softmax(x) over the last axis, its maximum and normaliser found in one pass over
+    blocks of ``block`` columns (then one more pass writes the weights).
+
+    After block b the running maximum is m_b = max(m_{b-1}, max of block b) and the running
+    sum l_b = l_{b-1} exp(m_{b-1} - m_b) + sum over block b of exp(x_j - m_b): the sum of
+    every exp(x_j - m_b) seen so far, exactly, since the old terms only needed rescaling.
+    Every exponent stays <= 0, so entries of 1e300 do not overflow; -inf entries get 0.
+
+    >>> online_softmax([0.0, np.log(3.0), 1000.0, 1000.0], block=2).round(3).tolist()
+    [0.0, 0.0, 0.5, 0.5]
+
+    Raises ValueError for NaN or +inf entries, a row entirely -inf (as
+    ``attention.softmax`` does), an empty last axis, or a ``block`` that is not a positive
+    integer.
+    """
+    block = _positive_int(block, "block")
+    scores = _as_float_array(x, "x", min_ndim=1)
+    n = scores.shape[-1]
+    if n == 0:
+        raise ValueError(f"online_softmax of x with shape {scores.shape}: no entries to normalise")
+    _refuse_bad_scores(scores, "online_softmax input")
+    running_max = np.full(scores.shape[:-1], -np.inf, dtype=scores.dtype)  # (...,)
+    running_sum = np.zeros(scores.shape[:-1], dtype=scores.dtype)  # (...,)
+    for start in range(0, n, block):
+        chunk = scores[..., start:start + block]  # (..., <= block)
+        new_max = np.maximum(running_max, chunk.max(axis=-1))
+        safe_max = np.where(np.isneginf(new_max), 0.0, new_max)[..., None]
+        with np.errstate(over="ignore"):  # -1e308 - 1e308 = -inf: its exp is the right 0
+            running_sum = (running_sum * _rescale(running_max, new_max)
+                           + np.exp(chunk - safe_max).sum(axis=-1))
+        running_max = new_max
+    if np.isneginf(running_max).any():
+        first = tuple(int(i) for i in np.argwhere(np.isneginf(running_max))[0])
+        raise ValueError(
+            f"online_softmax of an array of shape {scores.shape}: the row at index {first} is "
+            "entirely -inf (every position masked); each row needs at least one finite entry"
+        )
+    with np.errstate(over="ignore"):
+        return np.exp(scores - running_max[..., None]) / running_sum[..., None]
+
+
+def _causal_tile(rows: range, cols: range, offset: int) -> np.ndarray:
+    """(len(rows), len(cols)) boolean tile, True where query i may see key j: j <= i + offset."""
+    return np.arange(cols.start, cols.stop)[None, :] <= (np.arange(rows.start, rows.stop) + offset)[:, None]
+
+
+def tile_order(seq_q: int, seq_k: int, block_q: int, block_k: int,
+               causal: bool = False) -> list[tuple[range, list[range]]]:
+    """The loop of ``tiled_attention``: for each block of query rows, in order, the blocks of
+    key rows it visits, in order. With ``causal`` (bottom-right: query i sees keys
+    j <= i + seq_k - seq_q), key blocks that no row of the query block may see are skipped.
+
+    >>> [(rows, cols) for rows, cols in tile_order(3, 3, 2, 2, causal=True)]
+    [(range(0, 2), [range(0, 2)]), (range(2, 3), [range(0, 2), range(2, 3)])]
+    """
+    seq_q, seq_k = _positive_int(seq_q, "seq_q"), _positive_int(seq_k, "seq_k")
+    block_q, block_k = _positive_int(block_q, "block_q"), _positive_int(block_k, "block_k")
+    order = []
+    for q_start in range(0, seq_q, block_q):
+        rows = range(q_start, min(q_start + block_q, seq_q))
+        keys_seen = _keys_seen(rows, seq_q, seq_k, causal)
+        order.append((rows, [range(k, min(k + block_k, seq_k)) for k in range(0, keys_seen, block_k)]))
+    return order
+
+
+def _keys_seen(rows: range, seq_q: int, seq_k: int, causal: bool) -> int:
+    """How many keys, from key 0, some row of the query block ``rows`` may see."""
+    return min(rows.stop + seq_k - seq_q, seq_k) if causal else seq_k
+
+
+def tiled_attention(
+    Q: Float[np.ndarray, "... seq_q d_k"],
+    K: Float[np.ndarray, "... seq_k d_k"],
+    V: Float[np.ndarray, "... seq_k d_v"],
+    block_q: int = 64,
+    block_k: int = 64,
+    causal: bool = False,
+    scale: float | None = None,
+    return_lse: bool = False,
+):
+    """softmax(scale Q K^T) V computed tile by tile, never forming the (seq_q, seq_k) scores.
+
+    Returns the output (..., seq_q, d_v), or ``(output, lse)`` with ``return_lse=True``:
+    lse (..., seq_q) is the log-sum-exp of each row's scaled (masked) scores, the one number
+    per row that FlashAttention's backward pass keeps to rebuild the weights.
+
+    For each block of ``block_q`` queries, the loop visits the key/value blocks of
+    ``block_k`` rows in order, keeping per row a running maximum m, a running sum l and an
+    unnormalised output acc; a new tile S of scores updates them as
+    m' = max(m, rowmax S), l' = l e^{m - m'} + rowsum e^{S - m'},
+    acc' = acc e^{m - m'} + e^{S - m'} V_block; at the end output = acc / l and
+    lse = m + log l. Blocks need not divide the sequence (the last block is shorter).
+
+    ``causal=True`` lets query i see keys j <= i + (seq_k - seq_q): the queries are the
+    *last* seq_q tokens of the seq_k (bottom-right alignment, what new queries against a
+    KV cache need). For seq_q = seq_k this is the usual causal mask; torch's
+    ``scaled_dot_product_attention(is_causal=True)`` aligns top-left instead, so the two
+    differ when seq_q < seq_k. Key blocks a whole query block may not see are skipped.
+    Causal with seq_q > seq_k would leave the first queries with no key: ValueError.
+
+    >>> Q = K = V = np.eye(3)
+    >>> np.allclose(tiled_attention(Q, K, V, block_q=2, block_k=2, scale=np.log(3.0)),
+    ...             np.array([[3, 1, 1], [1, 3, 1], [1, 1, 3]]) / 5)
+    True
+    """
+    queries, keys, values, block_q, block_k, factor = _checked_problem(Q, K, V, block_q, block_k, causal, scale)
+    lead = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    dtype = np.result_type(queries, keys, values)
+    output = np.empty((*lead, queries.shape[-2], values.shape[-1]), dtype=dtype)  # (..., seq_q, d_v)
+    lse = np.empty((*lead, queries.shape[-2]), dtype=dtype)  # (..., seq_q)
+    for rows, _, last, running_max, running_sum, acc in _tiles(queries, keys, values, block_q, block_k,
+                                                               causal, factor):
+        if last:  # the query block has seen every key it may see
+            output[..., rows.start:rows.stop, :] = acc / running_sum[..., None]
+            lse[..., rows.start:rows.stop] = running_max + np.log(running_sum)
+    return (output, lse) if return_lse else output
+
+
+def _checked_problem(Q, K, V, block_q, block_k, causal, scale):
+    """(Q, K, V as float arrays, block_q, block_k, the scale), or ValueError naming the fault."""
+    block_q = _positive_int(block_q, "block_q")
+    block_k = _positive_int(block_k, "block_k")
+    if not isinstance(causal, (bool, np.bool_)):
+        raise ValueError(f"causal must be True or False, got {causal!r}")
+    queries, keys, values = (_as_float_array(M, name, min_ndim=2)
+                             for M, name in ((Q, "Q"), (K, "K"), (V, "V")))
+    (seq_q, d_k), (seq_k, d_k_keys), (seq_v, d_v) = (M.shape[-2:] for M in (queries, keys, values))
+    if d_k != d_k_keys:
+        raise ValueError(f"Q has d_k={d_k} but K has d_k={d_k_keys} (Q shape {queries.shape}, "
+                         f"K shape {keys.shape}); queries and keys must live in the same space")
+    if seq_k != seq_v:
+        raise ValueError(f"K has seq_k={seq_k} but V has seq_k={seq_v} (K shape {keys.shape}, "
+                         f"V shape {values.shape}); every key needs exactly one value")
+    if seq_q == 0 or seq_k == 0 or d_k == 0:
+        raise ValueError(f"need at least one query, one key and d_k >= 1, got Q of shape "
+                         f"{queries.shape} and K of shape {keys.shape}")
+    _check_batch_dims(queries.shape[:-2], keys.shape[:-2], "Q", "K")
+    _check_batch_dims(queries.shape[:-2], values.shape[:-2], "Q", "V")
+    _check_batch_dims(keys.shape[:-2], values.shape[:-2], "K", "V")
+    for M, name in ((queries, "Q"), (keys, "K")):
+        if not np.isfinite(M).all():
+            raise ValueError(f"{name} of shape {M.shape} contains NaN or inf: its scores would too")
+    offset = seq_k - seq_q  # query i is token offset + i of the sequence of keys
+    if causal and offset < 0:
+        raise ValueError(
+            f"causal attention with seq_q={seq_q} > seq_k={seq_k}: aligned bottom-right, the "
+            f"first {-offset} queries would have no key to see"
+        )
+    factor = _checked_scale(scale, d_k)
+    return queries, keys, values, block_q, block_k, factor
+
+
+def _tiles(queries, keys, values, block_q, block_k, causal, factor):
+    """The loop of ``tiled_attention``: after each tile, yields (rows, cols, last, m, l, acc),
+    ``last`` True at the query block's last key block; m, l (..., rows) and acc
+    (..., rows, d_v) are the block's running maximum, sum and unnormalised output."""
+    seq_q, seq_k, d_v = queries.shape[-2], keys.shape[-2], values.shape[-1]
+    offset = seq_k - seq_q  # query i is token offset + i of the sequence of keys
+    lead = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    dtype = np.result_type(queries, keys, values)
+    for rows, key_blocks in tile_order(seq_q, seq_k, block_q, block_k, causal):
+        Q_block = queries[..., rows.start:rows.stop, :]  # (..., rows, d_k)
+        running_max = np.full((*lead, len(rows)), -np.inf, dtype=dtype)  # (..., rows)
+        running_sum = np.zeros((*lead, len(rows)), dtype=dtype)  # (..., rows)
+        acc = np.zeros((*lead, len(rows), d_v), dtype=dtype)  # (..., rows, d_v)
+        for cols in key_blocks:
+            K_block = keys[..., cols.start:cols.stop, :]  # (..., cols, d_k)
+            V_block = values[..., cols.start:cols.stop, :]  # (..., cols, d_v)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
+                S = (Q_block @ np.swapaxes(K_block, -1, -2)) * factor  # (..., rows, cols): one tile
+            _refuse_overflowing_scores(S, rows, cols)
+            if causal and cols.stop - 1 > rows.start + offset:  # the tile crosses the diagonal
+                S = np.where(_causal_tile(rows, cols, offset), S, -np.inf)
+            # Every row may see key 0, so new_max is finite unless scores overflowed to -inf:
+            # such a row keeps m = -inf, l = 0 until a finite score comes (or is refused below).
+            new_max = np.maximum(running_max, S.max(axis=-1))
+            rescale = _rescale(running_max, new_max)[..., None]  # (..., rows, 1); 0 at the first tile
+            safe_max = np.where(np.isneginf(new_max), 0.0, new_max)[..., None]  # -inf - -inf is NaN
+            P = np.exp(S - safe_max)  # (..., rows, cols), unnormalised weights
+            running_sum = running_sum * rescale[..., 0] + P.sum(axis=-1)
+            acc = acc * rescale + P @ V_block
+            running_max = new_max
+            if cols is key_blocks[-1] and np.isneginf(running_max).any():
+                raise ValueError(f"scores of queries {rows.start}..{rows.stop - 1} overflowed to -inf for "
+                                 "every key they may see (Q, K or scale too large): softmax is undefined")
+            yield rows, cols, cols is key_blocks[-1], running_max, running_sum, acc
+
+
+def tiled_trace(
+    Q: Float[np.ndarray, "seq_q d_k"],
+    K: Float[np.ndarray, "seq_k d_k"],
+    V: Float[np.ndarray, "seq_k d_v"],
+    block_q: int,
+    block_k: int,
+    causal: bool = False,
+    scale: float | None = None,
+) -> list[dict]:
+    """Every step of ``tiled_attention``'s loop on one small problem, for showing it.
+
+    One dict per tile, in order: ``rows`` and ``cols`` ((start, stop) of the query and key
+    blocks in fast memory), ``m`` and ``l`` (rows,) and ``o`` (rows, d_v), the query block's
+    running maximum, sum and unnormalised output after this tile, and ``read`` and
+    ``written``, the values moved so far: a query block is read at its first tile, a key
+    and a value block at every tile, the output and lse written at the block's last tile.
+    At the end ``read + written`` is ``tiled_traffic`` when seq_q = seq_k and d_k = d_v.
+
+    >>> steps = tiled_trace(np.eye(3), np.eye(3), np.eye(3), block_q=2, block_k=2, causal=True)
+    >>> [(step["rows"], step["cols"]) for step in steps]
+    [((0, 2), (0, 2)), ((2, 3), (0, 2)), ((2, 3), (2, 3))]
+    """
+    queries, keys, values, block_q, block_k, factor = _checked_problem(Q, K, V, block_q, block_k, causal, scale)
+    if queries.ndim != 2 or keys.ndim != 2 or values.ndim != 2:
+        raise ValueError(f"tiled_trace shows one head: Q, K, V of shapes (seq, d), got {queries.shape}, "
+                         f"{keys.shape}, {values.shape}")
+    d_k, d_v = queries.shape[-1], values.shape[-1]
+    steps, read, written = [], 0, 0
+    for rows, cols, last, m, total, acc in _tiles(queries, keys, values, block_q, block_k, causal, factor):
+        if cols.start == 0:  # the query block's first tile: its queries come in
+            read += len(rows) * d_k
+        read += len(cols) * (d_k + d_v)
+        if last:  # its output and lse go out
+            written += len(rows) * (d_v + 1)
+        steps.append({"rows": (rows.start, rows.stop), "cols": (cols.start, cols.stop),
+                      "m": m.tolist(), "l": total.tolist(), "o": acc.tolist(),
+                      "read": read, "written": written})
+    return steps
+
+
+def naive_traffic(seq: int, d: int) -> int:
+    """Values moved between slow and fast memory by standard attention (Dao et al. 2022,
+    Algorithm 0) for seq queries and keys of width d (d_k = d_v = d): read Q and K, write S;
+    read S, write P; read P and V, write the output. 4 seq d + 4 seq^2: Theta(N d + N^2).
+
+    >>> naive_traffic(2, 1)
+    24
+    """
+    seq, d = _positive_int(seq, "seq"), _positive_int(d, "d")
+    return 4 * seq * d + 4 * seq * seq
+
+
+def tiled_traffic(seq: int, d: int, block_q: int, block_k: int, causal: bool = False) -> int:
+    """Values moved by ``tiled_attention``'s loop (d_k = d_v = d): each query block is read
+    once and its output and lse written once; every key and value block it visits is read
+    again for it. Without the mask that is 2 seq d + seq + ceil(seq / block_q) * 2 seq d;
+    with block_q = Theta(M / d) for fast memory M it is Theta(N^2 d^2 / M), the paper's
+    Theorem 2. ``causal`` skips the key blocks a query block cannot see, as the loop does.
+    ``block_k`` changes nothing without the mask and only which blocks are skipped with it.
+
+    >>> tiled_traffic(4, 1, block_q=2, block_k=4)
+    28
+    """
+    seq, d = _positive_int(seq, "seq"), _positive_int(d, "d")
+    block_q, block_k = _positive_int(block_q, "block_q"), _positive_int(block_k, "block_k")
+    keys_read = 0  # summed without listing the tiles: tiny blocks make millions of them
+    for q_start in range(0, seq, block_q):
+        keys_seen = _keys_seen(range(q_start, min(q_start + block_q, seq)), seq, seq, causal)
+        keys_read += min(-(-keys_seen // block_k) * block_k, seq)  # whole key blocks, the last shorter
+    return 2 * seq * d + seq + keys_read * 2 * d
+
+
+def fast_memory_values(block_q: int, block_k: int, d: int) -> int:
+    """Values one step of the loop holds in fast memory (d_k = d_v = d): the query block,
+    the key and value blocks, the tile of scores, the running output and the running max
+    and sum of each row: block_q d + 2 block_k d + block_q block_k + block_q d + 2 block_q.
+
+    >>> fast_memory_values(2, 2, 1)
+    16
+    """
+    block_q, block_k = _positive_int(block_q, "block_q"), _positive_int(block_k, "block_k")
+    d = _positive_int(d, "d")
+    return 2 * block_q * d + 2 * block_k * d + block_q * block_k + 2 * block_q
