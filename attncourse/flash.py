@@ -171,7 +171,9 @@ def tiled_attention(
     KV cache need). For seq_q = seq_k this is the usual causal mask; torch's
     ``scaled_dot_product_attention(is_causal=True)`` aligns top-left instead, so the two
     differ when seq_q < seq_k. Key blocks a whole query block may not see are skipped.
-    Causal with seq_q > seq_k would leave the first queries with no key: ValueError.
+    Causal with seq_q > seq_k would leave the first queries with no key: ValueError. So do
+    scores that overflow although Q and K are finite (+inf, NaN, or -inf for every key a
+    query may see), as in ``attention.scaled_dot_product_attention``.
 
     >>> Q = K = V = np.eye(3)
     >>> np.allclose(tiled_attention(Q, K, V, block_q=2, block_k=2, scale=np.log(3.0)),
