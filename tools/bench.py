@@ -635,11 +635,34 @@ def attention_memory():
         print(f"  {label:<36}{peak / 1e6:9.1f} MB {taken:7.2f} s{target}")
 
 
+SEED_SWEEP_BUDGET = 180.0  # seconds that items 12 and 13 of issue #21 may add to make test
+
+
+def seed_sweeps():
+    """Issue #21 items 12-13: the claims tests (>= 10 seeds per claim) and the checks'
+    verdicts on 50 draws of their inputs, timed as make test runs them (-n 2)."""
+    claims = sorted(str(p.relative_to(tools.ROOT)) for p in (tools.ROOT / "tests").glob("test_claims_ch*.py"))
+    checks = ["tests/test_check_seeds_ch1to3.py"] + [
+        f"tests/test_checks_ch{n}.py" for n in (4, 5, 6, 7)]
+    runs = {"claims over seeds (tests/test_claims_ch*.py)": claims,
+            "check verdicts on 50 draws of their inputs": checks + ["-k", "seeds or draws"]}
+    print("\nSeed sweeps of issue #21 (pytest -n 2)")
+    total = 0.0
+    for label, arguments in runs.items():
+        seconds = timed([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
+                         *arguments])
+        total += seconds
+        print(f"  {label:<52}{seconds:7.1f} s")
+    print(f"  {'together':<52}{total:7.1f} s  (budget {SEED_SWEEP_BUDGET:.0f} s: "
+          f"{verdict(total <= SEED_SWEEP_BUDGET)})")
+
+
 SECTIONS = {"build": build_times, "latency": latencies, "graph": graph_explorer_time,
             "convolution": convolution_explorer_time, "model": model_explorer_time,
             "training": training_time,
             "grading": grading_time, "first-explorer": first_explorer,
-            "page-weight": page_weight_figures, "attention-memory": attention_memory}
+            "page-weight": page_weight_figures, "attention-memory": attention_memory,
+            "seed-sweeps": seed_sweeps}
 
 
 def main(names=()):
