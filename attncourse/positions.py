@@ -107,8 +107,8 @@ def sinusoidal_dot_product(
 
 
 def rope_frequencies(d: int, base: float = 10000.0) -> Float[np.ndarray, " half"]:
-    """RoPE's theta_i = base**(-2i/d), i = 0 .. d/2 - 1: the angle pair (2i, 2i + 1) of a
-    query or key turns by per position (the sinusoidal table's frequencies)."""
+    """RoPE's theta_i = base**(-2i/d), i = 0 .. d/2 - 1: the angle, in radians, by which pair
+    (2i, 2i + 1) of a query or key turns per position (the sinusoidal table's frequencies)."""
     return sinusoidal_frequencies(_even_width(d, "d (the width of the queries and keys)"), base)
 
 

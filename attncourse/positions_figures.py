@@ -41,9 +41,10 @@ def offset_curve_panels(offsets, panels, ylabel: str, sharey: bool = True) -> Fi
     return fig
 
 
-def similarity_by_offset(similarity, by_offset, offsets, title: str) -> Figure:
+def similarity_by_offset(similarity, by_offset, offsets, title: str, first_position: int = 0) -> Figure:
     """Two panels: a (n, n) similarity matrix of positions as a heatmap, and beside it its
-    mean over each diagonal (by_offset (m,), at offsets (m,)) as a curve."""
+    mean over each diagonal (by_offset (m,), at offsets (m,)) as a curve. Row and column 0
+    of the matrix are position ``first_position``, and the heatmap's axes say so."""
     matrix = np.asarray(similarity, dtype=float)
     means, x = np.asarray(by_offset, dtype=float), np.asarray(offsets, dtype=float)
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or means.shape != x.shape or means.ndim != 1:
@@ -54,7 +55,9 @@ def similarity_by_offset(similarity, by_offset, offsets, title: str) -> Figure:
     fig, (left, right) = plt.subplots(1, 2, layout="constrained", figsize=(8.4, 3.6),
                                       gridspec_kw={"width_ratios": [1, 1.3]})
     # nearest: one block per position pair (a smoothed map is twice the bytes and no clearer)
-    image = left.imshow(matrix, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    last = first_position + len(matrix) - 0.5  # the axes count positions, not rows
+    image = left.imshow(matrix, cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest",
+                        extent=(first_position - 0.5, last, last, first_position - 0.5))
     left.set(xlabel="position j", ylabel="position i", title=title)
     fig.colorbar(image, ax=left, shrink=0.8)
     right.plot(x, means, lw=1.4)

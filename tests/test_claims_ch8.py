@@ -92,3 +92,21 @@ def test_relative_bias_and_rope_heads_approach_the_convolution(seed):
             out = out + scaled_dot_product_attention(queries, keys, padded @ kernel[:, :, h].T, scale=scale)[0]
         errors.append(np.abs(out - exact).max())
     assert errors[0] > 0.5 and (np.diff(errors) < 0).all() and errors[-1] < 1e-6
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_claims_hold_with_projection_biases(seed):
+    # the chapter's heads have no b_Q, b_K, b_V; neither the bag of words nor RoPE's shift
+    # invariance needs that: biases are content, the same for a word wherever it stands
+    rng = np.random.default_rng(800 + seed)
+    X = rng.standard_normal((5, 6))  # (seq, d_model)
+    (W_q, W_k, W_v), (b_q, b_k, b_v) = rng.standard_normal((3, 6, 4)), rng.standard_normal((3, 4))
+    order = rng.permutation(5)
+
+    def head(X, mask=None):
+        return scaled_dot_product_attention(X @ W_q + b_q, X @ W_k + b_k, X @ W_v + b_v, mask=mask)[0]
+
+    assert np.abs(head(X[order]) - head(X)[order]).max() < 1e-13
+    assert np.abs(head(X[order], causal_mask(5)) - head(X, causal_mask(5))[order]).max() > 1e-9
+    scores = lambda p: rope(X @ W_q + b_q, p) @ rope(X @ W_k + b_k, p).T  # (seq, seq)
+    assert np.abs(scores(np.arange(5.0) + 11.0) - scores(np.arange(5.0))).max() < 1e-11

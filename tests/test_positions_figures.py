@@ -39,6 +39,15 @@ def test_similarity_by_offset_shows_the_matrix_and_the_curve():
     assert np.allclose(curve.lines[0].get_ydata(), by_offset)
 
 
+def test_similarity_by_offset_numbers_its_axes_from_the_first_position():
+    # chapter 8 shows MiniLM's positions 1..128: the heatmap's first row must read 1, not 0
+    matrix = np.eye(4)
+    heat = similarity_by_offset(matrix, np.zeros(4), np.arange(4), "t", first_position=1).axes[0]
+    assert heat.get_xlim() == (0.5, 4.5) and heat.get_ylim() == (4.5, 0.5)
+    default = similarity_by_offset(matrix, np.zeros(4), np.arange(4), "t").axes[0]
+    assert default.get_xlim() == (-0.5, 3.5)
+
+
 def test_similarity_by_offset_refuses_a_non_square_matrix():
     with pytest.raises(ValueError, match="square similarity matrix"):
         similarity_by_offset(np.zeros((2, 3)), np.zeros(2), np.arange(2), "t")

@@ -148,8 +148,8 @@ def tune_previous_token(run, query, scale) -> str:
     on_previous = previous_token_weight(weights)
     if (on_previous >= TUNE_TARGET).all():
         return (f"every token puts at least {on_previous.min():.3f} of its attention on the token "
-                "before it. The query is the key turned back by one position, so the score peaks "
-                "at the offset -1 whatever the position: RoPE scores depend on the offset only.")
+                "before it. RoPE scores depend on the offset only, so a query whose score peaks at "
+                "the offset -1 (the key turned back by one position is one) does so at every position.")
     favourite = weights.argmax(axis=-1)[1:] - np.arange(1, TUNE_SEQ)  # (seq - 1,): offsets j - i
     if (favourite == -1).all():
         raise Failed(f"every token prefers the token before it, but only by {on_previous.min():.3f} "
