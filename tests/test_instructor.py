@@ -186,6 +186,18 @@ def test_solution_prose_in_a_kept_cell_is_a_leak():
     assert any(leak.startswith(f"{SOFTMAX}: Subtract each row") for leak in solution_leaks(nb, student))
 
 
+def test_a_hidden_test_may_import_what_the_learners_cells_import_but_no_more():
+    nb = _chapter_1()
+    hidden = _tagged(nb, SOFTMAX, "hidden-test")[0]
+    hidden.source = "from attncourse.attention import softmax\nfrom attncourse.graph import rollout_secret\n" + hidden.source
+    nb.cells[0].source += "\nfrom attncourse.attention import softmax"
+    student = make_student_notebook(nb)
+    student.cells[-1].source += "\nfrom attncourse.graph import rollout_secret"
+    leaks = solution_leaks(nb, student)
+    assert f"{SOFTMAX}: from attncourse.graph import rollout_secret" in leaks
+    assert not any("import softmax" in leak for leak in leaks)
+
+
 def test_student_refuses_unknown_labels_and_non_empty_folders(tmp_path, capsys):
     assert instructor.main(["student", "--chapters", str(CHAPTERS), "--out", str(tmp_path / "a"), "--assign", "ch1-nope"]) == 2
     assert "unknown exercise(s) ch1-nope" in capsys.readouterr().err

@@ -55,19 +55,26 @@ def _plain_heading(label: str, source: str) -> str:
     return EXERCISE_START.sub(lambda m: f"### Exercise `{label}` — {m['title'].strip()}", source)
 
 
+_IMPORT = re.compile(r"(import \S|from \S+ import \S)")
+
+
 def solution_leaks(nb, student) -> list[str]:
     """Lines of ``nb``'s solution and hidden-test cells that appear in ``student``.
 
     A line counts if it is at least 12 characters long, is not a directive fence or
     option, and is not also in the exercise's own kept cells (a stub may share the
-    solution's signature and docstring)."""
+    solution's signature and docstring) nor an import the learner's cells already make (a
+    hidden test imports what it needs, as the chapter's first cell does)."""
     text = "\n".join(_normalise(line) for cell in student.cells for line in cell.source.splitlines())
     text += "\n" + json.dumps(student.metadata)
+    public_imports = {line for cell in nb.cells if not for_instructors(cell)
+                      for line in map(_normalise, cell.source.splitlines()) if _IMPORT.match(line)}
     leaks = []
     for label in exercise_labels(nb):
         cells = [cell for cell in nb.cells if exercise_of(cell) == label]
         hidden = [cell for cell in cells if for_instructors(cell)]
-        shared = {_normalise(line) for cell in cells if cell not in hidden for line in cell.source.splitlines()}
+        shared = public_imports | {_normalise(line) for cell in cells if cell not in hidden
+                                   for line in cell.source.splitlines()}
         for cell in hidden:
             for line in map(_normalise, cell.source.splitlines()):
                 fence = re.match(r"(`{3,}|:{3,})|:[\w-]+:", line)
