@@ -122,10 +122,14 @@ def test_permuting_the_tokens_permutes_the_outputs_unless_the_mask_is_causal(see
     while np.array_equal(order, np.arange(5)):
         order = rng.permutation(5)
 
+    b_q, b_k, b_v = rng.standard_normal((3, 3))  # (d_k,) each: a bias moves with its row
+
     def head(X_s, mask=None):
-        return scaled_dot_product_attention(X_s @ W_q, X_s @ W_k, X_s @ W_v, mask=mask)[0]
+        return scaled_dot_product_attention(X_s @ W_q + b_q, X_s @ W_k + b_k, X_s @ W_v + b_v, mask=mask)[0]
 
     assert np.allclose(head(X[order]), head(X)[order])
+    not_itself = ~np.eye(5, dtype=bool)  # the same mask for both orders, and P B Pᵀ = B
+    assert np.allclose(head(X[order], not_itself), head(X, not_itself)[order])
     mask = rng.random((5, 5)) < 0.6
     mask[np.arange(5), np.arange(5)] = True  # every query sees at least itself
     assert np.allclose(head(X[order], mask[order][:, order]), head(X, mask)[order])
