@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -130,7 +131,7 @@ def online_softmax(run, candidate) -> str:
     cases = _normaliser_cases()
     for description, blocks in cases:
         what = f"online_normaliser on {description}"
-        stream = {"buffer": np.zeros((*blocks[0].shape[:-1], max(b.shape[-1] for b in blocks))),
+        stream: dict[str, Any] = {"buffer": np.zeros((*blocks[0].shape[:-1], max(b.shape[-1] for b in blocks))),
                   "changed": False, "done": False}  # (..., widest): every block passes through it
         result = run(fn, _stream(blocks, stream))  # a generator: the blocks come once
         last = stream["buffer"][..., :blocks[-1].shape[-1]]  # (..., b): the last block, if untouched

@@ -131,7 +131,7 @@ def _encode_array(value) -> dict:
     if array.nbytes > MAX_BYTES:
         return {"$opaque": f"an array of {array.nbytes} bytes, more than the grader reads"}
     data = np.ascontiguousarray(array).tobytes()
-    encoded = {"dtype": array.dtype.name, "shape": list(array.shape), "base64": base64.b64encode(data).decode()}
+    encoded: dict[str, Any] = {"dtype": array.dtype.name, "shape": list(array.shape), "base64": base64.b64encode(data).decode()}
     if isinstance(value, np.generic):
         encoded["scalar"] = True
     return {"$array": encoded}
@@ -239,7 +239,7 @@ def export(label: str, expressions: tuple[str, ...], inputs: str = INPUTS_FILE) 
     from IPython.display import display
 
     namespace = sys._getframe(1).f_globals  # the notebook's
-    record = {"schema": SCHEMA, "exercise": label, "answers": [], "missing": "", "names": {},
+    record: dict[str, Any] = {"schema": SCHEMA, "exercise": label, "answers": [], "missing": "", "names": {},
               "calls": [], "references": []}
     recorder = _Recorder(record)
     try:
@@ -283,7 +283,7 @@ class _Recorder:
         """Run the course's check of ``label`` here, only to learn which calls it makes to
         the learner's functions: its verdict is thrown away (the grader makes its own).
         One time budget for the whole check, as in the learner's own run of it."""
-        evaluate = core.CHECKS[label].__wrapped__
+        evaluate = core.CHECKS[label].__wrapped__  # type: ignore[attr-defined]  # functools.wraps sets it
 
         def run(fn, *args, name=None):
             key = functions.get(id(fn))
@@ -301,7 +301,7 @@ class _Recorder:
         core.call_with_deadline(lambda: _quietly(self.outcome, key, fn, args, kwargs), core.time_budget(None))
 
     def outcome(self, key: str, fn, args: tuple, kwargs: dict) -> tuple[Any, dict]:
-        entry = {"function": key, "args": digest(args, kwargs), "outcome": {"stopped": core.time_budget(None)}}
+        entry: dict[str, Any] = {"function": key, "args": digest(args, kwargs), "outcome": {"stopped": core.time_budget(None)}}
         self.record["calls"].append(entry)  # "stopped" stays if the budget runs out in the call
         copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
         with _ReferenceWatcher(fn) as watcher:
@@ -387,7 +387,7 @@ def discover(label: str, source: str) -> None:
     from IPython.display import display
 
     namespace = sys._getframe(1).f_globals
-    found = {"modules": {}, "values": [], "calls": []}
+    found: dict[str, Any] = {"modules": {}, "values": [], "calls": []}
     scope = dict(namespace)
     for name in free_names(source):
         if name not in namespace or name == "check":

@@ -194,7 +194,7 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
             km.kill_sandbox()
             with contextlib.suppress(BaseException):
                 await running
-            raise clock.exception()
+            raise clock.exception()  # type: ignore[misc]  # checked not None above
         return running.result()
 
     try:

@@ -127,7 +127,7 @@ def read_leniently(path: Path):
             continue
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
-        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        metadata: dict = cell["metadata"] if isinstance(cell.get("metadata"), dict) else {}
         tags = metadata.get("tags")
         metadata = {**metadata, "tags": [str(t) for t in tags] if isinstance(tags, list) else []}
         if cell["cell_type"] == "code":
@@ -139,8 +139,8 @@ def read_leniently(path: Path):
         else:
             made = nbformat.v4.new_raw_cell(source, metadata=metadata)
         cells.append(made)
-    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    return nbformat.v4.new_notebook(cells=cells, metadata=metadata)
+    notebook_metadata = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    return nbformat.v4.new_notebook(cells=cells, metadata=notebook_metadata)
 
 
 # ---------------------------------------------------------------------------------------
@@ -219,7 +219,7 @@ def _grade_exercise(run: _Run, label: str, course: Course) -> tuple[str, str, st
     placed = next((p for p in run.placed if p.label == label), None)
     if placed is None:
         return ERROR, "the course's chapters have no check cell for this exercise", ""
-    stopped = run.execution.stopped_in
+    stopped = run.execution.stopped_in if run.execution is not None else None
     if stopped is not None and stopped <= placed.index:
         return CRASHED, run.problem, placed.note
     record, problem = _record(run, placed)
@@ -400,7 +400,8 @@ def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None =
     if unknown:
         raise ValueError(f"unknown exercise(s) {', '.join(unknown)}; the chapters have: {', '.join(order)}")
     wanted = set(assign or order)
-    checks_cells, hidden = {}, {}
+    checks_cells: dict[str, nbformat.NotebookNode] = {}
+    hidden: dict[str, list[str]] = {}
     for nb in sources.values():
         for cell in nb.cells:
             label = exercise_of(cell)
@@ -411,8 +412,8 @@ def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None =
     inputs = hidden_inputs(sources, set(hidden), cache)
     exercises = {label: exercise_of_course(label, checks_cells[label], inputs.get(label, {}))
                  for label in order if label in checks_cells}
-    sources = frozenset(c.source.strip() for nb in sources.values() for c in nb.cells if c.cell_type == "code")
-    return Course(order, exercises, hidden, inputs, sources)
+    course_code = frozenset(c.source.strip() for nb in sources.values() for c in nb.cells if c.cell_type == "code")
+    return Course(order, exercises, hidden, inputs, course_code)
 
 
 def grade_submissions(

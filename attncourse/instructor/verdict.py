@@ -11,6 +11,7 @@ call the notebook did not record is not a pass or a fail: the exercise needs rev
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib
 import threading
 import types
@@ -67,14 +68,19 @@ class Replay:
         raise error
 
 
+def _answer_function(replay: Replay, index: int, name: str):
+    """The learner's function that was answer ``index`` of a check, replayed."""
+    return replay.function(f"answer:{index}", name)
+
+
 def judge_check(label: str, record: dict) -> core.Result:
     """The course's check of ``label`` on the recorded answers."""
     if record.get("missing"):
         return core.Result(label, core.FAILED, f"the check cell raised {str(record['missing'])[:300]}")
     replay = Replay(record)
-    answers = [wire.decode(answer, functions=lambda name, i=i: replay.function(f"answer:{i}", name))
+    answers = [wire.decode(answer, functions=functools.partial(_answer_function, replay, i))
                for i, answer in enumerate(record.get("answers", []))]
-    evaluate = checks.CHECKS[label].__wrapped__
+    evaluate = checks.CHECKS[label].__wrapped__  # the check undecorated
     with _ONE_AT_A_TIME:
         predict.forget_misses()  # the learner's misses are in the record, not in this process
         return core._evaluate(label, "check", evaluate, answers, JUDGE_TIMEOUT)
