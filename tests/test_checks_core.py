@@ -53,7 +53,7 @@ def pair_check():
     def pair(run, answer):
         result = run(checks.expect_function(answer, "pair"))
         if not isinstance(result, tuple) or len(result) != 2:
-            raise checks.Failed(f"expected a pair, got {core._short_repr(result)}")
+            raise checks.Failed(f"expected a pair, got {core.short_repr(result)}")
         return f"a pair whose first item has {result[0].size} numbers"
 
     return pair

@@ -8,11 +8,11 @@ from attncourse.attention import causal_mask, scaled_dot_product_attention
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _show,
-    _type_name,
     exercise,
     expect_array,
     expect_function,
+    show,
+    type_name,
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.positions import rope as _rope
@@ -100,8 +100,8 @@ def rope(run, candidate) -> str:
         for mistake, message in _rope_mistakes(X, kwargs):
             if mistake is not None and np.allclose(output, mistake, rtol=1e-9, atol=1e-12):
                 raise Failed(f"rope on {description}: {message}")
-        raise Failed(f"rope on {description}: row 1 is {_show(output[..., 1, :].reshape(-1)[:6])}..., "
-                     f"expected {_show(expected[..., 1, :].reshape(-1)[:6])}.... Hint: theta_i = "
+        raise Failed(f"rope on {description}: row 1 is {show(output[..., 1, :].reshape(-1)[:6])}..., "
+                     f"expected {show(expected[..., 1, :].reshape(-1)[:6])}.... Hint: theta_i = "
                      "base**(-2i/d); pair (2i, 2i+1) of row p turns by positions[p] * theta_i.")
     return (f"your rope agrees with the course's on {len(cases)} problems (default and given "
             "positions, a batch of heads, several bases) and leaves X as it was.")
@@ -135,12 +135,12 @@ def tune_previous_token(run, query, scale) -> str:
     if query is None or scale is None:
         raise NotImplementedYet("set query (4 numbers) and scale.")
     if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.number)):
-        raise Failed(f"scale should be one number, got {_type_name(scale)}.")
+        raise Failed(f"scale should be one number, got {type_name(scale)}.")
     q = expect_array(query, (4,), "query")
     if np.array_equal(q, TUNE_KEY) and float(scale) == 1.0:
         raise NotImplementedYet("query and scale are still the stub's: change them.")
     if not (np.isfinite(q).all() and np.isfinite(scale) and scale > 0):
-        raise Failed(f"query must be finite and scale a finite number > 0; got {_show(q)} and {scale}.")
+        raise Failed(f"query must be finite and scale a finite number > 0; got {show(q)} and {scale}.")
     if not 0 < float(scale) <= 1e3 or np.abs(q).max() > 1e3:
         raise Failed("keep the scale and the query's entries within 1000: a head that sharp could "
                      "never be trained (chapter 6's tune exercise says why).")

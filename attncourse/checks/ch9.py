@@ -12,10 +12,10 @@ import numpy as np
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
-    _short_repr,
-    _type_name,
     exercise,
     expect_function,
+    short_repr,
+    type_name,
 )
 from attncourse.checks.predict import predict_exercise
 from attncourse.flash import fast_memory_values, tiled_traffic
@@ -109,7 +109,7 @@ def _as_pair(value, shape, what):
         m, total = value
         m, total = (np.asarray(v, dtype=np.float64) for v in (m, total))
     except Exception:  # noqa: BLE001  a learner's object may refuse unpacking or conversion
-        raise Failed(f"{what} returned {_short_repr(value)}; expected a pair (m, l) of arrays.") from None
+        raise Failed(f"{what} returned {short_repr(value)}; expected a pair (m, l) of arrays.") from None
     for name, v in (("m", m), ("l", total)):
         if v.shape != shape:
             raise Failed(f"{what}: {name} has shape {v.shape}, expected {shape} (one number per row).")
@@ -203,8 +203,8 @@ def tune_blocks(run, block_q, block_k) -> str:
         raise NotImplementedYet(f"the blocks are still the starting {TUNE_START}: change them.")
     for name, value in (("block_q", block_q), ("block_k", block_k)):
         if not _is_count(value) or value < 1:
-            raise Failed(f"{name} must be a positive whole number, got {_type_name(value)} "
-                         f"{_short_repr(value)}.")
+            raise Failed(f"{name} must be a positive whole number, got {type_name(value)} "
+                         f"{short_repr(value)}.")
     block_q, block_k = int(block_q), int(block_k)
     if block_k < TUNE_MIN_BLOCK_K:
         raise Failed(f"block_k = {block_k} is below {TUNE_MIN_BLOCK_K}, the smallest tile the "

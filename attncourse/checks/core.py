@@ -359,6 +359,3 @@ def type_name(value) -> str:
         return f"an array of shape {value.shape}"
     return f"a {type(value).__name__}"
 
-
-# The names these helpers had before they were public, for code written against them.
-_describe, _show, _short_repr, _type_name = describe, show, short_repr, type_name
