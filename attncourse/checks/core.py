@@ -358,4 +358,3 @@ def type_name(value) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
     return f"a {type(value).__name__}"
-
