@@ -78,7 +78,7 @@ def test_the_copy_head_is_exact_and_the_best_7_tap_filter_is_no_better_than_zero
     fit, *_ = np.linalg.lstsq(windows, target[:, :1].reshape(-1), rcond=None)
     conv_error = np.mean((windows @ fit - target[:, :1].reshape(-1)) ** 2)
     predict_zero = np.mean(target[:, 0] ** 2)
-    assert abs(conv_error - predict_zero) < 0.01 * predict_zero
+    assert abs(conv_error - predict_zero) < 0.02 * predict_zero  # 0.15%-0.94% over 20 seeds
 
 
 def errors_and_factor_1d(seed):
