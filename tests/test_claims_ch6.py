@@ -78,7 +78,7 @@ def test_the_copy_head_is_exact_and_the_best_7_tap_filter_is_no_better_than_zero
     fit, *_ = np.linalg.lstsq(windows, target[:, :1].reshape(-1), rcond=None)
     conv_error = np.mean((windows @ fit - target[:, :1].reshape(-1)) ** 2)
     predict_zero = np.mean(target[:, 0] ** 2)
-    assert abs(conv_error - predict_zero) < 0.01 * predict_zero
+    assert abs(conv_error - predict_zero) < 0.02 * predict_zero  # 0.15%-0.94% over 20 seeds
 
 
 def errors_and_factor_1d(seed):
@@ -104,7 +104,7 @@ def test_the_error_falls_like_exp_minus_alpha_with_a_larger_factor_in_2d(seed):
     assert errors[0] > 1.0 and (np.diff(errors) < 0).all() and errors[-1] < 1e-14
     assert 0.9 < np.log(errors[3] / errors[4]) / (alphas[4] - alphas[3]) < 1.1
     factor_1d = errors[3] * np.exp(alphas[3])
-    assert 5 < factor_1d < 30
+    assert 5 < factor_1d < 40  # 6.4 to 35 over 300 seeds: 30 fails 2% of them
     alphas_2d, errors_2d_ = errors_2d(seed)
     assert errors_2d_[0] > 1.0 and (np.diff(errors_2d_) < 0).all() and errors_2d_[-1] < 1e-13
     assert 0.9 < np.log(errors_2d_[2] / errors_2d_[3]) / (alphas_2d[3] - alphas_2d[2]) < 1.1
