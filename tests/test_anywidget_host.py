@@ -122,7 +122,7 @@ def test_an_anywidget_model_gives_its_saved_traits():
     assert state == saved["m1"]["state"]
 
 
-# The course's widget modules, as their pages save them (attncourse/esm.py).
+# The course's widget modules, as their pages save them (attncourse/explorers/esm.py).
 COURSE_MODULES = ["attention_explorer.js", "graph_explorer.js", "conv_explorer.js", "model_explorer.js",
                   "answer_box.js"]
 
