@@ -6,7 +6,7 @@ import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FOLDERS = ["", "attncourse", "attncourse/explorers", "attncourse/checks",
-           "attncourse/instructor", "tests", "tests/browser", "tools", "site_static"]
+           "attncourse/instructor", "tests", "tests/browser", "tools", "site_static", "site_ext"]
 
 
 def named_files():
