@@ -8,8 +8,15 @@ the book shows it, a tight PNG scaled down to a 358 px column.
 import numpy as np
 import pytest
 
-from attncourse import (convolution_figures, flash_figures, graph_figures, multihead_figures,
-                        plotting, positions_figures, pretrained_figures)
+from attncourse import (
+    convolution_figures,
+    flash_figures,
+    graph_figures,
+    multihead_figures,
+    plotting,
+    positions_figures,
+    pretrained_figures,
+)
 from tools.figure_legibility import LEGIBLE_PX, smallest_text_px
 
 RNG = np.random.default_rng(0)
