@@ -86,6 +86,8 @@ def attention_panels(scores, weights, output, tokens, dims=None) -> Figure:
     _draw_heatmap(axes[1], weights, tokens, tokens, "attention weights (rows sum to 1)",
                   "Blues", 2, 0.0, 1.0)
     _draw_heatmap(axes[2], output, tokens, dims, "context vectors", "Oranges", 2, None, None)
+    if max(len(str(d)) for d in dims) > 4:  # names wider than a cell would overlap
+        axes[2].tick_params(axis="x", labelrotation=90)
     axes[0].set_ylabel("query token")
     plt.close(fig)
     return fig

@@ -38,8 +38,8 @@ CASES = {
     "annotated_heatmap": lambda: plotting.annotated_heatmap(
         RNG.normal(size=(6, 6)), TOKENS, TOKENS, title="similarity scores  S = X Xᵀ"),
     "attention_panels": lambda: plotting.attention_panels(
-        RNG.normal(size=(6, 6)), _rows(6, 6), RNG.normal(size=(6, 4)), TOKENS,
-        dims=["animal", "furniture", "action", "place"]),
+        RNG.normal(size=(6, 6)), _rows(6, 6), RNG.normal(size=(6, 5)), TOKENS,
+        dims=["thing", "person", "pronoun", "sport", "action"]),  # chapter 1's names
     "scaling_panels": lambda: plotting.scaling_panels(
         *(np.geomspace(1, 512, 10) for _ in range(3)), np.linspace(0.2, 1, 10),
         np.linspace(0.2, 0.4, 10)),
