@@ -23,15 +23,15 @@ def head_weight_rows(rows, offsets, deltas, alphas) -> Figure:
             f"rows must be (n_alphas, K, n_keys) = ({len(alphas)}, {len(deltas)}, "
             f"{len(offsets)}), got shape {rows.shape}"
         )
-    fig, axes = plt.subplots(1, len(alphas), squeeze=False, sharey=True, layout="constrained",
-                             figsize=(0.6 + 2.6 * len(alphas), 2.8))
-    for ax, panel, alpha in zip(axes[0], rows, alphas):
+    fig, axes = plt.subplots(len(alphas), 1, squeeze=False, sharex=True, layout="constrained",
+                             figsize=(4.6, 0.4 + 2.4 * len(alphas)))  # stacked for phones
+    for ax, panel, alpha in zip(axes[:, 0], rows, alphas):
         for weights, delta in zip(panel, deltas):
             ax.plot(offsets, weights, marker="o", markersize=3, label=f"Δ = {delta:+d}")
-        ax.set(title=f"alpha = {alpha:g}", xlabel="key offset j - i", ylim=(-0.05, 1.05))
+        ax.set(title=f"alpha = {alpha:g}", ylabel="weight", ylim=(-0.05, 1.05))
         ax.set_xticks(offsets)
         ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("weight")
-    axes[0, -1].legend(fontsize=8, loc="upper right")
+    axes[-1, 0].set_xlabel("key offset j - i")
+    axes[-1, 0].legend(fontsize=9, loc="upper right")
     plt.close(fig)
     return fig

@@ -8,6 +8,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from attncourse.plotting import PHONE_WIDTH_IN
+
 __all__ = ["memory_bars", "tile_schedule", "traffic_lines"]
 
 
@@ -21,7 +23,7 @@ def traffic_lines(seqs, series, title="") -> Figure:
     if seqs.ndim != 1 or not curves or any(y.shape != seqs.shape for y in curves.values()):
         raise ValueError(f"need 1-D sequence lengths and one count per length for each curve, got "
                          f"{seqs.shape} and { {label: y.shape for label, y in curves.items()} }")
-    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(PHONE_WIDTH_IN, 3.8), layout="constrained")
     for (label, y), style in zip(curves.items(), ("-o", "-s", "-^", "-v", "-d")):
         ax.plot(seqs, y, style, label=label, markersize=4)
     ax.set(xscale="log", yscale="log", xlabel="sequence length N",
@@ -29,7 +31,7 @@ def traffic_lines(seqs, series, title="") -> Figure:
     ax.set_xticks(seqs, labels=[f"{int(n):,}" for n in seqs])
     ax.minorticks_off()
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     plt.close(fig)
     return fig
 
@@ -43,10 +45,10 @@ def memory_bars(peaks, title="") -> Figure:
         raise ValueError(f"need at least one non-negative peak in bytes, got {peaks!r}")
     labels = list(peaks)
     megabytes = [peaks[label] / 1e6 for label in labels]
-    fig, ax = plt.subplots(figsize=(6.4, 0.6 + 0.55 * len(labels)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(PHONE_WIDTH_IN, 0.6 + 0.55 * len(labels)), layout="constrained")
     ax.barh(range(len(labels)), megabytes, color="tab:blue")
     for i, value in enumerate(megabytes):
-        ax.text(value, i, f" {value:.1f} MB", va="center", fontsize=9)
+        ax.text(value, i, f" {value:.1f} MB", va="center", fontsize=10)
     ax.set_yticks(range(len(labels)), labels=labels)
     ax.invert_yaxis()
     ax.set_xlim(0, 1.25 * max(megabytes))

@@ -31,7 +31,7 @@ def attention_graph_panels(weight_matrices, tokens, titles, threshold=0.02, ncol
             f"need one title per matrix and matrices of shape (seq, seq) = ({seq}, {seq}), got "
             f"{len(titles)} titles and shapes {[m.shape for m in matrices]}"
         )
-    ncols = len(matrices) if ncols is None else ncols
+    ncols = 1 if ncols is None else ncols  # one graph per row: a row of two is too wide for a phone
     nrows = -(-len(matrices) // ncols)
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
                              figsize=(3.6 * ncols, 0.5 + 0.36 * seq * nrows))
@@ -61,8 +61,8 @@ def _draw_bipartite(ax, weights, tokens, threshold):
     for k, token in enumerate(tokens):
         ax.text(-0.08, y[k], str(token), ha="right", va="center", fontsize=9)
         ax.text(1.08, y[k], str(token), ha="left", va="center", fontsize=9)
-    ax.text(0.0, 0.9, "read", ha="center", va="bottom", fontsize=8, color="0.3")
-    ax.text(1.0, 0.9, "reader", ha="center", va="bottom", fontsize=8, color="0.3")
+    ax.text(0.0, 0.9, "read", ha="center", va="bottom", fontsize=9, color="0.3")
+    ax.text(1.0, 0.9, "reader", ha="center", va="bottom", fontsize=9, color="0.3")
     ax.set(xlim=(-0.75, 1.75), ylim=(-seq + 0.4, 1.5))
     ax.axis("off")
 
@@ -78,10 +78,10 @@ def eigenvalue_panels(eigenvalue_sets, titles) -> Figure:
             f"need one 1-D array of eigenvalues per title, got {len(titles)} titles and "
             f"shapes {[e.shape for e in sets]}"
         )
-    fig, axes = plt.subplots(1, len(sets), squeeze=False, layout="constrained",
-                             figsize=(3.4 * len(sets), 3.4))
+    fig, axes = plt.subplots(len(sets), 1, squeeze=False, layout="constrained",
+                             figsize=(3.6, 3.4 * len(sets)))  # stacked for phones
     circle = np.exp(1j * np.linspace(0, 2 * np.pi, 200))
-    for ax, values, title in zip(axes[0], sets, titles):
+    for ax, values, title in zip(axes[:, 0], sets, titles):
         ax.plot(circle.real, circle.imag, color="0.8", lw=1)
         ax.axhline(0, color="0.85", lw=0.8)
         ax.axvline(0, color="0.85", lw=0.8)
@@ -91,7 +91,7 @@ def eigenvalue_panels(eigenvalue_sets, titles) -> Figure:
                    label="complex", zorder=3)
         ax.set(xlim=(-1.15, 1.15), ylim=(-1.15, 1.15), aspect="equal", title=title,
                xlabel="real part", ylabel="imaginary part")
-        ax.legend(loc="lower left", fontsize=8)
+        ax.legend(loc="lower left", fontsize=9)
     plt.close(fig)
     return fig
 

@@ -11,7 +11,7 @@ __all__ = ["ablation_bars", "head_attention_rows"]
 
 
 def head_attention_rows(weights, words, titles) -> Figure:
-    """One query's attention in several sentences, one panel per head, side by side.
+    """One query's attention in several sentences, one panel per head, stacked (for phones).
 
     weights (n_heads, n_sentences, seq): row s of panel h is head h's weights of the query
     in sentence s; words (n_sentences, seq): the tokens, written in the cells with the
@@ -24,19 +24,17 @@ def head_attention_rows(weights, words, titles) -> Figure:
             f"title per head, got {weights.shape}, {np.shape(words)} and {len(titles)} titles"
         )
     n_heads, n_sentences, seq = weights.shape
-    fig, axes = plt.subplots(1, n_heads, squeeze=False, layout="constrained",
-                             figsize=(0.6 + n_heads * 0.85 * seq, 0.9 + 0.45 * n_sentences))
-    for ax, head, title in zip(axes[0], weights, titles):
+    fig, axes = plt.subplots(n_heads, 1, squeeze=False, layout="constrained",
+                             figsize=(1.4 + 0.55 * seq, n_heads * (0.9 + 0.45 * n_sentences)))
+    for ax, head, title in zip(axes[:, 0], weights, titles):
         image = ax.imshow(head, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
         for (i, j), value in np.ndenumerate(head):
-            ax.text(j, i, f"{words[i][j]}\n{value:.2f}", ha="center", va="center", fontsize=7,
+            ax.text(j, i, f"{words[i][j]}\n{value:.2f}", ha="center", va="center", fontsize=9,
                     color="white" if value > 0.5 else "black")
-        ax.set_xticks(range(seq), labels=[str(j) for j in range(seq)], fontsize=8)
-        ax.set_xlabel("position", fontsize=8)
-        ax.set_yticks(range(n_sentences), labels=[f"sentence {i}" for i in range(n_sentences)], fontsize=8)
+        ax.set_xticks(range(seq), labels=[str(j) for j in range(seq)])
+        ax.set_xlabel("position")
+        ax.set_yticks(range(n_sentences), labels=[f"sentence {i}" for i in range(n_sentences)])
         ax.set_title(title, fontsize=10)
-    for ax in axes[0][1:]:
-        ax.tick_params(labelleft=False)
     fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
     plt.close(fig)
     return fig
@@ -60,11 +58,11 @@ def ablation_bars(losses, head_labels, intact, bound, title="") -> Figure:
     positions = np.arange(len(head_labels))
     for k, (kind, values) in enumerate(series.items()):
         bars = ax.bar(positions + (k - (len(series) - 1) / 2) * width, values, width, label=f"{kind} ablation")
-        ax.bar_label(bars, fmt="%.3f", fontsize=8)
+        ax.bar_label(bars, fmt="%.3f", fontsize=9)
     ax.axhline(bound, color="0.3", linestyle="--", lw=1, label=f"one-head lower bound {bound:.3f}")
     ax.axhline(intact, color="tab:green", lw=1, label=f"all heads {intact:.3f}")
     ax.set_xticks(positions, labels=list(head_labels))
     ax.set(ylabel="mean squared error at the verb", title=title)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     plt.close(fig)
     return fig

@@ -21,6 +21,11 @@ __all__ = [
     "scaling_panels",
 ]
 
+# A phone's content column is about 358 CSS px and the book scales a wider figure down to
+# it: a figure wider than about 4.8 inches (at its own dpi) shrinks a 9 pt text below 9 px
+# (9 pt * 358 px / (72 px/inch * 9 px) = 4.97 inches, less the tight bounding box's padding).
+PHONE_WIDTH_IN = 4.6
+
 
 def _check_labels(values, row_labels, col_labels):
     if values.ndim != 2:
@@ -58,7 +63,7 @@ def annotated_heatmap(values, row_labels, col_labels, title="", cmap="Blues",
     values (n_rows, n_cols); row_labels, col_labels: sequences of the matching lengths.
     """
     values = np.asarray(values, dtype=float)
-    fig, ax = plt.subplots(figsize=(1.0 + 0.8 * max(values.shape[-1], 2),
+    fig, ax = plt.subplots(figsize=(1.0 + 0.6 * max(values.shape[-1], 2),
                                     0.8 + 0.6 * max(values.shape[0], 2)),
                            layout="constrained")
     image = _draw_heatmap(ax, values, row_labels, col_labels, title, cmap, decimals, vmin, vmax)
@@ -75,12 +80,14 @@ def attention_panels(scores, weights, output, tokens, dims=None) -> Figure:
     """
     output = np.asarray(output, dtype=float)
     dims = dims if dims is not None else [f"d{k}" for k in range(output.shape[-1])]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained",
-                             gridspec_kw={"width_ratios": [1, 1, max(len(dims), 3) / 3]})
+    # stacked, not side by side: a phone shows a figure no wider than about 5 inches legibly
+    fig, axes = plt.subplots(3, 1, figsize=(4.6, 9.6), layout="constrained")
     _draw_heatmap(axes[0], scores, tokens, tokens, "similarity scores", "Greys", 2, None, None)
     _draw_heatmap(axes[1], weights, tokens, tokens, "attention weights (rows sum to 1)",
                   "Blues", 2, 0.0, 1.0)
     _draw_heatmap(axes[2], output, tokens, dims, "context vectors", "Oranges", 2, None, None)
+    if max(len(str(d)) for d in dims) > 4:  # names wider than a cell would overlap
+        axes[2].tick_params(axis="x", labelrotation=90)
     axes[0].set_ylabel("query token")
     plt.close(fig)
     return fig
@@ -96,7 +103,7 @@ def scaling_panels(dims, raw_std, scaled_std, raw_max_weight, scaled_max_weight)
     if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1:
         raise ValueError(f"expected 1-D arrays of one length, got {[a.shape for a in arrays]}")
     dims, raw_std, scaled_std, raw_max, scaled_max = arrays
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    fig, (left, right) = plt.subplots(2, 1, figsize=(5.0, 7.0), layout="constrained")  # stacked for phones
     left.plot(dims, raw_std, "o-", label=r"$q \cdot k$")
     left.plot(dims, scaled_std, "s-", label=r"$q \cdot k / \sqrt{d}$")
     left.set(xscale="log", yscale="log", xlabel="dimension d",
@@ -116,8 +123,9 @@ def heatmap_panels(matrices, row_labels, col_labels, titles, cmap="Blues", decim
                    vmin=None, vmax=None, ncols=None) -> Figure:
     """Several matrices of one shape in a grid, e.g. before / after, or two cases.
 
-    matrices: sequence of (n_rows, n_cols) arrays, one per title, ``ncols`` panels per
-    row of the grid (default: all in one row). ``decimals=None`` leaves the numbers out
+    matrices: sequence of (n_rows, n_cols) arrays, one per title, at most ``ncols`` panels
+    per row of the grid (default: all in one row), fewer where a row would be wider than
+    a phone shows legibly (PHONE_WIDTH_IN). ``decimals=None`` leaves the numbers out
     (for large matrices). Given vmin and vmax, all panels share one colour scale and a
     colour bar. Row labels are written on the first panel of each grid row only.
     """
@@ -127,10 +135,11 @@ def heatmap_panels(matrices, row_labels, col_labels, titles, cmap="Blues", decim
             f"need one title per matrix and matrices of one shape, got {len(titles)} titles "
             f"and shapes {[m.shape for m in matrices]}"
         )
-    ncols = len(matrices) if ncols is None else ncols
-    nrows = -(-len(matrices) // ncols)
     n_rows, n_cols = matrices[0].shape
     cell = 0.2 if decimals is None else 0.5  # inches per cell: numbers need room
+    fits = max(1, int((PHONE_WIDTH_IN - 1.2) // (0.3 + cell * n_cols)))
+    ncols = min(len(matrices) if ncols is None else ncols, fits)
+    nrows = -(-len(matrices) // ncols)
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
                              figsize=(1.2 + ncols * (0.3 + cell * n_cols),
                                       nrows * (1.0 + cell * n_rows)))
@@ -154,8 +163,8 @@ def _draw_unlabelled(ax, values, row_labels, col_labels, title, cmap, vmin, vmax
     _check_labels(values, row_labels, col_labels)
     image = ax.imshow(values, cmap=cmap, vmin=vmin, vmax=vmax)
     ax.set_xticks(range(values.shape[1]), labels=[str(c) for c in col_labels],
-                  rotation=90, fontsize=8)
-    ax.set_yticks(range(values.shape[0]), labels=[str(r) for r in row_labels], fontsize=8)
+                  rotation=90, fontsize=9)
+    ax.set_yticks(range(values.shape[0]), labels=[str(r) for r in row_labels], fontsize=9)
     ax.set_title(title, fontsize=10)
     return image
 
@@ -176,9 +185,9 @@ def embedding_arrows(snapshots, labels, titles, highlight=()) -> Figure:
     reach = 1.15 * max(np.abs(s).max() for s in snapshots)
     colours = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"])
     colour = {word: next(colours) if word in highlight else "0.6" for word in labels}
-    fig, axes = plt.subplots(1, len(snapshots), squeeze=False, layout="constrained",
-                             figsize=(4.2 * len(snapshots), 4.2))
-    for ax, points, title in zip(axes[0], snapshots, titles):
+    fig, axes = plt.subplots(len(snapshots), 1, squeeze=False, layout="constrained",
+                             figsize=(4.4, 4.2 * len(snapshots)))  # stacked for phones
+    for ax, points, title in zip(axes[:, 0], snapshots, titles):
         for word, (x, y) in zip(labels, points):
             ax.annotate("", xy=(x, y), xytext=(0, 0),
                         arrowprops=dict(arrowstyle="->", color=colour[word], lw=2))
@@ -204,7 +213,7 @@ def line_chart(x, series, xlabel, ylabel, title="", yscale="linear") -> Figure:
             f"need a 1-D x and curves of its length, got x {x.shape} and "
             f"{ {label: y.shape for label, y in curves.items()} }"
         )
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(PHONE_WIDTH_IN, 3.4), layout="constrained")
     for label, y in curves.items():
         ax.plot(x, y, label=label)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title, yscale=yscale)
@@ -233,15 +242,16 @@ def attention_vs_intended(weights, intended, words, title="") -> Figure:
             f"{weights.shape}, {intended.shape} and {np.shape(words)}"
         )
     n_rows, seq = weights.shape
-    fig, ax = plt.subplots(figsize=(1.0 + 0.95 * seq, 0.8 + 0.5 * n_rows), layout="constrained")
+    fig, ax = plt.subplots(figsize=(1.4 + 0.55 * seq, 0.8 + 0.5 * n_rows), layout="constrained")
     image = ax.imshow(weights, cmap="Blues", vmin=0.0, vmax=1.0, aspect="auto")
     for (i, j), value in np.ndenumerate(weights):
-        ax.text(j, i, f"{words[i][j]}\n{value:.2f}", ha="center", va="center", fontsize=8,
+        ax.text(j, i, f"{words[i][j]}\n{value:.2f}", ha="center", va="center", fontsize=9,
                 color="white" if value > 0.5 else "black")
     for i, j in enumerate(intended):
         ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=2))
-    ax.set_xticks(range(seq), labels=[f"position {j}" for j in range(seq)], fontsize=8)
-    ax.set_yticks(range(n_rows), labels=[f"sentence {i}" for i in range(n_rows)], fontsize=8)
+    ax.set_xticks(range(seq), labels=[str(j) for j in range(seq)])
+    ax.set_xlabel("position")
+    ax.set_yticks(range(n_rows), labels=[f"sentence {i}" for i in range(n_rows)])
     ax.set_title(title)
     fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
     plt.close(fig)
