@@ -26,7 +26,7 @@ def png_width(fig: Figure) -> int:
 def text_sizes_px(fig: Figure, column_px: float = PHONE_COLUMN_PX) -> list[tuple[float, str]]:
     """(CSS px, text) for every visible, non-empty text of ``fig`` in a ``column_px`` column."""
     scale = min(1.0, column_px / png_width(fig)) * fig.dpi / 72
-    return sorted((text.get_fontsize() * scale, text.get_text())
+    return sorted((float(text.get_fontsize()) * scale, text.get_text())
                   for text in fig.findobj(Text)
                   if text.get_visible() and text.get_text().strip() and _drawn(text))
 
