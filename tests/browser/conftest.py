@@ -197,8 +197,8 @@ KNOWN_FAILURES = {
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        test = f"{item.path.name}::{item.originalname}"
+    for item in items:  # every item of the session (doctests too): only the browser tests match
+        test = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
         pages = KNOWN_FAILURES.get(test, ())
         if any(page in item.name for page in pages):
             item.add_marker(pytest.mark.xfail(reason="known failure after the 2026-11-25 integration "
