@@ -30,7 +30,7 @@ serve: book
 # Everything: lint and types, the build, every pytest test (unit, doctests, packaging,
 # browser), the chapters in "solved" mode and the student version in "student" mode.
 test: lint typecheck book system-packages
-	$(BIN)/pytest -n 2 --dist loadgroup tests attncourse
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=30 tests attncourse
 	$(MAKE) --no-print-directory notebooks test-student
 
 # The unit tests and doctests in seconds: no book, no browser, no clean-venv install.

@@ -91,6 +91,12 @@ def _cells(nb, label, role):
     return [cell for cell in nb.cells if exercise_of(cell) == label and role_of(cell) == role]
 
 
+def run_in_own_thread(coroutine):
+    """asyncio.run in a thread of its own: another test of this worker may leave a loop running."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, coroutine).result()
+
+
 def submission(softmax=STUB, prediction=STUB, before=""):
     """A learner's notebook in the student format: ch1's stubs and checks for the two
     assigned exercises, filled in; ``before``: a cell of their own before the exercises."""
@@ -903,8 +909,7 @@ def test_grade_works_where_an_event_loop_is_already_running(tmp_path):
     async def grade_inside_a_loop():
         return grade_submissions(submissions, ROOT / "chapters", assign=[SOFTMAX], time_limit=60.0)
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as thread:
-        grades, _ = thread.submit(asyncio.run, grade_inside_a_loop()).result()
+    grades, _ = run_in_own_thread(grade_inside_a_loop())
     assert [g.status for g in grades] == [PASSED]
 
 
@@ -941,5 +946,5 @@ def test_the_time_limit_counts_processor_time_not_waiting():
 
     started = time.monotonic()
     with pytest.raises(grading_execution._OutOfTime):  # no process: only the wall-clock backstop
-        asyncio.run(grading_execution._watch_the_clock(Stuck(), 0.5, started))
+        run_in_own_thread(grading_execution._watch_the_clock(Stuck(), 0.5, started))
     assert time.monotonic() - started >= grading_execution.WALL_CLOCK_FACTOR * 0.5
