@@ -15,6 +15,7 @@ from attncourse.checks.core import (
     type_name,
 )
 from attncourse.checks.predict import predict_exercise
+from attncourse.checks.tune import Readout, tune_readout_goal
 from attncourse.positions import rope as _rope
 from attncourse.positions import sinusoidal_positions
 
@@ -128,6 +129,26 @@ def previous_token_weight(weights: np.ndarray) -> np.ndarray:
     return np.diagonal(weights, offset=-1)
 
 
+def readouts_at(offset: int, scale: float) -> dict[str, float]:
+    """The tune explorer's readout at a setting: its query is the key turned by ``offset``
+    positions (PositionExplorer's RoPE head), the least weight on the previous token."""
+    query = _rope(TUNE_KEY[None], [float(offset)], TUNE_BASE)[0]  # (4,)
+    return {"previous_weight": float(previous_token_weight(tuning_weights(query, scale)).min())}
+
+
+TUNE_TOKENS = ("word",) * TUNE_SEQ  # the same word eight times: only positions differ
+
+goal_previous_token = tune_readout_goal(
+    "ch8-tune-previous-token",
+    "Make every token after the first put at least 0.9 of its attention on the token before it.",
+    settings=("offset", "scale"),
+    conditions=(Readout("previous_weight", "least weight on the previous token", ">=", TUNE_TARGET),),
+    fixed={"encoding": "rope", "tokens": list(TUNE_TOKENS), "d": 4, "base": TUNE_BASE, "causal": True,
+           "key": TUNE_KEY.tolist()},
+    readouts_at=readouts_at,
+)
+
+
 @exercise("ch8-tune-previous-token")
 def tune_previous_token(run, query, scale) -> str:
     """Exercise ch8-tune-previous-token: a query (4,) and a scale at which every token after
@@ -146,7 +167,7 @@ def tune_previous_token(run, query, scale) -> str:
                      "never be trained (chapter 6's tune exercise says why).")
     weights = tuning_weights(q, float(scale))
     on_previous = previous_token_weight(weights)
-    if (on_previous >= TUNE_TARGET).all():
+    if goal_previous_token.holds({"previous_weight": on_previous.min()}):
         return (f"every token puts at least {on_previous.min():.3f} of its attention on the token "
                 "before it. RoPE scores depend on the offset only, so a query whose score peaks at "
                 "the offset -1 (the key turned back by one position is one) does so at every position.")

@@ -18,6 +18,7 @@ from attncourse.checks.core import (
     type_name,
 )
 from attncourse.checks.predict import predict_exercise
+from attncourse.checks.tune import Readout, tune_readout_goal
 from attncourse.flash import fast_memory_values, tiled_traffic
 from attncourse.kv_cache import kv_cache_bytes
 
@@ -192,6 +193,24 @@ def least_traffic() -> int:
     fitting = [block_q for block_q in range(1, TUNE_SEQ + 1)  # cheap: the footprint first
                if fast_memory_values(block_q, TUNE_MIN_BLOCK_K, TUNE_D) <= TUNE_BUDGET]
     return min(tiled_traffic(TUNE_SEQ, TUNE_D, block_q, TUNE_MIN_BLOCK_K) for block_q in fitting)
+
+
+def readouts_at(block_q: int, block_k: int) -> dict[str, int]:
+    """The block explorer's readouts for the exercise's head (attncourse.explorers.block_explorer)."""
+    return {"footprint": fast_memory_values(block_q, block_k, TUNE_D), "block_k": block_k,
+            "traffic": tiled_traffic(TUNE_SEQ, TUNE_D, block_q, block_k)}
+
+
+goal_blocks = tune_readout_goal(
+    "ch9-tune-blocks",
+    "Choose blocks that fit the fast memory and move the fewest values any such blocks can.",
+    settings=("block_q", "block_k"),
+    conditions=(Readout("footprint", "values in fast memory", "<=", TUNE_BUDGET),
+                Readout("block_k", "block_k", ">=", TUNE_MIN_BLOCK_K),
+                Readout("traffic", "values moved", "<=", least_traffic())),
+    fixed={"seq": TUNE_SEQ, "d": TUNE_D, "budget": TUNE_BUDGET},
+    readouts_at=readouts_at,
+)
 
 
 @exercise("ch9-tune-blocks")

@@ -21,6 +21,12 @@ matrices: chapter 6's alpha, sharp enough for the largest error to fall below a 
 no sharper than a margin above the smallest alpha that gets there. ``tune_setting_goal``
 declares that kind (``SettingGoal``); the smallest setting is found by the same bisection
 in the check and in the browser, and never written into the page.
+
+A third kind asks for numbers an explorer reads out of its settings (``ReadoutGoal``,
+declared by ``tune_readout_goal``): chapter 8's previous-token head (the least weight a
+token puts on the one before it), chapter 9's block sizes (the fast memory they take and
+the values they move). The goal carries ``readouts_at``, the same numbers computed in
+Python from the settings, for the check and the tests.
 """
 
 from __future__ import annotations
@@ -33,8 +39,8 @@ import numpy as np
 
 from attncourse.checks.core import Failed, NotImplementedYet, expect_array, show
 
-__all__ = ["GOALS", "Cell", "Condition", "CycleRatio", "Goal", "SettingGoal", "expect_edited_embeddings",
-           "tune_goal", "tune_setting_goal"]
+__all__ = ["GOALS", "Cell", "Condition", "CycleRatio", "Goal", "Readout", "ReadoutGoal", "SettingGoal",
+           "expect_edited_embeddings", "tune_goal", "tune_readout_goal", "tune_setting_goal"]
 
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 # The views a condition can read, and the letter the chapters give each matrix.
@@ -205,8 +211,53 @@ class SettingGoal:
         }
 
 
+@dataclass(frozen=True)
+class Readout:
+    """One condition of a ``ReadoutGoal``: the explorer's readout ``name`` (shown as
+    ``text``) ``comparison target``."""
+
+    name: str
+    text: str
+    comparison: str
+    target: float
+
+    def holds(self, readouts: Mapping[str, float]) -> bool:
+        return bool(COMPARISONS[self.comparison](float(readouts[self.name]), self.target))
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "text": self.text, "comparison": self.comparison, "target": self.target}
+
+
+@dataclass(frozen=True)
+class ReadoutGoal:
+    """What a tune exercise asks of the numbers an explorer reads out of its ``settings``:
+    every condition met, with the explorer's other inputs named in ``fixed`` as the
+    exercise sets them. ``readouts_at(**settings)`` computes the readouts in Python as the
+    explorer does in the browser (the check and the tests call it)."""
+
+    label: str
+    sentence: str
+    settings: tuple[str, ...]
+    conditions: tuple[Readout, ...]
+    fixed: Mapping[str, object]  # input -> value, JSON's kinds (numbers, strings, booleans, lists)
+    readouts_at: Callable[..., Mapping[str, float]] = field(compare=False, repr=False)
+
+    def changed(self, inputs: Mapping[str, object]) -> list[str]:
+        """The fixed inputs (of those given) that differ from the exercise's."""
+        return [name for name, value in self.fixed.items() if name in inputs and inputs[name] != value]
+
+    def holds(self, readouts: Mapping[str, float], inputs: Mapping[str, object] | None = None) -> bool:
+        """Every condition met and no fixed input changed: what the explorer's checkmark shows."""
+        return not self.changed(inputs or {}) and all(c.holds(readouts) for c in self.conditions)
+
+    def as_json(self) -> dict:
+        return {"kind": "readout", "label": self.label, "sentence": self.sentence,
+                "settings": list(self.settings), "conditions": [c.as_json() for c in self.conditions],
+                "fixed": dict(self.fixed)}
+
+
 # Every tune exercise's label -> its goal. Filled at import by tune_goal and tune_setting_goal.
-GOALS: dict[str, Goal | SettingGoal] = {}
+GOALS: dict[str, Goal | SettingGoal | ReadoutGoal] = {}
 
 
 def tune_goal(label: str, sentence: str, conditions: Sequence[Condition], *, scale: float = 1.0,
@@ -246,6 +297,20 @@ def tune_setting_goal(label: str, sentence: str, *, setting: str, readout: tuple
     name, text = readout
     goal = SettingGoal(label, sentence, setting, name, text, comparison, float(target), float(margin),
                        (low, high), {key: tuple(float(v) for v in values) for key, values in fixed.items()})
+    GOALS[label] = goal
+    return goal
+
+
+def tune_readout_goal(label: str, sentence: str, *, settings: Sequence[str], conditions: Sequence[Readout],
+                      fixed: Mapping[str, object], readouts_at: Callable[..., Mapping[str, float]]) -> ReadoutGoal:
+    """Declare the goal of tune exercise ``label`` on an explorer's readouts (once per label)."""
+    if label in GOALS:
+        raise ValueError(f"tune exercise {label!r} already has a goal")
+    for condition in conditions:
+        if condition.comparison not in COMPARISONS:
+            raise ValueError(f"{label}: unknown comparison {condition.comparison!r}; "
+                             f"choose from {sorted(COMPARISONS)}")
+    goal = ReadoutGoal(label, sentence, tuple(settings), tuple(conditions), dict(fixed), readouts_at)
     GOALS[label] = goal
     return goal
 

@@ -31,6 +31,7 @@ _HOMES = {
     "AnswerBox": "answer_box",
     "FlashExplorer": "flash_explorer",
     "KVCacheCalculator": "kv_cache_explorer",
+    "BlockExplorer": "block_explorer",
     "InvalidExplorerInput": "common",
 }
 

@@ -7,9 +7,8 @@
 // (a query block at its first tile, a key and a value block at every tile) and written (the
 // output and lse at the block's last tile). Every label is written with textContent.
 
-import { el, svg } from "./dom.js";
-
-import { saveChanges } from "./sync.js";
+import { el, markScrollingBoxes, svg } from "./dom.js";
+import { onChanges, saveChanges } from "./sync.js";
 
 const CELL = 18; // pixels per score in the grid
 
@@ -90,7 +89,7 @@ function numberInput(role, label, min) {
 }
 
 function render({ model, el: host }) {
-  const root = el("div", "flash-explorer");
+  const root = el("div", "attn-explorer flash-explorer");
   root.style.cssText = "font:14px sans-serif;max-width:680px";
   const seq = () => model.get("Q").length;
 
@@ -128,6 +127,7 @@ function render({ model, el: host }) {
   stepper.style.cssText = "display:flex;flex-wrap:wrap;gap:0.5em;align-items:center;margin:0.3em 0";
   const stepText = el("span");
   stepText.dataset.role = "step-text";
+  stepText.setAttribute("aria-live", "polite"); // the tile a key press moved to, read out
   stepper.append(previous, step, next, stepText);
 
   const grid = svg("svg", { "data-role": "grid", role: "img" });
@@ -144,8 +144,14 @@ function render({ model, el: host }) {
   history.style.cssText = "border-collapse:collapse;font-variant-numeric:tabular-nums;margin:0.2em 0";
   const traffic = el("p");
   traffic.dataset.role = "traffic";
-  root.append(controls, stepper, gridBox, state, history, traffic);
+  // A block size the explorer cannot use is refused out loud, not ignored.
+  const note = el("p");
+  note.dataset.role = "block-note";
+  note.setAttribute("role", "status");
+  note.style.margin = "0.2em 0";
+  root.append(controls, note, stepper, gridBox, state, history, traffic);
   host.append(root);
+  const markScrolling = markScrollingBoxes(root);
 
   const save = (values) => saveChanges(model, values);
 
@@ -243,6 +249,7 @@ function render({ model, el: host }) {
       total: total.read + total.written, naive: naiveTraffic(n, d) });
     traffic.textContent = `Moved so far: ${now.read} values read, ${now.written} written. Whole loop: `
       + `${total.read + total.written}; the direct computation (4Nd + 4N²): ${naiveTraffic(n, d)}.`;
+    markScrolling();
   }
 
   const goTo = (k) => save({ step: Math.max(0, k) });
@@ -254,14 +261,16 @@ function render({ model, el: host }) {
   for (const [input, name] of [[blockQ, "block_q"], [blockK, "block_k"]]) {
     input.addEventListener("input", () => {
       const value = Number(input.value);
-      if (!Number.isInteger(value) || value < 1 || value > seq()) return; // half-typed or out of range
-      save({ [name]: value, step: 0 });
+      const usable = Number.isInteger(value) && value >= 1 && value <= seq();
+      input.setAttribute("aria-invalid", String(!usable));
+      note.textContent = usable || input.value === "" ? ""
+        : `A block holds a whole number of rows from 1 to ${seq()}: ${input.value} is not used.`;
+      if (usable) save({ [name]: value, step: 0 });
     });
   }
-  for (const name of ["Q", "K", "V", "block_q", "block_k", "causal", "row", "step"]) {
-    model.on(`change:${name}`, update);
-  }
   update();
+  const names = ["Q", "K", "V", "block_q", "block_k", "causal", "row", "step"];
+  return onChanges(model, Object.fromEntries(names.map((name) => [name, update])));
 }
 
 export default { render };

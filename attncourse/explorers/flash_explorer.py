@@ -19,7 +19,7 @@ import numpy as np
 import traitlets
 
 from attncourse.explorers.common import InvalidExplorerInput, matrix_trait, result_trait
-from attncourse.explorers.esm import bundle
+from attncourse.explorers.esm import bundle, stylesheet
 from attncourse.flash import naive_traffic, tiled_attention, tiled_trace, tiled_traffic
 
 __all__ = ["FlashExplorer", "default_problem"]
@@ -57,6 +57,7 @@ class FlashExplorer(anywidget.AnyWidget):
     """
 
     _esm = bundle("flash_explorer.js")
+    _css = stylesheet("attention_explorer.css")  # controls of 24 px, the theme's ink in dark mode
 
     Q = matrix_trait()
     K = matrix_trait()

@@ -112,6 +112,27 @@ export function settingStatus({ goal, setting, inputs, readoutAt, smallest = nul
   return { met: requirements.every((r) => r.holds), requirements };
 }
 
+// A goal on an explorer's readouts (attncourse.checks.tune.ReadoutGoal, "kind": "readout"),
+// with the rules of ReadoutGoal.holds: every readout meets its target, and the inputs the
+// goal fixes are the exercise's. `readouts` holds the explorer's numbers by name, `inputs`
+// its current inputs by name (compared as JSON, as Python compares them).
+function shown(value) {
+  return Number.isInteger(value) ? value.toLocaleString("en-US") : value.toFixed(3);
+}
+
+export function readoutStatus({ goal, readouts, inputs }) {
+  const requirements = goal.conditions.map(({ name, text, comparison, target }) => ({
+    text: `${text} ${SYMBOL[comparison]} ${shown(target)}`, now: `now ${shown(readouts[name])}`,
+    holds: COMPARE[comparison](readouts[name], target), constraint: false,
+  }));
+  const changed = Object.entries(goal.fixed)
+    .filter(([name, value]) => JSON.stringify(inputs[name]) !== JSON.stringify(value))
+    .map(([name]) => name);
+  requirements.push({ text: `only ${goal.settings.join(" and ")} may change`, now: `changed: ${changed.join(", ")}`,
+    holds: changed.length === 0, constraint: true });
+  return { met: requirements.every((r) => r.holds), requirements };
+}
+
 // The goal line: the exercise's sentence, a checkmark when the goal is met, and each
 // condition with its current value. Built for one goal; update(status) on every edit.
 function goalLine(goal) {

@@ -5,7 +5,7 @@
 
 import { el } from "./dom.js";
 
-import { saveChanges } from "./sync.js";
+import { onChanges, saveChanges } from "./sync.js";
 
 const FIELDS = [["n_layers", "layers"], ["n_kv_heads", "key/value heads"], ["d_head", "d_head"],
   ["seq_len", "tokens"], ["batch", "batch"]];
@@ -34,7 +34,7 @@ export function cacheBytesText(values) {
 }
 
 function render({ model, el: host }) {
-  const root = el("div", "kv-cache-calculator");
+  const root = el("div", "attn-explorer kv-cache-calculator");
   root.style.cssText = "font:14px sans-serif;max-width:640px";
   const preset = el("select");
   preset.dataset.role = "preset";
@@ -75,8 +75,14 @@ function render({ model, el: host }) {
   form.append(pair("precision", precision));
   const result = el("p");
   result.dataset.role = "cache-bytes";
+  result.setAttribute("aria-live", "polite"); // the new size, read out after each change
   result.style.fontWeight = "bold";
-  root.append(form, result);
+  // A factor that is not a whole number of at least 1 is refused out loud, not ignored.
+  const note = el("p");
+  note.dataset.role = "factor-note";
+  note.setAttribute("role", "status");
+  note.style.margin = "0.2em 0";
+  root.append(form, note, result);
   host.append(root);
 
   const save = (values) => saveChanges(model, values);
@@ -104,12 +110,16 @@ function render({ model, el: host }) {
   for (const [name] of FIELDS) {
     inputs[name].addEventListener("input", () => {
       const value = Number(inputs[name].value);
-      if (!Number.isInteger(value) || value < 1) return; // half-typed
-      save({ [name]: value });
+      const usable = Number.isInteger(value) && value >= 1;
+      inputs[name].setAttribute("aria-invalid", String(!usable));
+      note.textContent = usable || inputs[name].value === "" ? ""
+        : `Each factor is a whole number of at least 1: ${inputs[name].value} is not used.`;
+      if (usable) save({ [name]: value });
     });
   }
-  for (const name of [...FIELDS.map(([n]) => n), "bytes_per_value"]) model.on(`change:${name}`, update);
   update();
+  const names = [...FIELDS.map(([n]) => n), "bytes_per_value"];
+  return onChanges(model, Object.fromEntries(names.map((name) => [name, update])));
 }
 
 export default { render };

@@ -13,7 +13,7 @@ import anywidget
 import traitlets
 
 from attncourse.explorers.common import InvalidExplorerInput, result_trait
-from attncourse.explorers.esm import bundle
+from attncourse.explorers.esm import bundle, stylesheet
 from attncourse.kv_cache import kv_cache_bytes
 
 __all__ = ["PRESETS", "PRECISIONS", "KVCacheCalculator"]
@@ -43,6 +43,7 @@ class KVCacheCalculator(anywidget.AnyWidget):
     """
 
     _esm = bundle("kv_cache_explorer.js")
+    _css = stylesheet("attention_explorer.css")  # controls of 24 px, the theme's ink in dark mode
 
     presets = traitlets.Dict().tag(sync=True)
     precisions = traitlets.Dict().tag(sync=True)

@@ -6,9 +6,13 @@
 //   both rotated by RoPE (interleaved pairs) at their positions, scores times `scale`;
 // * alibi: score(j - i) = -slope * |j - i - offset|, slope 2^(-8(h+1)/8) for head h of 8.
 // A causal mask hides the keys after each query; each row of the map is a softmax.
+// RoPE's key may be given (`key`, its length the width). A tune exercise's goal on the
+// offset and the scale shows above the views, its readout `previous_weight` (the least
+// weight a token puts on the one before it) computed here on every edit.
 // Every label is written with textContent (and fillText), never as HTML.
 
-import { el } from "./dom.js";
+import { el, markScrollingBoxes } from "./dom.js";
+import { goalView, readoutStatus } from "./goal.js";
 import { heatmap } from "./heatmap.js";
 import { softmaxRows } from "./linalg.js";
 import { onChanges, saveChanges } from "./sync.js";
@@ -39,7 +43,7 @@ export function alibiSlope(head) {
 }
 
 // { offsets, curve, scores, weights } as position_view computes them in Python.
-export function construct({ encoding, seq, d, base, alibi_head, offset, scale, causal }) {
+export function construct({ encoding, seq, d, base, alibi_head, offset, scale, causal, key: given = [] }) {
   const offsets = Array.from({ length: 2 * seq - 1 }, (_, k) => k - (seq - 1));
   let score; // score of the query at i on the key at j
   if (encoding === "sinusoidal") {
@@ -47,7 +51,7 @@ export function construct({ encoding, seq, d, base, alibi_head, offset, scale, c
     const at = (delta) => scale * w.reduce((sum, wl) => sum + Math.cos((delta - offset) * wl), 0);
     score = (i, j) => at(j - i);
   } else if (encoding === "rope") {
-    const key = new Array(d).fill(1);
+    const key = given.length ? given : new Array(d).fill(1);
     const query = rotate(key, offset, base);
     const keys = Array.from({ length: seq }, (_, j) => rotate(key, j, base));
     const queries = Array.from({ length: seq }, (_, i) => rotate(query, i, base));
@@ -62,6 +66,20 @@ export function construct({ encoding, seq, d, base, alibi_head, offset, scale, c
   const allowed = causal ? scores.map((row, i) => row.map((_, j) => j <= i)) : null;
   const weights = softmaxRows(scores, allowed);
   return { offsets, curve, scores, weights };
+}
+
+// The readouts a tune exercise's goal may name: the least weight a token after the first
+// puts on the token just before it (0 for a single token: none has a token before it).
+export function readouts(weights) {
+  const previous = weights.slice(1).map((row, i) => row[i]);
+  return { previous_weight: previous.length ? Math.min(...previous) : 0 };
+}
+
+// A tune exercise's goal on the explorer's state (construct's argument, with its tokens):
+// the goal's status, and the readouts it was decided on.
+export function positionGoalStatus({ goal, state }) {
+  const now = readouts(construct(state).weights);
+  return { ...readoutStatus({ goal, readouts: now, inputs: state }), readouts: now };
 }
 
 function labelled(text, ...controls) {
@@ -111,8 +129,8 @@ function drawCurve(node, offsets, curve, offset) {
   const x = (k) => left + ((k - offsets[0]) / Math.max(1, offsets.length - 1)) * (width - left - 10);
   const y = (v) => 8 + ((hi - v) / span) * (bottom - 8);
   ctx.font = "11px sans-serif";
-  ctx.fillStyle = "#333";
-  ctx.strokeStyle = "#ccc";
+  ctx.fillStyle = getComputedStyle(node).color; // the page's ink: readable in light and dark mode
+  ctx.strokeStyle = "#999";
   ctx.beginPath();
   ctx.moveTo(left, y(0));
   ctx.lineTo(width - 10, y(0));
@@ -180,9 +198,16 @@ function render({ model, el: host }) {
   causal.dataset.role = "causal";
   const sentence = input({ type: "text", "aria-label": "sentence", style: "width:24em;max-width:100%" });
   sentence.dataset.role = "sentence";
+  // Input the explorer cannot use (a base out of range, an empty or too long sentence) is
+  // refused or cut out loud, not silently.
+  const note = el("p");
+  note.dataset.role = "note";
+  note.setAttribute("role", "status");
+  note.style.margin = "0.2em 0";
   const curve = el("canvas");
   curve.dataset.role = "curve";
   const mapBox = el("div");
+  const goal = goalView(positionGoalStatus);
 
   const rows = {
     encoding: labelled("encoding", encoding),
@@ -192,11 +217,12 @@ function render({ model, el: host }) {
     offset: labelled("favoured offset", offset, offsetText),
     scale: labelled("scale", scale, scaleText),
   };
-  root.append(rows.encoding, labelled("sentence", sentence), rows.d, rows.base, rows.head,
-    rows.offset, rows.scale, labelled("causal mask", causal),
+  root.append(goal.node, rows.encoding, labelled("sentence", sentence), rows.d, rows.base, rows.head,
+    rows.offset, rows.scale, labelled("causal mask", causal), note,
     view("The score of a query on a key against their offset j - i (the red line: the favoured offset):", curve),
     mapBox);
   host.append(root);
+  const markScrolling = markScrollingBoxes(root);
 
   const save = (values) => saveChanges(model, values);
   let map = null;
@@ -208,11 +234,11 @@ function render({ model, el: host }) {
     const state = {
       encoding: model.get("encoding"), seq, d: model.get("d"), base: model.get("base"),
       alibi_head: model.get("alibi_head"), offset: model.get("offset"), scale: model.get("scale"),
-      causal: model.get("causal"),
+      causal: model.get("causal"), key: model.get("key"),
     };
     const result = construct(state);
     const alibi = state.encoding === "alibi";
-    rows.d.hidden = alibi;
+    rows.d.hidden = alibi || state.key.length > 0; // a given key fixes the width
     rows.base.hidden = alibi;
     rows.scale.hidden = alibi;
     rows.head.hidden = !alibi;
@@ -240,6 +266,8 @@ function render({ model, el: host }) {
       mapTokens = key;
     }
     map.update(result.weights, (v) => v);
+    goal.update(model.get("goal"), { state: { ...state, tokens } });
+    markScrolling();
   }
 
   encoding.addEventListener("change", () => save({ encoding: encoding.value }));
@@ -247,23 +275,32 @@ function render({ model, el: host }) {
   baseSlider.addEventListener("input", () => save({ base: Number((10 ** Number(baseSlider.value)).toPrecision(4)) }));
   baseBox.addEventListener("input", () => {
     const number = Number(baseBox.value);
-    if (baseBox.value === "" || !(number >= 2 && number <= 1e6)) return; // half-typed or out of range
-    save({ base: number });
+    const usable = baseBox.value !== "" && number >= 2 && number <= 1e6;
+    baseBox.setAttribute("aria-invalid", String(!usable && baseBox.value !== ""));
+    note.textContent = usable || baseBox.value === "" ? "" : `The base goes from 2 to 1,000,000: ${baseBox.value} is not used.`;
+    if (usable) save({ base: number });
   });
   head.addEventListener("input", () => save({ alibi_head: Number(head.value) }));
   offset.addEventListener("input", () => save({ offset: Number(offset.value) }));
   scale.addEventListener("input", () => save({ scale: Number(scale.value) }));
   causal.addEventListener("change", () => save({ causal: causal.checked }));
   sentence.addEventListener("input", () => {
-    const words = sentence.value.split(/\s+/).filter((w) => w.length > 0).slice(0, 24);
+    const typed = sentence.value.split(/\s+/).filter((w) => w.length > 0);
+    const words = typed.slice(0, 24);
+    note.textContent = typed.length === 0 ? "The sentence needs at least one word: the map keeps the last one."
+      : typed.length > 24 ? `The map shows the first 24 of your ${typed.length} words.` : "";
     if (words.length === 0) return;
     const limit = words.length - 1;
     save({ offset: Math.max(-limit, Math.min(limit, model.get("offset"))), tokens: words });
   });
   update();
   // Every input redraws both views; the returned function removes the listeners.
-  const names = ["encoding", "tokens", "d", "base", "alibi_head", "offset", "scale", "causal"];
-  return onChanges(model, Object.fromEntries(names.map((name) => [name, update])));
+  const names = ["encoding", "tokens", "d", "base", "alibi_head", "offset", "scale", "causal", "key", "goal"];
+  const stop = onChanges(model, Object.fromEntries(names.map((name) => [name, update])));
+  // The curve's labels are drawn in the page's ink: drawn again when the theme changes.
+  const theme = new MutationObserver(update);
+  theme.observe(document.documentElement, { attributeFilter: ["data-theme"] });
+  return () => { stop(); theme.disconnect(); };
 }
 
 export default { render };

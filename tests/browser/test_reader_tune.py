@@ -5,7 +5,7 @@ Python's goal (the one the exercise's check decides with) says the same of both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -33,6 +33,7 @@ class Tuning:
     wrong: dict
     right: dict
     root: str = ".attn-explorer"  # the explorer's element
+    settings: dict = field(default_factory=dict)  # a readout goal's setting by its input's label
 
 
 def _row(name, row, values):
@@ -60,6 +61,16 @@ TUNINGS = {
     # alpha typed into the convolution explorer's box: not sharp enough (8), and sharp
     # enough with less than 1 to spare (9.8; the threshold is 9.34).
     "ch6-tune-alpha": Tuning((), {}, {"alpha": 8.0}, {"alpha": 9.8}, root=".conv-explorer"),
+    # Chapter 8's RoPE head turned back by one position: too soft at scale 2.5, sharp
+    # enough at 6.5 (the slider's steps are 0.5; the threshold lies between 5.5 and 6).
+    "ch8-tune-previous-token": Tuning(
+        (), {}, {"favoured offset": -1, "scale": 2.5}, {"favoured offset": -1, "scale": 6.5},
+        root=".position-explorer", settings={"favoured offset": "offset", "scale": "scale"}),
+    # Chapter 9's blocks: the starting query block with the least key block (fits, moves
+    # too much), and the largest query block that fits beside it.
+    "ch9-tune-blocks": Tuning(
+        (), {}, {"block_q": 32, "block_k": 16}, {"block_q": 104, "block_k": 16},
+        root=".block-explorer", settings={"block_q": "block_q", "block_k": "block_k"}),
 }
 
 # Tune exercises whose goal is not on an explorer yet (strict: the test fails once it has
@@ -75,6 +86,8 @@ def python_goal_holds(label, typed):
     """The goal of ``label`` on its explorer's matrices with the ``typed`` entries (for a
     goal on one setting, that setting on the exercise's problem)."""
     tuning, goal = TUNINGS[label], tune.GOALS[label]
+    if isinstance(goal, tune.ReadoutGoal):  # the readouts at the typed settings
+        return goal.holds(goal.readouts_at(**{tuning.settings[entry]: v for entry, v in typed.items()}))
     if isinstance(goal, tune.SettingGoal):
         return goal.holds(typed[goal.setting], goal.fixed, ch6.construction_error)
     inputs = {name: np.array(matrix, dtype=float) for name, matrix in tuning.start.items()}
@@ -88,7 +101,7 @@ def python_goal_holds(label, typed):
 def type_entries(explorer, entries):
     for entry, value in entries.items():
         box = (explorer.locator(f'[data-cell="{entry}"]') if "[" in entry  # a matrix entry
-               else explorer.get_by_label(entry, exact=True))  # a setting (alpha)
+               else explorer.get_by_label(entry, exact=True))  # a setting (alpha, an offset, a block)
         box.fill(repr(value))
 
 
