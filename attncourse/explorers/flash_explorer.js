@@ -236,11 +236,13 @@ function render({ model, el: host }) {
     row.max = String(n - 1);
     row.value = String(model.get("row"));
     rowText.textContent = `i = ${model.get("row")}`;
+    row.setAttribute("aria-valuetext", `query row ${model.get("row")}`);
     step.max = String(steps.length - 1);
     step.value = String(current);
     const now = steps[current];
     stepText.textContent = `tile ${current + 1} of ${steps.length}: queries ${now.rows[0]}–${now.rows[1] - 1}, `
       + `keys ${now.cols[0]}–${now.cols[1] - 1} in fast memory`;
+    step.setAttribute("aria-valuetext", `tile ${current + 1} of ${steps.length}`);
     drawGrid(steps, current);
     showRow(steps, current);
     const d = problem.Q[0].length;

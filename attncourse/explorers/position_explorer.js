@@ -206,6 +206,7 @@ function render({ model, el: host }) {
   note.style.margin = "0.2em 0";
   const curve = el("canvas");
   curve.dataset.role = "curve";
+  curve.setAttribute("role", "img"); // named on every redraw with what it shows
   const mapBox = el("div");
   const goal = goalView(positionGoalStatus);
 
@@ -246,18 +247,25 @@ function render({ model, el: host }) {
     width.value = String(state.d);
     if (document.activeElement !== baseBox) baseBox.value = String(state.base);
     baseSlider.value = String(Math.log10(state.base));
+    baseSlider.setAttribute("aria-valuetext", `base ${state.base}`); // not its logarithm
     head.value = String(state.alibi_head);
     headText.textContent = `head ${state.alibi_head}: slope ${alibiSlope(state.alibi_head)}`;
+    head.setAttribute("aria-valuetext", headText.textContent);
     offset.min = String(-(seq - 1));
     offset.max = String(seq - 1);
     offset.value = String(state.offset);
     offsetText.textContent = `j - i = ${state.offset}`;
+    offset.setAttribute("aria-valuetext", offsetText.textContent);
     scale.value = String(state.scale);
     scaleText.textContent = String(state.scale);
     causal.checked = state.causal;
     if (document.activeElement !== sentence) sentence.value = tokens.join(" ");
     curve.dataset.values = JSON.stringify(result.curve);
     drawCurve(curve, result.offsets, result.curve, state.offset);
+    const top = result.curve.indexOf(Math.max(...result.curve));
+    curve.setAttribute("aria-label", `The score against the offset j - i from ${result.offsets[0]} to `
+      + `${result.offsets[result.offsets.length - 1]}: largest, ${result.curve[top].toPrecision(3)}, at j - i = `
+      + `${result.offsets[top]}; the favoured offset is ${state.offset}.`);
     const key = JSON.stringify(tokens);
     if (key !== mapTokens) {
       map = heatmap({ rowLabels: tokens, colLabels: tokens, decimals: 2, role: "weights",
