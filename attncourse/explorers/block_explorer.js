@@ -86,7 +86,7 @@ function render({ model, el: host }) {
     traffic.dataset.value = String(now.traffic);
     const blocks = Math.ceil(values.seq / values.block_q);
     traffic.textContent = `The loop moves ${count(now.traffic)} values (K and V read ${count(blocks)} `
-      + `time${blocks > 1 ? "s" : ""}, once per query block); the direct computation (4Nd + 4N²) `
+      + `time${blocks > 1 ? "s" : ""}, once per query block); the direct computation (4Nd + 4N²): `
       + `${count(4 * values.seq * values.d + 4 * values.seq * values.seq)}.`;
     goal.update(model.get("goal"), { values });
     markScrolling();

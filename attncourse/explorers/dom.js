@@ -37,7 +37,9 @@ export function markScrollingBoxes(root) {
       const scrolls = box.scrollWidth > box.clientWidth + 1;
       if (scrolls === box.hasAttribute("data-scrolls")) continue;
       if (scrolls) {
-        const caption = box.querySelector("figcaption, caption");
+        // Its own caption, or the caption of the figure it scrolls in (a heatmap's).
+        const caption = box.querySelector("figcaption, caption")
+          || box.closest("figure")?.querySelector(":scope > figcaption");
         const what = (caption && caption.textContent.trim()) || box.getAttribute("aria-label")
           || "This view";
         box.dataset.scrolls = "";

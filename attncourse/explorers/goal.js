@@ -158,7 +158,8 @@ function goalLine(goal) {
     const said = met ? "Goal met."
       : holding === conditions.length
         ? `Not yet: all ${conditions.length} conditions hold, but a rule is broken (${broken.join("; ")}).`
-        : `Not yet: ${holding} of ${conditions.length} conditions hold.`;
+        : conditions.length === 1 ? "Not yet: the condition does not hold."
+          : `Not yet: ${holding} of ${conditions.length} conditions hold.`;
     if (summary.textContent !== said) summary.textContent = said;
     list.replaceChildren(...shown.map((r) => {
       const item = el("li", null, `${r.holds ? "✓" : "✗"} ${r.text} (${r.now})`);

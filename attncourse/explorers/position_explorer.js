@@ -109,9 +109,12 @@ function input(attributes) {
 }
 
 // The score against the offset j - i: a line through the points, the favoured offset marked.
+// Drawn at the width it is shown at (its column's, at most 600 px), so that its labels keep
+// their size on a phone instead of shrinking with a scaled-down picture.
 function drawCurve(node, offsets, curve, offset) {
   const ratio = window.devicePixelRatio || 1;
-  const width = 600;
+  const room = node.parentElement ? node.parentElement.clientWidth : 0;
+  const width = Math.max(280, Math.min(600, Math.floor(room) || 600));
   const height = 170;
   node.width = width * ratio;
   node.height = height * ratio;
@@ -305,10 +308,18 @@ function render({ model, el: host }) {
   // Every input redraws both views; the returned function removes the listeners.
   const names = ["encoding", "tokens", "d", "base", "alibi_head", "offset", "scale", "causal", "key", "goal"];
   const stop = onChanges(model, Object.fromEntries(names.map((name) => [name, update])));
+  // A new column width (a phone turned, a window resized) draws the curve again at it.
+  let drawnFor = root.clientWidth;
+  const resize = new ResizeObserver(() => {
+    if (root.clientWidth === drawnFor) return;
+    drawnFor = root.clientWidth;
+    update();
+  });
+  resize.observe(root);
   // The curve's labels are drawn in the page's ink: drawn again when the theme changes.
   const theme = new MutationObserver(update);
   theme.observe(document.documentElement, { attributeFilter: ["data-theme"] });
-  return () => { stop(); theme.disconnect(); };
+  return () => { stop(); theme.disconnect(); resize.disconnect(); };
 }
 
 export default { render };
