@@ -113,7 +113,9 @@ function input(attributes) {
 // their size on a phone instead of shrinking with a scaled-down picture.
 function drawCurve(node, offsets, curve, offset) {
   const ratio = window.devicePixelRatio || 1;
-  const room = node.parentElement ? node.parentElement.clientWidth : 0;
+  const box = node.parentElement;
+  const style = box ? getComputedStyle(box) : null; // its content box: the theme pads figures
+  const room = box ? box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) : 0;
   const width = Math.max(280, Math.min(600, Math.floor(room) || 600));
   const height = 170;
   node.width = width * ratio;

@@ -90,10 +90,12 @@ def test_the_explorer_on_the_chapter_page(visit, watched_page):
     visit(f"{CHAPTER}.html")
     state = watched_page.evaluate("""() => JSON.parse(document.querySelector(
       'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state""")
-    (saved,) = [m["state"] for m in state.values() if m["state"].get("_anywidget_id") == EXPLORER_ID]
+    # The chapter's explorer, and its tune exercise's (a goal, a key of its own) further down.
+    saved, tune = [m["state"] for m in state.values() if m["state"].get("_anywidget_id") == EXPLORER_ID]
+    assert saved["goal"] is None and tune["goal"]["label"] == "ch8-tune-previous-token"
     assert saved["_esm"] == bundle("position_explorer.js"), \
         f"{CHAPTER} carries an older position_explorer.js: clear _build/.jupyter_cache and rebuild"
-    root = watched_page.locator(".position-explorer")
+    root = watched_page.locator(".position-explorer").first
     settings = {name: saved[name] for name in
                 ("tokens", "encoding", "d", "base", "alibi_head", "offset", "scale", "causal")}
     assert_shows(root.evaluate(_READ), settings, "on the chapter page")
