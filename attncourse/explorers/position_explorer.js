@@ -116,7 +116,7 @@ function drawCurve(node, offsets, curve, offset) {
   const box = node.parentElement;
   const style = box ? getComputedStyle(box) : null; // its content box: the theme pads figures
   const room = box ? box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) : 0;
-  const width = Math.max(280, Math.min(600, Math.floor(room) || 600));
+  const width = Math.max(200, Math.min(600, Math.floor(room) || 600));
   const height = 170;
   node.width = width * ratio;
   node.height = height * ratio;
@@ -144,8 +144,11 @@ function drawCurve(node, offsets, curve, offset) {
   ctx.fillText(hi.toPrecision(3), left - 4, y(hi) + 4);
   ctx.fillText(lo.toPrecision(3), left - 4, y(lo) + 4);
   ctx.textAlign = "center";
+  // An offset's label every 1, 2, 5 or 10 offsets: at least 20 px apart, never crowded.
+  const spacing = (width - left - 10) / Math.max(1, offsets.length - 1);
+  const every = [1, 2, 5, 10].find((step) => step * spacing >= 20) ?? 10;
   offsets.forEach((k) => {
-    if (offsets.length <= 25 || k % 5 === 0) ctx.fillText(String(k), x(k), height - 5);
+    if (k % every === 0) ctx.fillText(String(k), x(k), height - 5);
   });
   ctx.strokeStyle = "#d62728";
   ctx.beginPath();
