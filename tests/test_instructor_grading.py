@@ -846,8 +846,11 @@ def test_the_sandbox_command_hides_everything_but_the_system_and_its_scratch(tmp
     box.copy_in(scratch, CHAPTER_1)
     env = box.environment(scratch, 3.0)
     command = box.command(scratch, env)
-    end = command.index("--remount-ro")
+    end = len(command) - 1 - command[::-1].index("--remount-ro")
     assert command[end + 1] == "/"
+    dev = command.index("/dev/shm")  # bubblewrap's /dev is a tmpfs of no set size: read-only, /dev/shm limited
+    assert command[dev - 5:dev + 3] == ["--perms", "01777", "--size", str(7 * MiB), "--tmpfs", "/dev/shm",
+                                        "--remount-ro", "/dev"]
     if uid:  # bubblewrap makes the user namespace, prlimit sets the limits in it
         assert command[1:9] == ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
                                 "--new-session", "--clearenv", "--cap-drop", "ALL"]

@@ -40,6 +40,7 @@ from attncourse.instructor.placement import (
     defined_names,
     exercise_of_course,
     notebook_to_run,
+    skipped_cells,
 )
 from attncourse.instructor.sandbox import DEFAULT_LIMITS, Limits, Sandbox, prepared_sandbox
 from attncourse.instructor.tags import (
@@ -158,19 +159,37 @@ def _run_notebook(submissions: Path, relative: Path, course: Course, sandbox: Sa
                              f"{megabytes(limits.output)}")
         run.submitted = read_leniently(path)
         labels = [label for label in course.exercises if label in _answered(run.submitted, course)]
-        executed, run.placed = notebook_to_run(run.submitted, [course.exercises[label] for label in labels])
+        exercises = [course.exercises[label] for label in labels]
+        sliced, run.placed = notebook_to_run(run.submitted, exercises, course.sources)
     except Exception as error:  # a learner's file may be anything
         run.submitted = None
         run.problem = f"could not read the notebook ({describe(error)})"
         return run
-    scratch = sandbox.scratch(f"{number:04d}")
-    sandbox.copy_in(scratch, path)  # its own copy, nothing else
     inputs = {label: {"values": tests["values"], "calls": tests["calls"]}
               for label, tests in course.inputs.items() if label in {p.label for p in run.placed}}
-    sandbox.copy_in_data(scratch, wire.INPUTS_FILE, json.dumps({"schema": wire.SCHEMA, "tests": inputs}))
-    run.execution = execute(executed, sandbox, scratch, sandbox.environment(scratch, check_timeout), time_limit)
+
+    def execute_in_sandbox(nb, name: str) -> Execution:
+        scratch = sandbox.scratch(name)
+        sandbox.copy_in(scratch, path)  # its own copy, nothing else
+        sandbox.copy_in_data(scratch, wire.INPUTS_FILE, json.dumps({"schema": wire.SCHEMA, "tests": inputs}))
+        return execute(nb, sandbox, scratch, sandbox.environment(scratch, check_timeout), time_limit)
+
+    run.execution = execute_in_sandbox(sliced, f"{number:04d}")
+    if skipped_cells(sliced) and not run.execution.problem and not _confirmed(run, course):
+        whole, run.placed = notebook_to_run(run.submitted, exercises)  # the same cells, every one run
+        run.execution = execute_in_sandbox(whole, f"{number:04d}-whole")
     run.problem = run.execution.problem
     return run
+
+
+def _confirmed(run: _Run, course: Course) -> bool:
+    """Whether a run that left out some of the course's cells stands: every exercise
+    passed or was not started. Any other verdict could, in principle, come from a cell
+    left out (a missed dependency would be a silent zero), so the whole notebook runs."""
+    try:
+        return all(_grade_exercise(run, p.label, course)[0] in (PASSED, NOT_ATTEMPTED) for p in run.placed)
+    except Exception:  # judged again, and reported, after the run
+        return False
 
 
 def _answered(submitted, course: Course) -> list[str]:

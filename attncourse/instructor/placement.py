@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import nbformat
 
 from attncourse.checks import wire
+from attncourse.instructor.slicing import cells_to_skip
 from attncourse.instructor.tags import CHECK, HIDDEN_TEST, exercise_of, role_of
 
 
@@ -80,10 +81,12 @@ def defined_names(source: str) -> set[str]:
     return found
 
 
-def notebook_to_run(submitted, exercises: list[Exercise]) -> tuple[object, list[Placed]]:
+def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozenset[str] = frozenset()
+                    ) -> tuple[object, list[Placed]]:
     """The learner's cells (their own check and hidden-test cells dropped: the grader's
     recording cells take their place), with a recording cell after the answer to each
-    exercise."""
+    exercise. The course's own cells (``course_sources``, unchanged) that no answer needs
+    are not run (``slicing``): they stay in the notebook as raw cells, marked."""
     cells = [copy.deepcopy(cell) for cell in submitted.cells if role_of(cell) != HIDDEN_TEST]
     for cell in cells:
         if cell.cell_type == "code":
@@ -106,7 +109,29 @@ def notebook_to_run(submitted, exercises: list[Exercise]) -> tuple[object, list[
             cell.metadata["attncourse"] = {"written_by_grade": exercise.label}
             placed.append(Placed(len(run.cells), exercise.label, note))
             run.cells.append(cell)
+    _skip_unneeded(run, placed, {e.label: e for e in exercises}, course_sources)
     return run, placed
+
+
+def _skip_unneeded(run, placed: list[Placed], exercises: dict[str, Exercise], course_sources: frozenset[str]) -> None:
+    """Turn the course's cells that no recorded answer needs into raw cells (not run)."""
+    if not course_sources:
+        return
+    recording = {p.index: exercises[p.label] for p in placed}
+    cells = [(cell.source if cell.cell_type == "code" else "",
+              cell.cell_type == "code" and i not in recording and exercise_of(cell) is None
+              and cell.source.strip() in course_sources)
+             for i, cell in enumerate(run.cells)]
+    reads = [set(recording[i].names) if i in recording else set() for i in range(len(run.cells))]
+    for i in sorted(cells_to_skip(cells, reads)):
+        skipped = nbformat.v4.new_raw_cell(run.cells[i].source, metadata=copy.deepcopy(run.cells[i].metadata))
+        skipped.metadata["attncourse"] = {"not_run_by_grade": "a cell of the course's that no answer needs"}
+        run.cells[i] = skipped
+
+
+def skipped_cells(run) -> int:
+    """How many of the course's cells ``notebook_to_run`` left out of ``run``."""
+    return sum(1 for cell in run.cells if "not_run_by_grade" in cell.metadata.get("attncourse", {}))
 
 
 def _checks_called(cell) -> set[str]:
