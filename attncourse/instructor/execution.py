@@ -137,7 +137,7 @@ async def _watch_the_clock(km: SandboxedKernelManager, time_limit: float, starte
     time, or ``WALL_CLOCK_FACTOR`` time limits have passed. Counted in processor time, a
     notebook starved by its neighbours (processes that each start a session of their own
     each get a share of the processor) is not out of time, and an endless one is stopped
-    once, at its own limit: nothing is ever run twice."""
+    once, at its own limit, and never run again."""
     used = 0.0
     while used < time_limit and time.monotonic() - started < WALL_CLOCK_FACTOR * time_limit:
         await asyncio.sleep(1.0)

@@ -150,7 +150,7 @@ def read_leniently(path: Path):
 
 def _run_notebook(submissions: Path, relative: Path, course: Course, sandbox: Sandbox, number: int,
                   time_limit: float, check_timeout: float | None) -> _Run:
-    run = _Run(relative.as_posix())
+    run = _Run(shown(relative.as_posix()))
     path = submissions / relative
     limits = sandbox.limits
     try:
@@ -193,13 +193,15 @@ def _confirmed(run: _Run, course: Course) -> bool:
 
 
 def _answered(submitted, course: Course) -> list[str]:
-    """The exercises graded in this notebook: those it has cells of, or else, in a
-    notebook stripped of its tags, those whose names it defines."""
-    tagged = set(exercise_labels(submitted))
-    if tagged & set(course.exercises):
-        return [label for label in course.exercises if label in tagged]
+    """The exercises graded in this notebook: those it has cells of, and those whose names
+    it defines, of the chapters its tags name (of every chapter, in a notebook stripped of
+    its tags): an exercise whose tags an editor dropped or the learner misspelt is graded
+    like the others."""
+    tagged = set(exercise_labels(submitted)) & set(course.exercises)
+    chapters = {label.split("-", 1)[0] for label in tagged}
     defined = set().union(*(defined_names(c.source) for c in submitted.cells if c.cell_type == "code"))
-    return [label for label, e in course.exercises.items() if set(e.names) & defined]
+    return [label for label, e in course.exercises.items()
+            if label in tagged or (set(e.names) & defined and (not chapters or label.split("-", 1)[0] in chapters))]
 
 
 def _run_safely(submissions: Path, relative: Path, *args, **kwargs) -> _Run:
@@ -207,7 +209,7 @@ def _run_safely(submissions: Path, relative: Path, *args, **kwargs) -> _Run:
     try:
         return _run_notebook(submissions, relative, *args, **kwargs)
     except Exception as error:
-        return _Run(relative.as_posix(), problem=f"the grader failed on this notebook: {describe(error)}",
+        return _Run(shown(relative.as_posix()), problem=f"the grader failed on this notebook: {describe(error)}",
                     grader_failed=True)
 
 
@@ -370,7 +372,10 @@ def _learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
     resolved = folder.resolve()
 
     def skip(path: Path, why: str) -> None:
-        skipped.append(f"{path.relative_to(folder).as_posix()}: {why}")
+        skipped.append(f"{shown(path.relative_to(folder).as_posix())}: {why}")
+
+    def unreadable(error: OSError) -> None:  # os.walk would pass over a folder it cannot list
+        skip(Path(error.filename), f"a folder grade cannot read ({error.strerror}): nothing in it is graded")
 
     def consider(path: Path, learner: str) -> None:
         if path.is_symlink():
@@ -379,20 +384,20 @@ def _learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
             skip(path, "a symbolic link " + ("that leaves the submissions folder" if leaves else "(grade follows none)"))
         elif path.name.startswith("."):
             skip(path, "a hidden file (its name starts with a dot)")
-        elif not path.name.endswith(".ipynb"):
+        elif not path.name.lower().endswith(".ipynb"):  # as Jupyter opens it, whatever the case
             skip(path, "not a notebook (.ipynb)")
         elif not path.is_file():
             skip(path, "not a regular file")
         else:
-            by_learner.setdefault(learner, []).append(path.relative_to(folder))
+            by_learner.setdefault(shown(learner), []).append(path.relative_to(folder))
 
     for entry in sorted(folder.iterdir()):
         if entry.is_dir() and not entry.is_symlink():
             if entry.name.startswith("."):
                 skip(entry, "a hidden folder (its name starts with a dot): nothing in it is graded")
                 continue
-            found = by_learner.setdefault(entry.name, [])
-            for parent, folders, files in os.walk(entry):
+            found = by_learner.setdefault(shown(entry.name), [])
+            for parent, folders, files in os.walk(entry, onerror=unreadable):
                 for name in sorted(folders):
                     sub = Path(parent) / name
                     if sub.is_symlink() or name.startswith("."):
@@ -402,12 +407,18 @@ def _learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
                 for name in sorted(files):
                     consider(Path(parent) / name, entry.name)
             if not found:
-                by_learner[entry.name] = []
+                by_learner[shown(entry.name)] = []
         elif entry.is_dir():
             skip(entry, "a symbolic link to a folder (grade follows none)")
         else:
-            consider(entry, entry.name.removesuffix(".ipynb"))
+            consider(entry, entry.name[:-len(".ipynb")] if entry.name.lower().endswith(".ipynb") else entry.name)
     return by_learner, skipped
+
+
+def shown(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (which Python keeps as lone surrogates,
+    and no report can write) shown as ``\\xff``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None = None) -> Course:
@@ -525,7 +536,7 @@ def _found_labels(runs: list[_Run], course: Course) -> list[str]:
 
 
 def _problems(learner: str, paths: list[Path], runs: list[_Run]) -> list[str]:
-    flat_and_folder = {p.parts[0] for p in paths} >= {f"{learner}.ipynb", learner}
+    flat_and_folder = {shown(p.parts[0]) for p in paths} >= {f"{learner}.ipynb", learner}
     return (
         (["submitted both as a file and as a folder: graded separately, not merged"] if flat_and_folder else [])
         + (["no notebook in the folder"] if not runs else [])

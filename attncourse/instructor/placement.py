@@ -30,6 +30,7 @@ class Exercise:
     label: str
     expressions: tuple[str, ...]  # the check's arguments, as the course's check cell writes them
     names: tuple[str, ...]  # every notebook name the answer is made of
+    aliases: tuple[tuple[str, str], ...] = ()  # a name the hidden tests read -> the learner's stand-in
 
 
 @dataclass(frozen=True)
@@ -94,23 +95,52 @@ def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozen
     defines = [defined_names(cell.source) if cell.cell_type == "code" else set() for cell in cells]
     checks_of = [_checks_called(cell) for cell in cells]
     after: dict[int, list[tuple[Exercise, str]]] = {}
-    for exercise in exercises:
-        position, note = _position(cells, defines, checks_of, exercise, exercises)
-        after.setdefault(position, []).append((exercise, note))
+    exercises = [_as_checked(cells, checks_of, exercise) for exercise in exercises]
+    for exercise, own in exercises:
+        position, note = _position(cells, defines, checks_of, exercise, [e for e, _ in exercises])
+        after.setdefault(position, []).append((exercise, "; ".join(filter(None, [note, own]))))
     run = nbformat.v4.new_notebook(metadata=copy.deepcopy(submitted.metadata))
     placed: list[Placed] = []
     for position in range(-1, len(cells)):
         if position >= 0 and not checks_of[position]:
             run.cells.append(cells[position])
         for exercise, note in after.get(position, []):
+            aliases = f", {dict(exercise.aliases)!r}" if exercise.aliases else ""
             cell = nbformat.v4.new_code_cell(
                 f'__import__("attncourse.checks.wire", fromlist=["wire"]).export('
-                f'{exercise.label!r}, {exercise.expressions!r}, {wire.INPUTS_FILE!r})')
+                f'{exercise.label!r}, {exercise.expressions!r}, {wire.INPUTS_FILE!r}{aliases})')
             cell.metadata["attncourse"] = {"written_by_grade": exercise.label}
             placed.append(Placed(len(run.cells), exercise.label, note))
             run.cells.append(cell)
-    _skip_unneeded(run, placed, {e.label: e for e in exercises}, course_sources)
+    _skip_unneeded(run, placed, {e.label: e for e, _ in exercises}, course_sources)
     return run, placed
+
+
+def _as_checked(cells, checks_of, exercise: Exercise) -> tuple[Exercise, str]:
+    """``exercise`` with the arguments of the notebook's own last call of its check, where
+    they differ from the course's (a learner who wrote ``my_softmax`` and checked
+    ``check.stable_softmax(my_softmax)`` is graded on ``my_softmax``), and a note saying so."""
+    name = _check_name(exercise.label)
+    calls = [node for i, cell in enumerate(cells) if {exercise.label, "name:" + name} & checks_of[i]
+             for node in _parsed_calls(cell.source) if isinstance(node.func, ast.Attribute) and node.func.attr == name]
+    if not calls or calls[-1].keywords or len(calls[-1].args) != len(exercise.expressions):
+        return exercise, ""
+    own = tuple(ast.unparse(arg) for arg in calls[-1].args)
+    if own == exercise.expressions:
+        return exercise, ""
+    names = [n.id for arg in calls[-1].args for n in ast.walk(arg) if isinstance(n, ast.Name)]
+    aliases = tuple((course, mine) for course, mine in zip(exercise.expressions, own)
+                    if course.isidentifier() and course != mine)  # what the hidden tests read by that name
+    return (Exercise(exercise.label, own, tuple(dict.fromkeys([*exercise.names, *names])), aliases),
+            f"graded on the arguments of the notebook's own check call ({', '.join(own)}), "
+            f"not the course's ({', '.join(exercise.expressions)})")
+
+
+def _parsed_calls(source: str) -> list[ast.Call]:
+    try:
+        return [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
+    except (SyntaxError, ValueError, RecursionError):
+        return []
 
 
 def _skip_unneeded(run, placed: list[Placed], exercises: dict[str, Exercise], course_sources: frozenset[str]) -> None:
