@@ -22,7 +22,7 @@ ANSWER = "answer = softmax(X) + rng.standard_normal(X.shape)"  # the grader's re
 def skipped(*course_cells: str, learner: str = ANSWER) -> list[str]:
     """The course cells (between the imports and the learner's answer) left out."""
     cells = [(IMPORTS, True), (DATA, True), *[(c, True) for c in course_cells], (learner, False), ("", False)]
-    reads = [set()] * (len(cells) - 1) + [{"answer"}]
+    reads: list[set[str]] = [set() for _ in cells[:-1]] + [{"answer"}]
     return [cells[i][0] for i in sorted(cells_to_skip(cells, reads))]
 
 
@@ -59,7 +59,7 @@ def test_a_cell_that_may_change_state_no_name_shows_runs(global_state):
 def test_the_learners_own_cells_always_run_and_what_they_read_too():
     shared = "shared = X * 2"
     cells = [(IMPORTS, True), (DATA, True), (shared, True), ("print(shared)", False), (ANSWER, False), ("", False)]
-    reads = [set()] * 5 + [{"answer"}]
+    reads: list[set[str]] = [set() for _ in range(5)] + [{"answer"}]
     assert cells_to_skip(cells, reads) == set()
 
 

@@ -76,12 +76,12 @@ def _run_cells(path: Path, nb, sliced: bool) -> dict[str, dict]:
     run = nbformat.v4.new_notebook(metadata=nb.metadata)
     last = max(i for i, cell in enumerate(nb.cells) if role_of(cell) == HIDDEN_TEST)
     cells = [cell for cell in nb.cells[: last + 1] if cell.cell_type == "code"]
-    tests = {i for i, cell in enumerate(cells) if role_of(cell) == HIDDEN_TEST}
-    skipped = cells_to_skip([(cell.source, i not in tests) for i, cell in enumerate(cells)],
-                            [effects(cell.source, {}, {}).reads if i in tests else set()
+    hidden = {i for i, cell in enumerate(cells) if role_of(cell) == HIDDEN_TEST}
+    skipped = cells_to_skip([(cell.source, i not in hidden) for i, cell in enumerate(cells)],
+                            [effects(cell.source, {}, {}).reads if i in hidden else set()
                              for i, cell in enumerate(cells)]) if sliced else set()
     for i, cell in enumerate(cells):
-        if i in tests:
+        if i in hidden:
             source = (f'__import__("attncourse.checks.wire", fromlist=["wire"]).discover('
                       f'{exercise_of(cell)!r}, {cell.source!r})')
             run.cells.append(nbformat.v4.new_code_cell(source))

@@ -29,7 +29,7 @@ class Execution:
     stopped_in: int | None = None  # the cell running when it stopped
     errors: list[str] = field(default_factory=list)  # cells that raised
     timed_out: bool = False  # stopped at the time limit
-    cpu_seconds: float = 0.0  # of processor time its processes had used when it was stopped
+    cpu_seconds: float = 0.0  # of processor time its processes had used when it ended or was stopped
 
 
 class _OutOfMemory(Exception):
@@ -211,6 +211,8 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
         run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], elapsed, time_limit, limits,
                                                       km.out_of_memory())
     finally:
+        if km.process is not None and not run.timed_out:
+            run.cpu_seconds = cpu_seconds(km.process.pid)
         km.kill_sandbox()
         if group is not None:
             group.remove()

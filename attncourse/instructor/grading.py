@@ -421,9 +421,12 @@ def shown(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None = None) -> Course:
+def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None = None,
+              submitted: Iterable[str] | None = None) -> Course:
     """The exercises of the solved chapters, and their hidden tests' inputs (running the
-    chapters that hold an assigned exercise's hidden test, once: see discovery)."""
+    chapters that hold an assigned exercise's hidden test, once: see discovery). Without
+    ``assign``, only the chapters of ``submitted`` (labels found in the submissions; None:
+    every chapter) are run."""
     sources = read_chapters(Path(chapters))
     order = [label for nb in sources.values() for label in exercise_labels(nb)]
     unknown = sorted(set(assign or ()) - set(order))
@@ -439,7 +442,9 @@ def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None =
                 checks_cells.setdefault(label, cell)
             elif label in wanted and role_of(cell) == HIDDEN_TEST:
                 hidden.setdefault(label, []).append(cell.source)
-    inputs = hidden_inputs(sources, set(hidden), cache)
+    discovered = set(hidden) if assign is not None or submitted is None else {
+        label for label in hidden if label.split("-", 1)[0] in {found.split("-", 1)[0] for found in submitted}}
+    inputs = hidden_inputs(sources, discovered, cache)
     exercises = {label: exercise_of_course(label, checks_cells[label], inputs.get(label, {}))
                  for label in order if label in checks_cells}
     course_code = frozenset(c.source.strip() for nb in sources.values() for c in nb.cells if c.cell_type == "code")
@@ -488,7 +493,6 @@ def grade_submissions(
         found = {name: paths for name, paths in found.items() if name in set(learners)}
     if not found:
         raise ValueError(f"no submissions in {submissions}: expected LEARNER.ipynb files or LEARNER/ folders")
-    course = course_of(chapters, assign, cache)
     todo = {name: paths for name, paths in found.items() if not (finished and finished(name, paths))}
     tasks = [(learner, path) for learner, paths in todo.items() for path in paths]
     expected = list(dict.fromkeys(assign)) if assign is not None else None
@@ -509,7 +513,8 @@ def grade_submissions(
         if done is not None:
             done(learner, rows, notes)
 
-    with prepared_sandbox(unsafe_no_sandbox, limits) as sandbox:
+    with prepared_sandbox(unsafe_no_sandbox, limits) as sandbox:  # a sandbox that cannot start: before discovery
+        course = course_of(chapters, assign, cache, _chapters_submitted(submissions, tasks))
         run_one = functools.partial(_run_safely, submissions, course=course, sandbox=sandbox,
                                     time_limit=time_limit, check_timeout=check_timeout)
         remaining = {learner: len(paths) for learner, paths in todo.items()}
@@ -528,6 +533,21 @@ def grade_submissions(
     order = {name: n for n, name in enumerate(found)}
     grades.sort(key=lambda g: (order.get(g.learner, 0), course.order.index(g.exercise) if g.exercise in course.order else 0))
     return grades, problems
+
+
+def _chapters_submitted(submissions: Path, tasks: list[tuple[str, Path]]) -> set[str] | None:
+    """The exercise labels the submissions are tagged with (None if one notebook has no
+    tags left, or cannot be read: every chapter's exercises may then be in it)."""
+    labels: set[str] = set()
+    for _, path in tasks:
+        try:
+            found = exercise_labels(read_leniently(submissions / path))
+        except Exception:  # read again, and reported, when it runs
+            return None
+        if not found:
+            return None
+        labels.update(found)
+    return labels
 
 
 def _found_labels(runs: list[_Run], course: Course) -> list[str]:

@@ -95,9 +95,9 @@ def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozen
     defines = [defined_names(cell.source) if cell.cell_type == "code" else set() for cell in cells]
     checks_of = [_checks_called(cell) for cell in cells]
     after: dict[int, list[tuple[Exercise, str]]] = {}
-    exercises = [_as_checked(cells, checks_of, exercise) for exercise in exercises]
-    for exercise, own in exercises:
-        position, note = _position(cells, defines, checks_of, exercise, [e for e, _ in exercises])
+    checked = [_as_checked(cells, checks_of, exercise) for exercise in exercises]
+    for exercise, own in checked:
+        position, note = _position(cells, defines, checks_of, exercise, [e for e, _ in checked])
         after.setdefault(position, []).append((exercise, "; ".join(filter(None, [note, own]))))
     run = nbformat.v4.new_notebook(metadata=copy.deepcopy(submitted.metadata))
     placed: list[Placed] = []
@@ -112,7 +112,7 @@ def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozen
             cell.metadata["attncourse"] = {"written_by_grade": exercise.label}
             placed.append(Placed(len(run.cells), exercise.label, note))
             run.cells.append(cell)
-    _skip_unneeded(run, placed, {e.label: e for e, _ in exercises}, course_sources)
+    _skip_unneeded(run, placed, {e.label: e for e, _ in checked}, course_sources)
     return run, placed
 
 
