@@ -88,7 +88,8 @@ def _run_cells(path: Path, nb, sliced: bool) -> dict[str, dict]:
         elif i not in skipped:
             run.cells.append(nbformat.v4.new_code_cell(cell.source))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATTNCOURSE_")}
-    client = NotebookClient(run, timeout=CHAPTER_TIME_LIMIT, kernel_name="python3", allow_errors=False,
+    client = NotebookClient(run, timeout=CHAPTER_TIME_LIMIT, startup_timeout=CHAPTER_TIME_LIMIT,  # a busy machine
+                            kernel_name="python3", allow_errors=False,
                             resources={"metadata": {"path": str(path.parent)}})
 
     def execute():

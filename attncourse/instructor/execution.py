@@ -182,6 +182,9 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
     current = {"cell": 0}
     client = _OutputLimitedClient(
         nb, km, limits.output, timeout=None, allow_errors=True, shutdown_kernel="immediate",
+        # nbclient gives a kernel 60 s to start: on a busy machine a sandboxed kernel can take
+        # longer, and the learner would lose every grade. The clock below decides instead.
+        startup_timeout=WALL_CLOCK_FACTOR * time_limit,
         on_cell_start=lambda cell, cell_index: current.update(cell=cell_index),
         on_cell_error=_stop_when_out_of_memory, on_notebook_start=lambda notebook: km.lock_runtime(),
     )
