@@ -30,6 +30,7 @@ import pickle
 import re
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -49,6 +50,7 @@ from attncourse.instructor import (
     NOT_ATTEMPTED,
     PASSED,
     SandboxUnavailable,
+    cgroups,
     grade_submissions,
     grading,
     make_student_notebook,
@@ -69,7 +71,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_1 = ROOT / "chapters" / "01_dot_product_similarity.ipynb"
 SOFTMAX, DOUBLING = "ch1-stable-softmax", "ch1-predict-doubling"
 RIGHT_PREDICTION = f"prediction = {PREDICTIONS[DOUBLING].answer!r}"
-TIME_LIMIT = 60.0  # the endless learner takes all of it; the copier runs all of chapter 1 (~10 s of CPU)
+TIME_LIMIT = 30.0  # the endless learners take all of it; the copier runs what chapter 1's answers need
 CHECK_TIMEOUT = 2.0
 SECRET = "attncourse-secret-7f3a"  # in the instructor's environment during grading
 TOKEN = "attncourse-leftover-9c1e"  # in the command line of the process left behind
@@ -231,6 +233,136 @@ try:
     print("runtime written")
 except OSError as error:
     print("runtime refused:", type(error).__name__)"""
+
+
+# A further hostile class (session 29). A: forged passes by what the answer is, not by
+# patching the sandbox.
+LYING_ARRAY = """\
+class Agreeable(np.ndarray):  # every comparison and ufunc says yes
+    def __eq__(self, other):
+        return True
+    def __array_ufunc__(self, *args, **kwargs):
+        return True
+    def __array_function__(self, *args, **kwargs):
+        return True
+
+def stable_softmax(scores):
+    return np.zeros(np.shape(scores)).view(Agreeable)"""
+NAN_AND_HUGE = """\
+def stable_softmax(scores):
+    out = np.full(np.shape(scores), np.nan)
+    out[..., 0] = np.inf
+    return out"""
+SNIFFER = f"""\
+import json, pathlib
+from IPython.display import display
+
+def stable_softmax(scores):  # tries to rewrite the hidden tests' inputs, then hands back a "record"
+    for name in pathlib.Path(".").glob("*.json"):
+        try:
+            name.write_text(json.dumps({{"schema": 1, "tests": {{}}}}))
+        except OSError:
+            pass
+    return {{"{wire.RECORD_MIMETYPE}": {{"exercise": "{SOFTMAX}", "answers": [], "calls": []}}}}"""
+OWN_CHECK_OF_THE_COURSE = 'check.stable_softmax(__import__("attncourse.attention", fromlist=["x"]).softmax)'
+
+# B: memory no process maps (the per-process limit does not see it). Each holds 2.5 GiB at
+# most, so that without a control group the machine survives (and the test says so).
+MEMFD_HOARD = """\
+import os
+fd, held = os.memfd_create("hoard"), 0
+for mib in range(2560):
+    os.write(fd, b"x" * 2**20)
+    held += 1
+print("memfd held", held, "MiB")"""
+SYSV_HOARD = """\
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype, libc.shmat.argtypes = ctypes.c_void_p, [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+held = 0
+for segment in range(5):  # 512 MiB each, written, then detached: held by no process
+    ident = libc.shmget(0, 2**29, 0o1600)
+    address = libc.shmat(ident, None, 0) if ident >= 0 else None
+    if address in (None, ctypes.c_void_p(-1).value):
+        print("shared memory refused:", os.strerror(ctypes.get_errno()))
+        break
+    ctypes.memset(address, 1, 2**29)
+    libc.shmdt(ctypes.c_void_p(address))
+    held += 512
+print("shared memory held", held, "MiB")"""
+FORKED_HOARD = """\
+import os, time
+children = []
+for child in range(4):  # 640 MiB each, under the per-process limit; 2.5 GiB together
+    pid = os.fork()
+    if pid == 0:
+        hoard = b"x" * (640 * 2**20)  # every page written
+        time.sleep(3)
+        os._exit(0)
+    children.append(pid)
+held = sum(os.waitpid(pid, 0)[1] == 0 for pid in children)
+print("children that held theirs:", held)"""
+DEV_SHM_FILLER = """\
+written = 0
+try:
+    with open("/dev/shm/hoard", "wb") as file:
+        while written < 600:
+            file.write(b"x" * 2**20)
+            written += 1
+    print("/dev/shm took", written, "MiB")
+except OSError as error:
+    print("/dev/shm refused after", written, "MiB:", error.strerror)
+try:
+    open("/dev/hoard", "wb").write(b"x")
+    print("/dev written")
+except OSError as error:
+    print("/dev refused:", error.strerror)"""
+
+
+def with_misspelt_tags():
+    """Right answers; the softmax's cells tagged ``exercise:ch1-stable-sofmax`` (the other
+    exercise's tags intact)."""
+    nb = submission(CORRECT_SOFTMAX, RIGHT_PREDICTION)
+    for cell in nb.cells:
+        cell.metadata["tags"] = [t.replace(SOFTMAX, "ch1-stable-sofmax") for t in cell.metadata.get("tags", [])]
+    return nb
+
+
+def saved_on_windows() -> bytes:
+    """Right answers, saved with a byte order mark, Windows line ends in every source line,
+    nbformat 4.0 (no cell ids) and metadata of an editor's own."""
+    nb = json.loads(nbformat.writes(submission(CORRECT_SOFTMAX, RIGHT_PREDICTION)))
+    for cell in nb["cells"]:
+        cell.pop("id", None)
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        cell["source"] = [line + "\r\n" for line in source.split("\n")]
+        cell["metadata"]["vscode"] = {"languageId": "python"}
+    nb["nbformat_minor"] = 0
+    nb["metadata"]["colab"] = {"provenance": []}
+    return "\ufeff".encode() + json.dumps(nb, indent=1).replace("\n", "\r\n").encode()
+
+
+def checked_under_its_own_name():
+    """The stub left raising; the learner's ``my_softmax`` in a cell of its own, and the check
+    cell edited to ``check.stable_softmax(my_softmax)``."""
+    nb = submission(prediction=RIGHT_PREDICTION)
+    stub = next(i for i, cell in enumerate(nb.cells) if exercise_of(cell) == SOFTMAX and role_of(cell) == "stub")
+    nb.cells.insert(stub + 1, nbformat.v4.new_code_cell(CORRECT_SOFTMAX.replace("def stable_softmax", "def my_softmax")))
+    check = next(cell for cell in nb.cells if exercise_of(cell) == SOFTMAX and role_of(cell) == "check")
+    check.source = "check.stable_softmax(my_softmax)"
+    return nb
+
+
+def answered_as_a_method():
+    """The answer bound from a class's static method, the prediction from a lambda."""
+    method = "class Mine:\n    @staticmethod\n" + "\n".join("    " + line for line in CORRECT_SOFTMAX.splitlines())
+    return submission(method + "\n\nstable_softmax = Mine.stable_softmax",
+                      f"prediction = (lambda: {PREDICTIONS[DOUBLING].answer!r})()")
+
+
+def with_own_check_call(nb, source: str):
+    next(cell for cell in nb.cells if exercise_of(cell) == SOFTMAX and role_of(cell) == "check").source = source
+    return nb
 
 
 def answered_below_the_stub():
@@ -397,16 +529,35 @@ def stable_softmax(scores):
         "dotted/.ipynb_checkpoints/ch1-checkpoint.ipynb": submission(),
         "dotted/readme.md": b"# hello",
         "badjson/ch1.ipynb": b"{not json",
+        # A further hostile class (session 29)
+        "lying-array/ch1.ipynb": submission(LYING_ARRAY, "prediction = 10**400"),
+        "nan-and-huge/ch1.ipynb": submission(NAN_AND_HUGE, 'prediction = float("nan")'),
+        "sniffer/ch1.ipynb": submission(SNIFFER, RIGHT_PREDICTION),
+        "own-check-of-the-course/ch1.ipynb": with_own_check_call(submission(prediction=RIGHT_PREDICTION),
+                                                                 OWN_CHECK_OF_THE_COURSE),
+        "memfd-hoarder/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=MEMFD_HOARD),
+        "sysv-hoarder/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=SYSV_HOARD),
+        "forked-hoarder/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=FORKED_HOARD),
+        "dev-filler/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=DEV_SHM_FILLER),
+        "misspelt/ch1.ipynb": with_misspelt_tags(),
+        "windows/ch1.ipynb": saved_on_windows(),
+        "own-name/ch1.ipynb": checked_under_its_own_name(),
+        "method/ch1.ipynb": answered_as_a_method(),
+        "Upper.IPYNB": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
+        "folder.ipynb/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
     }
 
 
 def _tree(folder: Path) -> dict[str, str]:
     """Every file under ``folder`` (links not followed) -> a digest of its content."""
     found = {}
-    for parent, _, files in os.walk(folder):
+    for parent, folders, files in os.walk(folder):
+        folders[:] = [f for f in folders if f != "__pycache__"]  # the grader's own imports write there
         for name in files:
             path = Path(parent) / name
-            found[str(path.relative_to(folder))] = "link" if path.is_symlink() else hashlib.sha256(path.read_bytes()).hexdigest()
+            found[str(path.relative_to(folder))] = (
+                "link" if path.is_symlink() else "not a file" if not path.is_file()
+                else hashlib.sha256(path.read_bytes()).hexdigest())
     return found
 
 
@@ -464,6 +615,11 @@ def _grade_the_class(tmp_path_factory) -> dict:
     (submissions / "alias").symlink_to(submissions / "correct", target_is_directory=True)
     (submissions / "dotted" / "inside-link.ipynb").symlink_to(submissions / "wrong" / "ch1.ipynb")
     (submissions / "nobody").mkdir()
+    (submissions / "fifo").mkdir()
+    os.mkfifo(submissions / "fifo" / "ch1.ipynb")  # reading it would wait for ever
+    latin1 = os.path.join(os.fsencode(submissions), "café.ipynb".encode("latin-1"))  # not UTF-8
+    with open(latin1, "wb") as file:
+        file.write(nbformat.writes(submission(CORRECT_SOFTMAX, RIGHT_PREDICTION)).encode())
     before = {"submissions": _tree(submissions), "chapters": _tree(chapters), "package": _tree(ROOT / "attncourse")}
     scratch_roots = []  # the folders grade makes its sandbox's scratch folders in
     make_folder = sandbox.tempfile.mkdtemp
@@ -495,6 +651,7 @@ def _grade_the_class(tmp_path_factory) -> dict:
         "text": text, "report": report, "folder": folder, "spans": spans, "before": before,
         "after": {"submissions": _tree(submissions), "chapters": _tree(chapters), "package": _tree(ROOT / "attncourse")},
         "report_written": report_written, "connections": connections, "scratch_roots": scratch_roots,
+        "groups": cgroups.available(),
     }
 
 
@@ -559,7 +716,10 @@ def test_no_attack_earns_a_pass(graded):
 
 
 def test_no_file_outside_the_scratch_folders_changed(graded):
-    assert graded["after"] == graded["before"]
+    changed = {(part, path) for part in graded["before"] for path in
+               set(graded["before"][part]) ^ set(graded["after"][part])
+               | {p for p in graded["before"][part] if graded["after"][part].get(p) != graded["before"][part][p]}}
+    assert changed == set()
     assert "deleted" not in executed_text(graded, "vandal/ch1.ipynb")
     assert "blocked" in executed_text(graded, "vandal/ch1.ipynb")
     assert "edited the package" not in executed_text(graded, "vandal/ch1.ipynb")
@@ -638,7 +798,7 @@ def test_every_file_of_the_submissions_is_graded_or_listed_with_why(graded):
     listed = {note.split(": ")[0] for note in skipped}
     for parent, folders, files in os.walk(graded["folder"] / "submissions"):
         for name in folders + files:
-            relative = (Path(parent) / name).relative_to(graded["folder"] / "submissions").as_posix()
+            relative = grading.shown((Path(parent) / name).relative_to(graded["folder"] / "submissions").as_posix())
             inside_a_listed_folder = any(relative.startswith(folder + "/") for folder in listed)
             is_a_learner_folder = (Path(parent) / name).is_dir() and not (Path(parent) / name).is_symlink()
             assert relative in graded_files | listed or inside_a_listed_folder or is_a_learner_folder, relative
@@ -667,6 +827,56 @@ def test_class_b_mappings_nested_namespaces_and_the_runtime_folder_are_refused(g
         assert grades[learner, SOFTMAX].status == grades[learner, DOUBLING].status == PASSED
 
 
+# --- a further hostile class (session 29) ------------------------------------------------
+
+
+def test_class_a_answers_that_lie_about_themselves_forge_no_pass(graded):
+    grades = graded["grades"]
+    for learner in ("lying-array", "nan-and-huge", "sniffer"):  # an ndarray subclass is read as its data
+        assert grades[learner, SOFTMAX].status == FAILED, grades[learner, SOFTMAX]
+    assert grades["lying-array", DOUBLING].status == grades["nan-and-huge", DOUBLING].status == FAILED
+    assert grades["sniffer", DOUBLING].status == PASSED  # the inputs it tried to rewrite are read-only
+    assert "returned a dict" in grades["sniffer", SOFTMAX].message or "dict" in grades["sniffer", SOFTMAX].message
+    course = grades["own-check-of-the-course", SOFTMAX]  # its own check call hands over the course's softmax
+    assert course.status != PASSED or "the course's own" in course.review
+    assert "graded on the arguments of the notebook's own check call" in course.review
+
+
+def test_class_b_memory_held_by_no_process_is_bounded_by_a_control_group(graded):
+    if graded["groups"] is None:
+        pytest.skip("no control group can be made here: memory no process maps is not bounded (instructor guide)")
+    grades = graded["grades"]
+    for learner in ("memfd-hoarder", "sysv-hoarder"):  # stopped at the sandbox's limit, together
+        assert grades[learner, DOUBLING].status == CRASHED, grades[learner, DOUBLING]
+        assert "its processes together passed the sandbox's limit" in grades[learner, DOUBLING].message
+        assert "held 2560" not in executed_text(graded, f"{learner}/ch1.ipynb")
+    forked = executed_text(graded, "forked-hoarder/ch1.ipynb")  # Linux stopped one of them at least
+    assert "children that held theirs:" in forked and "children that held theirs: 4" not in forked
+    assert grades["forked-hoarder", SOFTMAX].status == PASSED  # the kernel itself is not the largest
+
+
+def test_class_b_dev_is_read_only_and_dev_shm_is_limited(graded):
+    text = executed_text(graded, "dev-filler/ch1.ipynb")
+    assert "/dev/shm took 600" not in text and "/dev/shm refused after" in text
+    assert "/dev refused" in text and "/dev written" not in text
+    assert graded["grades"]["dev-filler", SOFTMAX].status == PASSED
+
+
+def test_class_c_misspelt_tags_editors_own_names_and_methods_are_graded(graded):
+    grades = graded["grades"]
+    for learner in ("misspelt", "windows", "own-name", "method", "Upper", "folder.ipynb", "caf\\xe9"):
+        assert grades[learner, SOFTMAX].status == PASSED, (learner, grades[learner, SOFTMAX])
+        assert grades[learner, DOUBLING].status == PASSED, (learner, grades[learner, DOUBLING])
+    assert "graded on the arguments of the notebook's own check call (my_softmax)" in grades["own-name", SOFTMAX].review
+
+
+def test_class_d_a_fifo_and_a_name_that_is_not_utf8_are_reported(graded):
+    assert "fifo/ch1.ipynb: not a regular file" in graded["problems"][SKIPPED]
+    assert graded["grades"]["fifo", SOFTMAX].status == NOT_ATTEMPTED
+    assert "caf\\xe9," in graded["table"].read_text(encoding="utf-8")  # the report is written, the name shown
+    assert (graded["report"] / "executed" / "caf\\xe9.ipynb").exists()
+
+
 def test_duplicate_submissions_are_reported_not_merged(graded):
     grades = graded["grades"]
     twice = grades["twice", SOFTMAX]
@@ -679,9 +889,10 @@ def test_duplicate_submissions_are_reported_not_merged(graded):
 
 
 def test_every_learner_has_a_row_for_every_exercise(graded):
-    learners = {path.split("/")[0].removesuffix(".ipynb") for path in hostile_class(Path("x"), Path("y"), Path("z"), 0)
-                if not path.startswith(".") and ("/" in path or path.endswith(".ipynb"))}
-    learners |= {"nobody"}
+    learners = {path.split("/")[0] if "/" in path else path[:-len(".ipynb")]
+                for path in hostile_class(Path("x"), Path("y"), Path("z"), 0)
+                if not path.startswith(".") and ("/" in path or path.lower().endswith(".ipynb"))}
+    learners |= {"nobody", "fifo", "caf\\xe9"}
     assert {g.learner for g in graded["rows"]} == learners
     assert len(graded["rows"]) == 2 * len(learners)
     assert graded["grades"]["nobody", SOFTMAX].status == NOT_ATTEMPTED
@@ -707,7 +918,8 @@ def test_the_class_was_graded_in_parallel_up_to_the_jobs_asked_for(graded):
     events = sorted([(start, 1) for start, _ in graded["spans"]] + [(end, -1) for _, end in graded["spans"]])
     running = [sum(change for _, change in events[: k + 1]) for k in range(len(events))]
     notebooks = len([path for path in hostile_class(Path("x"), Path("y"), Path("z"), 0)
-                     if path.endswith(".ipynb") and not path.startswith(".") and "/." not in path])
+                     if path.lower().endswith(".ipynb") and not path.startswith(".") and "/." not in path])
+    notebooks += 1  # the one whose name is not UTF-8
     assert len(graded["spans"]) == notebooks and max(running) == 2  # jobs=2, each notebook run once
 
 
@@ -846,8 +1058,11 @@ def test_the_sandbox_command_hides_everything_but_the_system_and_its_scratch(tmp
     box.copy_in(scratch, CHAPTER_1)
     env = box.environment(scratch, 3.0)
     command = box.command(scratch, env)
-    end = command.index("--remount-ro")
+    end = len(command) - 1 - command[::-1].index("--remount-ro")
     assert command[end + 1] == "/"
+    dev = command.index("/dev/shm")  # bubblewrap's /dev is a tmpfs of no set size: read-only, /dev/shm limited
+    assert command[dev - 5:dev + 3] == ["--perms", "01777", "--size", str(7 * MiB), "--tmpfs", "/dev/shm",
+                                        "--remount-ro", "/dev"]
     if uid:  # bubblewrap makes the user namespace, prlimit sets the limits in it
         assert command[1:9] == ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
                                 "--new-session", "--clearenv", "--cap-drop", "ALL"]
@@ -873,6 +1088,35 @@ def test_the_sandbox_command_hides_everything_but_the_system_and_its_scratch(tmp
     assert set(env) <= {"HOME", "TMPDIR", "LANG", "PATH", "USER", "PYTHONPATH", "PYTHONNOUSERSITE", "MALLOC_ARENA_MAX",
                         "PYTHONDONTWRITEBYTECODE", "MPLCONFIGDIR", "JUPYTER_PLATFORM_DIRS", "OMP_NUM_THREADS",
                         "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS", "ATTNCOURSE_CHECK_TIMEOUT"}
+
+
+def test_a_control_group_is_joined_before_the_sandbox_starts(tmp_path):
+    group = cgroups.Group((tmp_path / "memory" / "g", tmp_path / "pids" / "g"), 1)
+    prefix = group.join_then()
+    assert prefix[:2] == ["/bin/sh", "-c"] and prefix[-1] == "sh" and prefix[2].endswith('&& exec "$@"')
+    for folder in group.folders:
+        folder.mkdir(parents=True)
+        (folder / "cgroup.procs").write_text("")
+    done = subprocess.run([*prefix, "sh", "-c", "echo ran"], capture_output=True, text=True, check=True)
+    assert done.stdout == "ran\n"
+    joined = [(folder / "cgroup.procs").read_text().strip() for folder in group.folders]
+    assert joined[0] == joined[1] and joined[0].isdigit()  # the shell that became the command
+    (group.folders[0] / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    assert group.out_of_memory()
+    for folder in group.folders:
+        for file in folder.iterdir():
+            file.unlink()
+    group.remove()
+    assert not any(folder.exists() for folder in group.folders)
+
+
+def test_without_a_writable_hierarchy_there_is_no_control_group(tmp_path, monkeypatch):
+    mounts, own = tmp_path / "mounts", tmp_path / "cgroup"
+    mounts.write_text("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n")
+    own.write_text("0::/user.slice/user-1000.slice/session-1.scope\n")
+    monkeypatch.setattr(cgroups, "_MOUNTS", mounts)
+    monkeypatch.setattr(cgroups, "_OWN", own)
+    assert cgroups.available() is None  # no memory and pids delegated there
 
 
 def test_without_a_sandbox_only_the_memory_limit_applies(tmp_path):

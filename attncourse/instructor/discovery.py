@@ -23,6 +23,7 @@ from nbclient import NotebookClient
 
 import attncourse
 from attncourse.checks import wire
+from attncourse.instructor.slicing import cells_to_skip, effects
 from attncourse.instructor.tags import HIDDEN_TEST, exercise_of, role_of
 
 CHAPTER_TIME_LIMIT = 900.0
@@ -63,18 +64,32 @@ def _digest(chapter: Path) -> str:
 
 
 def _run_chapter(path: Path, nb) -> dict[str, dict]:
-    """Run the solved chapter up to its last hidden test, each hidden test recording."""
+    """Run the solved chapter up to its last hidden test, each hidden test recording: only
+    the cells the hidden tests need (see ``slicing``), or, if that fails, every cell."""
+    try:
+        return _run_cells(path, nb, sliced=True)
+    except CourseError:
+        return _run_cells(path, nb, sliced=False)
+
+
+def _run_cells(path: Path, nb, sliced: bool) -> dict[str, dict]:
     run = nbformat.v4.new_notebook(metadata=nb.metadata)
     last = max(i for i, cell in enumerate(nb.cells) if role_of(cell) == HIDDEN_TEST)
-    for cell in nb.cells[: last + 1]:
-        if role_of(cell) == HIDDEN_TEST:
+    cells = [cell for cell in nb.cells[: last + 1] if cell.cell_type == "code"]
+    hidden = {i for i, cell in enumerate(cells) if role_of(cell) == HIDDEN_TEST}
+    skipped = cells_to_skip([(cell.source, i not in hidden) for i, cell in enumerate(cells)],
+                            [effects(cell.source, {}, {}).reads if i in hidden else set()
+                             for i, cell in enumerate(cells)]) if sliced else set()
+    for i, cell in enumerate(cells):
+        if i in hidden:
             source = (f'__import__("attncourse.checks.wire", fromlist=["wire"]).discover('
                       f'{exercise_of(cell)!r}, {cell.source!r})')
             run.cells.append(nbformat.v4.new_code_cell(source))
-        elif cell.cell_type == "code":
+        elif i not in skipped:
             run.cells.append(nbformat.v4.new_code_cell(cell.source))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATTNCOURSE_")}
-    client = NotebookClient(run, timeout=CHAPTER_TIME_LIMIT, kernel_name="python3", allow_errors=False,
+    client = NotebookClient(run, timeout=CHAPTER_TIME_LIMIT, startup_timeout=CHAPTER_TIME_LIMIT,  # a busy machine
+                            kernel_name="python3", allow_errors=False,
                             resources={"metadata": {"path": str(path.parent)}})
 
     def execute():

@@ -29,7 +29,7 @@ class Execution:
     stopped_in: int | None = None  # the cell running when it stopped
     errors: list[str] = field(default_factory=list)  # cells that raised
     timed_out: bool = False  # stopped at the time limit
-    cpu_seconds: float = 0.0  # of processor time its processes had used when it was stopped
+    cpu_seconds: float = 0.0  # of processor time its processes had used when it ended or was stopped
 
 
 class _OutOfMemory(Exception):
@@ -97,7 +97,7 @@ def megabytes(size: int) -> str:
 
 
 def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, running: int, elapsed: float,
-                    time_limit: float, limits: Limits) -> tuple[int, str]:
+                    time_limit: float, limits: Limits, group_out_of_memory: bool = False) -> tuple[int, str]:
     """(the cell where the run stopped, why), after the run raised ``error`` (None: it
     ended, but its output was cut)."""
     if client.cut_in is not None:
@@ -112,6 +112,10 @@ def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, runni
             f", after {elapsed:.0f} s, most of them waiting for the processor")
         return running, (f"did not finish within the time limit of {time_limit:g} s of processor time "
                          f"(stopped {where}{waited})")
+    if isinstance(error, DeadKernelError) and group_out_of_memory:
+        return running, (f"ran out of memory {where}: its processes together passed the sandbox's limit of "
+                         f"{megabytes(limits.memory + limits.disk)} (--memory-limit, plus the files limit), "
+                         f"and Linux stopped the kernel")
     if isinstance(error, DeadKernelError):
         return running, f"the kernel died {where}"
     return running, f"could not run {where}: {describe(error)}"
@@ -133,7 +137,7 @@ async def _watch_the_clock(km: SandboxedKernelManager, time_limit: float, starte
     time, or ``WALL_CLOCK_FACTOR`` time limits have passed. Counted in processor time, a
     notebook starved by its neighbours (processes that each start a session of their own
     each get a share of the processor) is not out of time, and an endless one is stopped
-    once, at its own limit: nothing is ever run twice."""
+    once, at its own limit, and never run again."""
     used = 0.0
     while used < time_limit and time.monotonic() - started < WALL_CLOCK_FACTOR * time_limit:
         await asyncio.sleep(1.0)
@@ -170,13 +174,17 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
     most ``time_limit`` seconds of processor time, kernel start included (see
     ``_watch_the_clock``)."""
     limits = sandbox.limits
+    group = sandbox.group(scratch)
     km = SandboxedKernelManager(
-        sandbox.command(scratch, env), owner=sandbox.owner, kernel_name="python3", transport="ipc",
+        sandbox.command(scratch, env, group=group), owner=sandbox.owner, group=group, kernel_name="python3", transport="ipc",
         ip=str(scratch / "runtime" / "k"), connection_file=str(scratch / "runtime" / "kernel.json"),
     )
     current = {"cell": 0}
     client = _OutputLimitedClient(
         nb, km, limits.output, timeout=None, allow_errors=True, shutdown_kernel="immediate",
+        # nbclient gives a kernel 60 s to start: on a busy machine a sandboxed kernel can take
+        # longer, and the learner would lose every grade. The clock below decides instead.
+        startup_timeout=WALL_CLOCK_FACTOR * time_limit,
         on_cell_start=lambda cell, cell_index: current.update(cell=cell_index),
         on_cell_error=_stop_when_out_of_memory, on_notebook_start=lambda notebook: km.lock_runtime(),
     )
@@ -203,9 +211,14 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
         elapsed = time.monotonic() - started
         run.timed_out = isinstance(error, _OutOfTime)
         run.cpu_seconds = error.cpu_seconds if run.timed_out else 0.0
-        run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], elapsed, time_limit, limits)
+        run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], elapsed, time_limit, limits,
+                                                      km.out_of_memory())
     finally:
+        if km.process is not None and not run.timed_out:
+            run.cpu_seconds = cpu_seconds(km.process.pid)
         km.kill_sandbox()
+        if group is not None:
+            group.remove()
     if client.cut_in is not None and not run.problem:  # cut in a last cell that had already replied
         run.stopped_in, run.problem = _why_it_stopped(None, client, current["cell"], 0.0, time_limit, limits)
     run.errors = [

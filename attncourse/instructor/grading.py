@@ -40,6 +40,7 @@ from attncourse.instructor.placement import (
     defined_names,
     exercise_of_course,
     notebook_to_run,
+    skipped_cells,
 )
 from attncourse.instructor.sandbox import DEFAULT_LIMITS, Limits, Sandbox, prepared_sandbox
 from attncourse.instructor.tags import (
@@ -149,7 +150,7 @@ def read_leniently(path: Path):
 
 def _run_notebook(submissions: Path, relative: Path, course: Course, sandbox: Sandbox, number: int,
                   time_limit: float, check_timeout: float | None) -> _Run:
-    run = _Run(relative.as_posix())
+    run = _Run(shown(relative.as_posix()))
     path = submissions / relative
     limits = sandbox.limits
     try:
@@ -158,29 +159,49 @@ def _run_notebook(submissions: Path, relative: Path, course: Course, sandbox: Sa
                              f"{megabytes(limits.output)}")
         run.submitted = read_leniently(path)
         labels = [label for label in course.exercises if label in _answered(run.submitted, course)]
-        executed, run.placed = notebook_to_run(run.submitted, [course.exercises[label] for label in labels])
+        exercises = [course.exercises[label] for label in labels]
+        sliced, run.placed = notebook_to_run(run.submitted, exercises, course.sources)
     except Exception as error:  # a learner's file may be anything
         run.submitted = None
         run.problem = f"could not read the notebook ({describe(error)})"
         return run
-    scratch = sandbox.scratch(f"{number:04d}")
-    sandbox.copy_in(scratch, path)  # its own copy, nothing else
     inputs = {label: {"values": tests["values"], "calls": tests["calls"]}
               for label, tests in course.inputs.items() if label in {p.label for p in run.placed}}
-    sandbox.copy_in_data(scratch, wire.INPUTS_FILE, json.dumps({"schema": wire.SCHEMA, "tests": inputs}))
-    run.execution = execute(executed, sandbox, scratch, sandbox.environment(scratch, check_timeout), time_limit)
+
+    def execute_in_sandbox(nb, name: str) -> Execution:
+        scratch = sandbox.scratch(name)
+        sandbox.copy_in(scratch, path)  # its own copy, nothing else
+        sandbox.copy_in_data(scratch, wire.INPUTS_FILE, json.dumps({"schema": wire.SCHEMA, "tests": inputs}))
+        return execute(nb, sandbox, scratch, sandbox.environment(scratch, check_timeout), time_limit)
+
+    run.execution = execute_in_sandbox(sliced, f"{number:04d}")
+    if skipped_cells(sliced) and not run.execution.problem and not _confirmed(run, course):
+        whole, run.placed = notebook_to_run(run.submitted, exercises)  # the same cells, every one run
+        run.execution = execute_in_sandbox(whole, f"{number:04d}-whole")
     run.problem = run.execution.problem
     return run
 
 
+def _confirmed(run: _Run, course: Course) -> bool:
+    """Whether a run that left out some of the course's cells stands: every exercise
+    passed or was not started. Any other verdict could, in principle, come from a cell
+    left out (a missed dependency would be a silent zero), so the whole notebook runs."""
+    try:
+        return all(_grade_exercise(run, p.label, course)[0] in (PASSED, NOT_ATTEMPTED) for p in run.placed)
+    except Exception:  # judged again, and reported, after the run
+        return False
+
+
 def _answered(submitted, course: Course) -> list[str]:
-    """The exercises graded in this notebook: those it has cells of, or else, in a
-    notebook stripped of its tags, those whose names it defines."""
-    tagged = set(exercise_labels(submitted))
-    if tagged & set(course.exercises):
-        return [label for label in course.exercises if label in tagged]
+    """The exercises graded in this notebook: those it has cells of, and those whose names
+    it defines, of the chapters its tags name (of every chapter, in a notebook stripped of
+    its tags): an exercise whose tags an editor dropped or the learner misspelt is graded
+    like the others."""
+    tagged = set(exercise_labels(submitted)) & set(course.exercises)
+    chapters = {label.split("-", 1)[0] for label in tagged}
     defined = set().union(*(defined_names(c.source) for c in submitted.cells if c.cell_type == "code"))
-    return [label for label, e in course.exercises.items() if set(e.names) & defined]
+    return [label for label, e in course.exercises.items()
+            if label in tagged or (set(e.names) & defined and (not chapters or label.split("-", 1)[0] in chapters))]
 
 
 def _run_safely(submissions: Path, relative: Path, *args, **kwargs) -> _Run:
@@ -188,7 +209,7 @@ def _run_safely(submissions: Path, relative: Path, *args, **kwargs) -> _Run:
     try:
         return _run_notebook(submissions, relative, *args, **kwargs)
     except Exception as error:
-        return _Run(relative.as_posix(), problem=f"the grader failed on this notebook: {describe(error)}",
+        return _Run(shown(relative.as_posix()), problem=f"the grader failed on this notebook: {describe(error)}",
                     grader_failed=True)
 
 
@@ -351,7 +372,10 @@ def _learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
     resolved = folder.resolve()
 
     def skip(path: Path, why: str) -> None:
-        skipped.append(f"{path.relative_to(folder).as_posix()}: {why}")
+        skipped.append(f"{shown(path.relative_to(folder).as_posix())}: {why}")
+
+    def unreadable(error: OSError) -> None:  # os.walk would pass over a folder it cannot list
+        skip(Path(error.filename), f"a folder grade cannot read ({error.strerror}): nothing in it is graded")
 
     def consider(path: Path, learner: str) -> None:
         if path.is_symlink():
@@ -360,20 +384,20 @@ def _learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
             skip(path, "a symbolic link " + ("that leaves the submissions folder" if leaves else "(grade follows none)"))
         elif path.name.startswith("."):
             skip(path, "a hidden file (its name starts with a dot)")
-        elif not path.name.endswith(".ipynb"):
+        elif not path.name.lower().endswith(".ipynb"):  # as Jupyter opens it, whatever the case
             skip(path, "not a notebook (.ipynb)")
         elif not path.is_file():
             skip(path, "not a regular file")
         else:
-            by_learner.setdefault(learner, []).append(path.relative_to(folder))
+            by_learner.setdefault(shown(learner), []).append(path.relative_to(folder))
 
     for entry in sorted(folder.iterdir()):
         if entry.is_dir() and not entry.is_symlink():
             if entry.name.startswith("."):
                 skip(entry, "a hidden folder (its name starts with a dot): nothing in it is graded")
                 continue
-            found = by_learner.setdefault(entry.name, [])
-            for parent, folders, files in os.walk(entry):
+            found = by_learner.setdefault(shown(entry.name), [])
+            for parent, folders, files in os.walk(entry, onerror=unreadable):
                 for name in sorted(folders):
                     sub = Path(parent) / name
                     if sub.is_symlink() or name.startswith("."):
@@ -383,17 +407,26 @@ def _learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
                 for name in sorted(files):
                     consider(Path(parent) / name, entry.name)
             if not found:
-                by_learner[entry.name] = []
+                by_learner[shown(entry.name)] = []
         elif entry.is_dir():
             skip(entry, "a symbolic link to a folder (grade follows none)")
         else:
-            consider(entry, entry.name.removesuffix(".ipynb"))
+            consider(entry, entry.name[:-len(".ipynb")] if entry.name.lower().endswith(".ipynb") else entry.name)
     return by_learner, skipped
 
 
-def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None = None) -> Course:
+def shown(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (which Python keeps as lone surrogates,
+    and no report can write) shown as ``\\xff``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None = None,
+              submitted: Iterable[str] | None = None) -> Course:
     """The exercises of the solved chapters, and their hidden tests' inputs (running the
-    chapters that hold an assigned exercise's hidden test, once: see discovery)."""
+    chapters that hold an assigned exercise's hidden test, once: see discovery). Without
+    ``assign``, only the chapters of ``submitted`` (labels found in the submissions; None:
+    every chapter) are run."""
     sources = read_chapters(Path(chapters))
     order = [label for nb in sources.values() for label in exercise_labels(nb)]
     unknown = sorted(set(assign or ()) - set(order))
@@ -409,7 +442,9 @@ def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None =
                 checks_cells.setdefault(label, cell)
             elif label in wanted and role_of(cell) == HIDDEN_TEST:
                 hidden.setdefault(label, []).append(cell.source)
-    inputs = hidden_inputs(sources, set(hidden), cache)
+    discovered = set(hidden) if assign is not None or submitted is None else {
+        label for label in hidden if label.split("-", 1)[0] in {found.split("-", 1)[0] for found in submitted}}
+    inputs = hidden_inputs(sources, discovered, cache)
     exercises = {label: exercise_of_course(label, checks_cells[label], inputs.get(label, {}))
                  for label in order if label in checks_cells}
     course_code = frozenset(c.source.strip() for nb in sources.values() for c in nb.cells if c.cell_type == "code")
@@ -458,7 +493,6 @@ def grade_submissions(
         found = {name: paths for name, paths in found.items() if name in set(learners)}
     if not found:
         raise ValueError(f"no submissions in {submissions}: expected LEARNER.ipynb files or LEARNER/ folders")
-    course = course_of(chapters, assign, cache)
     todo = {name: paths for name, paths in found.items() if not (finished and finished(name, paths))}
     tasks = [(learner, path) for learner, paths in todo.items() for path in paths]
     expected = list(dict.fromkeys(assign)) if assign is not None else None
@@ -479,7 +513,8 @@ def grade_submissions(
         if done is not None:
             done(learner, rows, notes)
 
-    with prepared_sandbox(unsafe_no_sandbox, limits) as sandbox:
+    with prepared_sandbox(unsafe_no_sandbox, limits) as sandbox:  # a sandbox that cannot start: before discovery
+        course = course_of(chapters, assign, cache, _chapters_submitted(submissions, tasks))
         run_one = functools.partial(_run_safely, submissions, course=course, sandbox=sandbox,
                                     time_limit=time_limit, check_timeout=check_timeout)
         remaining = {learner: len(paths) for learner, paths in todo.items()}
@@ -500,13 +535,28 @@ def grade_submissions(
     return grades, problems
 
 
+def _chapters_submitted(submissions: Path, tasks: list[tuple[str, Path]]) -> set[str] | None:
+    """The exercise labels the submissions are tagged with (None if one notebook has no
+    tags left, or cannot be read: every chapter's exercises may then be in it)."""
+    labels: set[str] = set()
+    for _, path in tasks:
+        try:
+            found = exercise_labels(read_leniently(submissions / path))
+        except Exception:  # read again, and reported, when it runs
+            return None
+        if not found:
+            return None
+        labels.update(found)
+    return labels
+
+
 def _found_labels(runs: list[_Run], course: Course) -> list[str]:
     found = {p.label for run in runs for p in run.placed}
     return [label for label in course.order if label in found] or [label for label in course.order if label in course.exercises]
 
 
 def _problems(learner: str, paths: list[Path], runs: list[_Run]) -> list[str]:
-    flat_and_folder = {p.parts[0] for p in paths} >= {f"{learner}.ipynb", learner}
+    flat_and_folder = {shown(p.parts[0]) for p in paths} >= {f"{learner}.ipynb", learner}
     return (
         (["submitted both as a file and as a folder: graded separately, not merged"] if flat_and_folder else [])
         + (["no notebook in the folder"] if not runs else [])

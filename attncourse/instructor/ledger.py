@@ -27,12 +27,12 @@ class Ledger:
 
     def _path(self, learner: str) -> Path:
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in learner)[:60]
-        return self.folder / f"{safe}-{hashlib.sha256(learner.encode()).hexdigest()[:12]}.json"
+        return self.folder / f"{safe}-{hashlib.sha256(learner.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}.json"
 
     def key(self, submissions: Path, notebooks: list[Path]) -> str:
         digest = hashlib.sha256(self.options.encode())
         for relative in sorted(notebooks):
-            digest.update(relative.as_posix().encode() + b"\0")
+            digest.update(os.fsencode(relative) + b"\0")
             try:
                 digest.update(hashlib.sha256((submissions / relative).read_bytes()).digest())
             except OSError:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import nbformat
 
 from attncourse.checks import wire
+from attncourse.instructor.slicing import cells_to_skip
 from attncourse.instructor.tags import CHECK, HIDDEN_TEST, exercise_of, role_of
 
 
@@ -29,6 +30,7 @@ class Exercise:
     label: str
     expressions: tuple[str, ...]  # the check's arguments, as the course's check cell writes them
     names: tuple[str, ...]  # every notebook name the answer is made of
+    aliases: tuple[tuple[str, str], ...] = ()  # a name the hidden tests read -> the learner's stand-in
 
 
 @dataclass(frozen=True)
@@ -80,10 +82,12 @@ def defined_names(source: str) -> set[str]:
     return found
 
 
-def notebook_to_run(submitted, exercises: list[Exercise]) -> tuple[object, list[Placed]]:
+def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozenset[str] = frozenset()
+                    ) -> tuple[object, list[Placed]]:
     """The learner's cells (their own check and hidden-test cells dropped: the grader's
     recording cells take their place), with a recording cell after the answer to each
-    exercise."""
+    exercise. The course's own cells (``course_sources``, unchanged) that no answer needs
+    are not run (``slicing``): they stay in the notebook as raw cells, marked."""
     cells = [copy.deepcopy(cell) for cell in submitted.cells if role_of(cell) != HIDDEN_TEST]
     for cell in cells:
         if cell.cell_type == "code":
@@ -91,22 +95,73 @@ def notebook_to_run(submitted, exercises: list[Exercise]) -> tuple[object, list[
     defines = [defined_names(cell.source) if cell.cell_type == "code" else set() for cell in cells]
     checks_of = [_checks_called(cell) for cell in cells]
     after: dict[int, list[tuple[Exercise, str]]] = {}
-    for exercise in exercises:
-        position, note = _position(cells, defines, checks_of, exercise, exercises)
-        after.setdefault(position, []).append((exercise, note))
+    checked = [_as_checked(cells, checks_of, exercise) for exercise in exercises]
+    for exercise, own in checked:
+        position, note = _position(cells, defines, checks_of, exercise, [e for e, _ in checked])
+        after.setdefault(position, []).append((exercise, "; ".join(filter(None, [note, own]))))
     run = nbformat.v4.new_notebook(metadata=copy.deepcopy(submitted.metadata))
     placed: list[Placed] = []
     for position in range(-1, len(cells)):
         if position >= 0 and not checks_of[position]:
             run.cells.append(cells[position])
         for exercise, note in after.get(position, []):
+            aliases = f", {dict(exercise.aliases)!r}" if exercise.aliases else ""
             cell = nbformat.v4.new_code_cell(
                 f'__import__("attncourse.checks.wire", fromlist=["wire"]).export('
-                f'{exercise.label!r}, {exercise.expressions!r}, {wire.INPUTS_FILE!r})')
+                f'{exercise.label!r}, {exercise.expressions!r}, {wire.INPUTS_FILE!r}{aliases})')
             cell.metadata["attncourse"] = {"written_by_grade": exercise.label}
             placed.append(Placed(len(run.cells), exercise.label, note))
             run.cells.append(cell)
+    _skip_unneeded(run, placed, {e.label: e for e, _ in checked}, course_sources)
     return run, placed
+
+
+def _as_checked(cells, checks_of, exercise: Exercise) -> tuple[Exercise, str]:
+    """``exercise`` with the arguments of the notebook's own last call of its check, where
+    they differ from the course's (a learner who wrote ``my_softmax`` and checked
+    ``check.stable_softmax(my_softmax)`` is graded on ``my_softmax``), and a note saying so."""
+    name = _check_name(exercise.label)
+    calls = [node for i, cell in enumerate(cells) if {exercise.label, "name:" + name} & checks_of[i]
+             for node in _parsed_calls(cell.source) if isinstance(node.func, ast.Attribute) and node.func.attr == name]
+    if not calls or calls[-1].keywords or len(calls[-1].args) != len(exercise.expressions):
+        return exercise, ""
+    own = tuple(ast.unparse(arg) for arg in calls[-1].args)
+    if own == exercise.expressions:
+        return exercise, ""
+    names = [n.id for arg in calls[-1].args for n in ast.walk(arg) if isinstance(n, ast.Name)]
+    aliases = tuple((course, mine) for course, mine in zip(exercise.expressions, own)
+                    if course.isidentifier() and course != mine)  # what the hidden tests read by that name
+    return (Exercise(exercise.label, own, tuple(dict.fromkeys([*exercise.names, *names])), aliases),
+            f"graded on the arguments of the notebook's own check call ({', '.join(own)}), "
+            f"not the course's ({', '.join(exercise.expressions)})")
+
+
+def _parsed_calls(source: str) -> list[ast.Call]:
+    try:
+        return [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+
+
+def _skip_unneeded(run, placed: list[Placed], exercises: dict[str, Exercise], course_sources: frozenset[str]) -> None:
+    """Turn the course's cells that no recorded answer needs into raw cells (not run)."""
+    if not course_sources:
+        return
+    recording = {p.index: exercises[p.label] for p in placed}
+    cells = [(cell.source if cell.cell_type == "code" else "",
+              cell.cell_type == "code" and i not in recording and exercise_of(cell) is None
+              and cell.source.strip() in course_sources)
+             for i, cell in enumerate(run.cells)]
+    reads = [set(recording[i].names) if i in recording else set() for i in range(len(run.cells))]
+    for i in sorted(cells_to_skip(cells, reads)):
+        skipped = nbformat.v4.new_raw_cell(run.cells[i].source, metadata=copy.deepcopy(run.cells[i].metadata))
+        skipped.metadata["attncourse"] = {"not_run_by_grade": "a cell of the course's that no answer needs"}
+        run.cells[i] = skipped
+
+
+def skipped_cells(run) -> int:
+    """How many of the course's cells ``notebook_to_run`` left out of ``run``."""
+    return sum(1 for cell in run.cells if "not_run_by_grade" in cell.metadata.get("attncourse", {}))
 
 
 def _checks_called(cell) -> set[str]:

@@ -41,6 +41,7 @@ from jupyter_client.manager import AsyncKernelManager
 
 import attncourse
 from attncourse.checks import TIMEOUT_VARIABLE
+from attncourse.instructor import cgroups
 
 UNSAFE_MEANS = (
     "Without a sandbox, each notebook still runs in a throwaway folder with a cleared "
@@ -106,6 +107,16 @@ class Sandbox:
     root: Path
     isolated: bool  # False: --unsafe-no-sandbox
     limits: Limits = DEFAULT_LIMITS
+    groups: cgroups.Hierarchy | None = None  # where each notebook gets a control group, if anywhere
+
+    def group(self, scratch: Path) -> cgroups.Group | None:
+        """A new control group for the notebook in ``scratch``: all its processes together
+        hold at most the memory limit plus the files limit (its tmpfs is charged to it), and
+        run at most the process limit plus the sandbox's own few (bubblewrap, setpriv)."""
+        if self.groups is None:
+            return None
+        return self.groups.make(f"{self.root.name}-{scratch.name}", self.limits.memory + self.limits.disk,
+                                self.limits.processes + 8)
 
     @property
     def owner(self) -> int | None:
@@ -155,7 +166,12 @@ class Sandbox:
             env[TIMEOUT_VARIABLE] = str(check_timeout)
         return env
 
-    def command(self, scratch: Path, env: dict[str, str], keep_home: bool = False) -> list[str]:
+    def command(self, scratch: Path, env: dict[str, str], keep_home: bool = False,
+                group: cgroups.Group | None = None) -> list[str]:
+        """The sandbox's command line, in ``group`` if given (see ``_sandbox_command``)."""
+        return [*(group.join_then() if group else []), *self._sandbox_command(scratch, env, keep_home)]
+
+    def _sandbox_command(self, scratch: Path, env: dict[str, str], keep_home: bool) -> list[str]:
         """What goes before the kernel's own command line: the sandbox and the limits (only
         the memory limit without a sandbox: outside a user namespace of its own, the process
         limit would count every process of the instructor's). ``keep_home``: the kernel's
@@ -174,7 +190,10 @@ class Sandbox:
             args += ["--perms", "0755", "--dir", folder]  # bubblewrap would make them 0700: closed to nobody
         for mount in mounts:
             args += mount
+        # bubblewrap's /dev is a tmpfs of no set size, writable by a kernel that runs as the
+        # instructor's uid: read-only, with /dev/shm a tmpfs of the files limit.
         args += [*self._scratch_mounts(scratch, keep_home), "--proc", "/proc", "--dev", "/dev",
+                 "--perms", "01777", "--size", str(self.limits.disk), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
                  "--chdir", str(scratch / "work")]
         for key, value in env.items():
             args += ["--setenv", key, value]
@@ -232,10 +251,11 @@ def _parents(paths: list[str]) -> list[str]:
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager that starts the kernel behind ``prefix`` (the sandbox's command)."""
 
-    def __init__(self, prefix: list[str], owner: int | None = None, **kwargs):
+    def __init__(self, prefix: list[str], owner: int | None = None, group: cgroups.Group | None = None, **kwargs):
         super().__init__(**kwargs)
         self.prefix = prefix
         self.owner = owner  # the kernel's uid, if not ours: it must read the connection file
+        self.group = group  # the sandbox's control group, if it has one
         self.process = None
 
     def write_connection_file(self, **kwargs) -> None:
@@ -266,6 +286,10 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.process.kill()
             self.process.wait(10)
 
+    def out_of_memory(self) -> bool:
+        """Whether Linux killed a process of the sandbox at its control group's memory limit."""
+        return self.group is not None and self.group.out_of_memory()
+
 
 @contextlib.contextmanager
 def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_LIMITS) -> Iterator[Sandbox]:
@@ -274,15 +298,20 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
     Raises SandboxUnavailable, saying why, if bubblewrap cannot start one here with these
     limits and ``unsafe_no_sandbox`` is false."""
     root = Path(tempfile.mkdtemp(prefix="ag-"))  # short: socket paths are limited to 107 bytes
+    sandbox = None
     try:
         package = root / "package" / "attncourse"
         shutil.copytree(Path(attncourse.__file__).parent, package,
                         ignore=shutil.ignore_patterns("__pycache__"))
         _make_read_only(root / "package")
-        sandbox = Sandbox(root, isolated=not unsafe_no_sandbox, limits=limits)
+        sandbox = Sandbox(root, isolated=not unsafe_no_sandbox, limits=limits, groups=cgroups.available())
         _probe(sandbox)
         yield sandbox
     finally:
+        if sandbox is not None and sandbox.groups is not None:  # a group a crash left behind
+            for parent in {sandbox.groups.memory, sandbox.groups.pids}:
+                for left in parent.glob(f"{root.name}-*"):
+                    cgroups.Group((left,), sandbox.groups.version).remove()
         os.chmod(root, 0o700)
         _make_writable(root)
         shutil.rmtree(root, ignore_errors=True)
@@ -328,13 +357,17 @@ def _probe(sandbox: Sandbox) -> None:
     limits = sandbox.limits
     code = _PROBE.format(package=str(sandbox.package / "attncourse"), isolated=sandbox.isolated,
                          processes=limits.processes, memory=limits.memory)
-    command = [*sandbox.command(scratch, env, keep_home=True), sys.executable, "-c", code]
+    group = sandbox.group(scratch)
+    command = [*sandbox.command(scratch, env, keep_home=True, group=group), sys.executable, "-c", code]
     try:
         done = subprocess.run(command, check=False, env=env, cwd=scratch / "work", capture_output=True,
                               text=True, timeout=120)
         problem = done.returncode and (done.stderr.strip()[-600:] or f"exit status {done.returncode}")
     except (OSError, subprocess.TimeoutExpired) as error:
         problem = str(error)
+    finally:
+        if group is not None:
+            group.remove()
     if problem:
         what = "Python could not start in a bubblewrap sandbox here" if sandbox.isolated else "Python could not start"
         raise SandboxUnavailable(f"{what} with a memory limit of {limits.memory // MiB} MiB per process: "

@@ -1,0 +1,129 @@
+"""A control group per notebook, where the machine lets ``grade`` make one: a bound on the
+memory and the number of processes of the whole sandbox together.
+
+The per-process limits (RLIMIT_AS, RLIMIT_NPROC) miss memory no process maps: files in
+``memfd_create`` written with ``write``, System V shared memory detached after use, and
+the sum over a notebook's processes. A control group's memory controller charges all of
+it (pages, tmpfs, shared memory) to the group of the process that made it, and its
+``pids`` controller counts every process and thread of the group. Linux has two kinds:
+version 1 (a hierarchy per controller, as on the machines this course is tested on) and
+version 2 (one hierarchy; usable here only where the controllers are delegated to
+``grade``'s group). Where neither can be written, ``available`` is None and the
+per-process limits are all there is (the instructor guide says what that leaves open).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_MOUNTS = Path("/proc/self/mounts")
+_OWN = Path("/proc/self/cgroup")
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """Where ``grade`` may make groups: one folder per controller (version 1), or one folder
+    for both (version 2)."""
+
+    version: int
+    memory: Path  # the folder new groups for the memory controller go in
+    pids: Path  # the same for the pids controller (the same folder in version 2)
+
+    def make(self, name: str, memory: int, processes: int) -> Group:
+        """A new group ``name`` holding at most ``memory`` bytes and ``processes`` tasks."""
+        folders = list(dict.fromkeys([self.memory / name, self.pids / name]))
+        for folder in folders:
+            folder.mkdir()
+        if self.version == 1:
+            _write(self.memory / name / "memory.limit_in_bytes", memory)
+            with contextlib.suppress(OSError):  # without swap accounting there is no memsw
+                _write(self.memory / name / "memory.memsw.limit_in_bytes", memory)
+            _write(self.pids / name / "pids.max", processes)
+        else:
+            _write(self.memory / name / "memory.max", memory)
+            with contextlib.suppress(OSError):
+                _write(self.memory / name / "memory.swap.max", 0)
+            _write(self.pids / name / "pids.max", processes)
+        return Group(tuple(folders), self.version)
+
+
+@dataclass(frozen=True)
+class Group:
+    folders: tuple[Path, ...]
+    version: int
+
+    def join_then(self) -> list[str]:
+        """A command line prefix: the shell puts itself in the group, then becomes the rest
+        of the command (so the sandbox and every process it starts are in it)."""
+        joins = " && ".join(f"echo $$ > {shlex.quote(str(f / 'cgroup.procs'))}" for f in self.folders)
+        return ["/bin/sh", "-c", f'{joins} && exec "$@"', "sh"]
+
+    def out_of_memory(self) -> bool:
+        """Whether the group reached its memory limit and Linux killed a process of it."""
+        events = "memory.oom_control" if self.version == 1 else "memory.events"
+        with contextlib.suppress(OSError, ValueError):
+            for line in (self.folders[0] / events).read_text().splitlines():
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1]) > 0
+        return False
+
+    def remove(self) -> None:
+        """Remove the group once its processes are gone (they die with the sandbox)."""
+        for folder in self.folders:
+            for _ in range(50):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # still holds a process on its way out
+                    time.sleep(0.1)
+
+
+def _write(path: Path, value: int) -> None:
+    path.write_text(f"{value}\n")
+
+
+def available() -> Hierarchy | None:
+    """The hierarchy ``grade`` can make groups in here, with both the memory and the pids
+    controllers, or None."""
+    try:
+        mounts = [line.split() for line in _MOUNTS.read_text().splitlines()]
+        own = [line.split(":", 2) for line in _OWN.read_text().splitlines()]
+    except OSError:
+        return None
+    v1 = {controller: Path(fields[1]) for fields in mounts if fields[2] == "cgroup"
+          for controller in fields[3].split(",") if controller in ("memory", "pids")}
+    where = {controller: path.strip() for _, controllers, path in own for controller in controllers.split(",")}
+    if {"memory", "pids"} <= set(v1) and {"memory", "pids"} <= set(where):
+        memory = v1["memory"] / where["memory"].lstrip("/")
+        pids = v1["pids"] / where["pids"].lstrip("/")
+        if _usable(memory, "memory.limit_in_bytes") and _usable(pids, "pids.max"):
+            return Hierarchy(1, memory, pids)
+    unified = [Path(fields[1]) for fields in mounts if fields[2] == "cgroup2"]
+    if unified and "" in where:
+        folder = unified[0] / where[""].lstrip("/")
+        with contextlib.suppress(OSError):
+            delegated = (folder / "cgroup.subtree_control").read_text().split()
+            if {"memory", "pids"} <= set(delegated) and os.access(folder, os.W_OK):
+                return Hierarchy(2, folder, folder)
+    return None
+
+
+def _usable(folder: Path, limit_file: str) -> bool:
+    """Whether a group can be made in ``folder`` and limited (tried, then removed)."""
+    trial = folder / f"ag-probe-{os.getpid()}"
+    try:
+        trial.mkdir()
+    except OSError:
+        return False
+    try:
+        return (trial / limit_file).exists() and os.access(trial / limit_file, os.W_OK)
+    finally:
+        with contextlib.suppress(OSError):
+            trial.rmdir()
