@@ -38,7 +38,7 @@ import nbformat
 import pytest
 
 from attncourse import instructor
-from attncourse.checks import wire
+from attncourse.checks import load_chapter_of, wire
 from attncourse.checks.predict import PREDICTIONS
 from attncourse.instructor import (
     COMPLETED,
@@ -68,6 +68,7 @@ pytestmark = [pytest.mark.xdist_group("grade-a-class"), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_1 = ROOT / "chapters" / "01_dot_product_similarity.ipynb"
 SOFTMAX, DOUBLING = "ch1-stable-softmax", "ch1-predict-doubling"
+load_chapter_of(DOUBLING)  # declares PREDICTIONS[DOUBLING]
 RIGHT_PREDICTION = f"prediction = {PREDICTIONS[DOUBLING].answer!r}"
 TIME_LIMIT = 60.0  # the endless learner takes all of it; the copier runs all of chapter 1 (~10 s of CPU)
 CHECK_TIMEOUT = 2.0

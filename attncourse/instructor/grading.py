@@ -395,6 +395,7 @@ def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None =
     """The exercises of the solved chapters, and their hidden tests' inputs (running the
     chapters that hold an assigned exercise's hidden test, once: see discovery)."""
     sources = read_chapters(Path(chapters))
+    checks.load_all()  # every check and predict exercise declared, for the grades below
     order = [label for nb in sources.values() for label in exercise_labels(nb)]
     unknown = sorted(set(assign or ()) - set(order))
     if unknown:
