@@ -190,6 +190,7 @@ builtins.isinstance = lambda *args: True  # the grader's cell breaks on it, and 
 CHECK_PATCHER = """\
 from attncourse import checks
 from attncourse.checks import core
+checks.stable_softmax  # chapter 1's checks, loaded (as the chapter's own cells load them)
 core.CHECKS["ch1-stable-softmax"].__wrapped__ = lambda run, answer: "patched"
 core.Failed = type("Failed", (Exception,), {})
 checks.ch1.stable_softmax.__wrapped__.__code__ = (lambda run, candidate: "ok").__code__"""
