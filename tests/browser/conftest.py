@@ -178,6 +178,26 @@ def visit(watched_page, site):
     return go
 
 
+@pytest.fixture
+def saved_explorers(visit, watched_page):
+    """Open a chapter's page and return the saved states of its explorers of one class
+    (``_anywidget_id``), once every one carries the current front end ``esm`` (a stale
+    execution cache would not)."""
+    from attncourse.explorers.esm import bundle
+
+    def states(chapter: str, explorer_id: str, esm: str) -> list[dict]:
+        visit(f"{chapter}.html")
+        state = watched_page.evaluate("""() => JSON.parse(document.querySelector(
+          'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state""")
+        saved = [m["state"] for m in state.values() if m["state"].get("_anywidget_id") == explorer_id]
+        assert saved, f"{chapter} holds no {explorer_id}"
+        assert all(s["_esm"] == bundle(esm) for s in saved), \
+            f"{chapter} carries an older {esm}: clear _build/.jupyter_cache and rebuild"
+        return saved
+
+    return states
+
+
 # Browser checks that the integrated site does not pass yet (integration of 2026-11-25, see
 # the session note): the reader's new accessibility and weight tests met chapters 8 and 9,
 # and the figures laid out for phones, only at integration. Each is expected to fail until
