@@ -1,12 +1,16 @@
 """Sphinx extension: the chapters' figures as palette PNGs, a third of their size.
 
 matplotlib saves a figure as a 32-bit RGBA PNG, but a chart holds few colours: flat
-heatmap cells, lines, text edges. Written with a palette of at most 256 colours chosen to
-cover the image (Pillow's maximum-coverage quantiser, no dithering), a figure keeps its
-pixel size (tools/figure_legibility.py measures text against it), and no channel moves by
-more than MAX_CHANGE; the chapters' figures shrink from 3.7 MB to 1.2 MB in all, which
-brings every chapter page under the 2 MB budget (issue 23, tools/page_weight.py). A figure
-a palette cannot hold that closely, or one with transparency, is left as it was.
+heatmap cells, lines, text edges. Written with a palette of at most 256 colours, a figure
+keeps its pixel size (tools/figure_legibility.py measures text against it); the chapters'
+figures shrink from 3.7 MB to 1.3 MB in all, which brings every chapter page under the
+2 MB budget (issue 23, tools/page_weight.py).
+
+The palette keeps the EXACT most frequent colours (backgrounds, heatmap cells: a
+quantiser alone tinted a diverging map's neutral grey blue, which reads as a sign), and
+Pillow's maximum-coverage quantiser, undithered, picks the rest for the other pixels
+(text edges, colour bars). A figure in which any channel of any pixel would move by more
+than MAX_CHANGE, or one with transparency, is left as it was.
 
 The notebooks keep matplotlib's own PNGs (Colab, Binder); only the built site's copies in
 ``_images`` are rewritten, after every build (Sphinx copies them afresh each time).
@@ -20,8 +24,24 @@ import pathlib
 import numpy as np
 from PIL import Image
 
-COLOURS = 256
-MAX_CHANGE = 16  # of 255, in any channel of any pixel: below what the eye tells apart in a chart
+COLOURS = 256  # the most a PNG palette holds
+EXACT = 128  # the most frequent colours kept exactly
+MAX_CHANGE = 16  # of 255, in any channel of any pixel
+
+
+def _palette(colours: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """At most COLOURS colours (k, 3) for an image of ``colours`` (n, 3), each seen
+    ``counts`` times: the EXACT most frequent as they are, then a quantiser's pick."""
+    if len(colours) <= COLOURS:
+        return colours
+    exact = np.argsort(-counts, kind="stable")[:EXACT]
+    others = np.ones(len(colours), dtype=bool)
+    others[exact] = False
+    pixels = np.repeat(colours[others], counts[others], axis=0).astype(np.uint8)
+    rest = Image.fromarray(pixels.reshape(-1, 1, 3), "RGB").quantize(
+        COLOURS - EXACT, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
+    picked = np.asarray(rest.getpalette()[:3 * (COLOURS - EXACT)]).reshape(-1, 3)  # (k, 3)
+    return np.vstack([colours[exact], picked])
 
 
 def palette_png(data: bytes) -> bytes:
@@ -32,16 +52,21 @@ def palette_png(data: bytes) -> bytes:
         return data
     rgba = np.asarray(image.convert("RGBA"))
     if (rgba[..., 3] != 255).any():
-        return data  # the quantiser that keeps alpha (octree) shifts colours visibly
-    rgb = Image.fromarray(rgba[..., :3])
-    palette = rgb.quantize(COLOURS, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
-    change = np.abs(np.asarray(palette.convert("RGB"), dtype=int) - rgba[..., :3]).max()
-    if change > MAX_CHANGE:
         return data
+    rgb = rgba[..., :3].astype(np.int64)
+    packed = (rgb[..., 0] << 16 | rgb[..., 1] << 8 | rgb[..., 2]).ravel()  # (h * w,)
+    keys, where, counts = np.unique(packed, return_inverse=True, return_counts=True)
+    colours = np.stack([keys >> 16, keys >> 8 & 255, keys & 255], axis=1)  # (n, 3)
+    palette = _palette(colours, counts)
+    nearest = ((colours[:, None, :] - palette[None, :, :]) ** 2).sum(axis=-1).argmin(axis=1)
+    if np.abs(palette[nearest] - colours).max() > MAX_CHANGE:
+        return data
+    indices = nearest[where.ravel()].reshape(rgb.shape[:2]).astype(np.uint8)  # (h, w)
+    small = Image.fromarray(indices, "P")
+    small.putpalette(palette.astype(np.uint8).ravel().tolist())
     buffer = io.BytesIO()
-    palette.save(buffer, format="png", optimize=True)
-    small = buffer.getvalue()
-    return small if len(small) < len(data) else data
+    small.save(buffer, format="png", optimize=True)
+    return buffer.getvalue() if buffer.tell() < len(data) else data
 
 
 def shrink_figures(app, exception):

@@ -1,6 +1,6 @@
 """The built site's figures as palette PNGs (site_ext/figure_palette.py): smaller, the same
-size in pixels, no colour moved by more than MAX_CHANGE; what a palette cannot hold is
-left alone."""
+size in pixels, the most frequent colours exact, no colour moved by more than MAX_CHANGE;
+what a palette cannot hold is left alone."""
 
 import io
 
@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image
 
 from attncourse import plotting
-from site_ext.figure_palette import MAX_CHANGE, palette_png
+from site_ext.figure_palette import EXACT, MAX_CHANGE, palette_png
 
 
 def png(fig) -> bytes:
@@ -23,15 +23,23 @@ def pixels(data: bytes) -> np.ndarray:
 
 
 def test_a_chart_keeps_its_size_and_colours_in_a_third_of_the_bytes():
-    values = np.random.default_rng(0).random((6, 6))
-    tokens = ["the", "cat", "sat", "on", "the", "mat"]
-    original = png(plotting.annotated_heatmap(values, tokens, tokens, title="weights"))
+    # A diverging map with a colour bar: more than 256 colours, a neutral grey at zero.
+    values = np.random.default_rng(0).normal(size=(8, 8))
+    values[::2, ::3] = 0.0
+    tokens = ["the", "cat", "sat", "on", "the", "mat", "and", "slept"]
+    original = png(plotting.annotated_heatmap(values, tokens, tokens, title="scores",
+                                              cmap="RdBu_r", vmin=-3, vmax=3))
     small = palette_png(original)
     assert Image.open(io.BytesIO(small)).mode == "P"
     assert len(small) < len(original) / 2, (len(original), len(small))
     before, after = pixels(original), pixels(small)
     assert after.shape == before.shape
     assert np.abs(after - before).max() <= MAX_CHANGE
+    colours, counts = np.unique(before.reshape(-1, 4), axis=0, return_counts=True)
+    assert len(colours) > 256  # the palette had to choose
+    frequent = colours[counts > np.sort(counts)[-EXACT]]  # (< EXACT, 4): ties left out
+    kept = (before[..., None, :] == frequent).all(axis=-1).any(axis=-1)  # (h, w)
+    assert (after[kept] == before[kept]).all()  # backgrounds and cells: not tinted
     assert palette_png(small) == small  # already a palette: left as it is
 
 
