@@ -260,7 +260,7 @@ def _gradebook(args, assign: list[str] | None) -> None:
     elif args.command == "autograder":
         options = {"time_limit": args.time_limit, "score_predictions": args.score_predictions,
                    "visibility": args.visibility}
-        out = gradescope.build_zip(args.chapters, args.out, assign, options, Path.cwd())
+        out = gradescope.build_zip(args.chapters, args.out, assign, options, args.chapters.resolve().parent)
         print(f"wrote {out}: upload it as the autograder of a Gradescope programming assignment")
     else:
         options = json.loads(args.config.read_text(encoding="utf-8")) if args.config else {}

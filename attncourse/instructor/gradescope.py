@@ -94,6 +94,7 @@ def build_zip(chapters: Path, out: Path, assign: list[str] | None, options: dict
         _add(archive, "requirements.txt", "\n".join(requirements) + "\n")
         _add(archive, CONFIG, json.dumps(config, indent=1) + "\n")
         _add(archive, "pyproject.toml", (Path(repository) / "pyproject.toml").read_text())
+        _add(archive, "README.md", (Path(repository) / "README.md").read_text())  # pyproject's readme
         for path in sorted(package.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 _add(archive, f"attncourse/{path.relative_to(package).as_posix()}", path.read_bytes())
