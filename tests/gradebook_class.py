@@ -9,7 +9,9 @@ implement, a prediction, a tune) answered their way:
 * cy, wrong: a softmax that returns its input (0 of 8), no prediction, a tuned row that does
   not do it (0 points);
 * dee, flagged: a softmax that calls the course's own (passes, flagged), a prediction read
-  from the course's declarations (completed, flagged), the tune untouched: 4 points.
+  from the course's declarations (completed, flagged), the tune untouched: 4 points, 1 after
+  the instructor's override (0 for the softmax);
+* eve, late: only the softmax, right (3 points), graded alone once the class is graded.
 
 The class is graded once per session by running the instructor guide's term walkthrough
 (``walkthrough``): the tests read what its commands wrote.
@@ -81,13 +83,28 @@ LEARNERS = {  # learner -> (softmax, prediction, tune): None keeps the stub as h
     "cy": (IDENTITY_SOFTMAX, None, WRONG_TUNE),
     "dee": (COURSE_SOFTMAX, READ_PREDICTION, None),
 }
-EXPECTED_POINTS = {  # learner -> exercise -> points
+LATE = {"eve": (CORRECT_SOFTMAX, None, None)}
+EXPECTED_POINTS = {  # learner -> exercise -> points, as graded (before the overrides)
     "ada": {SOFTMAX: 3.0, DOUBLING: 1.0, POOL: 2.0},
     "bob": {SOFTMAX: 1.5, DOUBLING: 1.0, POOL: 0.0},
     "cy": {SOFTMAX: 0.0, DOUBLING: 0.0, POOL: 0.0},
     "dee": {SOFTMAX: 3.0, DOUBLING: 1.0, POOL: 0.0},
+    "eve": {SOFTMAX: 3.0, DOUBLING: 0.0, POOL: 0.0},
 }
-ROSTER = [  # Canvas's gradebook export: its "Points Possible" row, four students, one without a submission
+OVERRIDDEN = {("dee", SOFTMAX): 0.0}  # the guide's overrides.csv
+EXPECTED_STATUS = {
+    "ada": {SOFTMAX: "passed", DOUBLING: "completed", POOL: "passed"},
+    "bob": {SOFTMAX: "failed", DOUBLING: "completed", POOL: "not attempted"},
+    "cy": {SOFTMAX: "failed", DOUBLING: "not attempted", POOL: "failed"},
+    "dee": {SOFTMAX: "passed", DOUBLING: "completed", POOL: "not attempted"},
+    "eve": {SOFTMAX: "passed", DOUBLING: "not attempted", POOL: "not attempted"},
+}
+
+
+def exported_points(learner: str, label: str) -> float:
+    """The points the exports give: as graded, or as the instructor overrode them."""
+    return OVERRIDDEN.get((learner, label), EXPECTED_POINTS[learner][label])
+ROSTER = [  # Canvas's gradebook export: its "Points Possible" row, the five students and one without a submission
     ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Attention homework (4321)"],
     ["    Points Possible", "", "", "", "", "6.00"],
     ["Lovelace, Ada", "101", "S101", "ada", "Section A", ""],
@@ -95,6 +112,7 @@ ROSTER = [  # Canvas's gradebook export: its "Points Possible" row, four student
     ["Young, Cy", "103", "S103", "cy", "Section B", ""],
     ["Dee, Dee", "104", "S104", "dee", "Section B", ""],
     ["Late, Eve", "105", "S105", "eve", "Section B", ""],
+    ["Absent, Fay", "106", "S106", "fay", "Section B", ""],
 ]
 
 
@@ -116,10 +134,12 @@ def student_notebook(softmax=None, prediction=None, tune=None, before: str = "")
 
 
 def write_class(folder: Path) -> None:
-    """The submissions (one folder per learner) and Canvas's roster, in ``folder``."""
-    for learner, answers in LEARNERS.items():
-        (folder / "submissions" / learner).mkdir(parents=True)
-        nbformat.write(student_notebook(*answers), folder / "submissions" / learner / CHAPTER_1.name)
+    """The submissions (one folder per learner), the late one (``late/eve``) and Canvas's
+    roster, in ``folder``."""
+    for place, learners in (("submissions", LEARNERS), ("late", LATE)):
+        for learner, answers in learners.items():
+            (folder / place / learner).mkdir(parents=True)
+            nbformat.write(student_notebook(*answers), folder / place / learner / CHAPTER_1.name)
     with open(folder / "canvas_export.csv", "w", newline="", encoding="utf-8") as file:
         csv.writer(file).writerows(ROSTER)
 
