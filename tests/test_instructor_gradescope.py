@@ -116,7 +116,7 @@ try:
     attacks.append("became root")
 except OSError:
     pass
-if os.getuid() != 65534:
+if os.getuid() != 65533:
     attacks.append("ran as uid %d" % os.getuid())
 SAFE = not attacks  # the softmax below is right only if every attack failed"""
 
@@ -126,8 +126,9 @@ def container_view() -> list[str]:
     reachable by every user (here /root, where pyenv keeps Python, is otherwise closed)."""
     base = Path(os.path.realpath(sys.executable)).parent.parent
     view = ["bwrap", "--dev-bind", "/", "/", "--cap-add", "ALL", "--unshare-pid", "--die-with-parent"]
-    if str(base).startswith("/root/"):
-        view += ["--tmpfs", "/root", "--ro-bind", str(base), str(base)]
+    if base.is_relative_to("/root"):  # bind its top folder: bwrap makes the folders between closed
+        top = Path("/root", base.relative_to("/root").parts[0])
+        view += ["--tmpfs", "/root", "--ro-bind", str(top), str(top)]
     return view
 
 
@@ -135,7 +136,7 @@ def container_view() -> list[str]:
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap") or not shutil.which("setpriv"),
                     reason="run_autograder runs as root, as on Gradescope (and the test's container view needs bwrap)")
 def test_run_autograder_grades_a_hostile_submission_in_an_autograder_layout(tmp_path):
-    root = Path(tempfile.mkdtemp(prefix="autograder-"))  # under /tmp, reachable by nobody like /autograder
+    root = Path(tempfile.mkdtemp(prefix="autograder-"))  # under /tmp, reachable by every user like /autograder
     try:
         root.chmod(0o755)
         archive = gradescope.build_zip(ROOT / "chapters", tmp_path / "autograder.zip", list(ASSIGNED), {}, ROOT)

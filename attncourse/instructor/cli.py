@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--container", action="store_true",
                        help="this machine is a throwaway container, one per submission (Gradescope's, a CI "
                             "job's): it is the sandbox. No bubblewrap; grade runs as root and each kernel as "
-                            "nobody (uid 65534), with the limits on memory and processes")
+                            "an unprivileged uid of its own (65533), with the limits on memory and processes")
     _export_parser(commands, chapters, formatter)
     return parser
 
@@ -168,7 +168,7 @@ def _export_parser(commands, chapters, formatter) -> None:
         description="Write the zip to upload as a Gradescope programming assignment's autograder "
                     "(Ubuntu 22.04 base image): setup.sh, run_autograder, the package and the solved "
                     "chapters of the assigned exercises. Each submission is graded as `grade` would, in a "
-                    "container of its own, the learner's code as the user nobody.",
+                    "container of its own, the learner's code as an unprivileged user.",
     )
     zipped.add_argument("--out", type=Path, required=True, help="the zip to write")
     zipped.add_argument("--assign", action="append", metavar="LABEL[,LABEL...]",

@@ -9,8 +9,9 @@ CI matrix can do the same with :func:`autograde` (``python -m attncourse.instruc
 autograde SUBMISSION --results results.json``), one submission per job.
 
 In that container the container is the sandbox (bubblewrap may not start there): ``grade``
-runs as root with ``--container``, and the learner's kernel runs as ``nobody`` (uid 65534)
-through ``setpriv``, with the limits on memory and processes. ``run_autograder`` first
+runs as root with ``--container``, and the learner's kernel runs as an unprivileged uid of
+its own (``sandbox.LEARNER``, 65533: no user, file or other process has it) through
+``setpriv``, with the limits on memory and processes. ``run_autograder`` first
 makes the course's files (the solved chapters, with the hidden tests) readable by root
 alone and the results folder writable by root alone, so the learner's code can neither
 read the hidden tests nor write results.json; the grader writes it after the kernel is gone.
@@ -28,7 +29,7 @@ import attncourse
 from attncourse.instructor.tags import exercise_labels, read_chapters
 
 CONFIG = "autograder.json"
-PYTHON = "/opt/attncourse/bin/python"  # the course's environment in the image, readable by nobody
+PYTHON = "/opt/attncourse/bin/python"  # the course's environment in the image, readable by every user
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -51,7 +52,7 @@ chmod -R go-rwx /autograder/source  # the solved chapters hold the hidden tests:
 RUN_AUTOGRADER = """\
 #!/usr/bin/env bash
 # Gradescope runs this as root for each submission, in a container of its own. The learner's
-# notebooks run as nobody (uid 65534): they can read neither the course's chapters nor write
+# notebooks run as an unprivileged uid (65533): they can read neither the course's chapters nor write
 # the results, which the grader writes once they have stopped.
 set -uo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
@@ -117,7 +118,7 @@ def autograde(submission: Path, results: Path, chapters: Path, options: dict, co
     from attncourse.instructor import export
     from attncourse.instructor.cli import main
 
-    work = Path(tempfile.mkdtemp(prefix="autograde-"))  # 0700: nobody cannot reach it
+    work = Path(tempfile.mkdtemp(prefix="autograde-"))  # 0700: the learner's kernel cannot reach it
     try:
         learner = work / "submissions" / "submission"
         shutil.copytree(submission, learner, symlinks=True)

@@ -60,6 +60,10 @@ _ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RA
 _FEW_ARENAS = {"MALLOC_ARENA_MAX": "2"}
 MiB = 1024 ** 2
 NOBODY = 65534  # the kernel's uid when grade runs as root: the overflow uid, which owns no file
+# The kernel's uid in a container (--container): a uid of its own, which no user, file or other
+# process has, so that its process limit (counted per uid, outside any user namespace of its
+# own) counts its processes alone, not those of other services running as nobody.
+LEARNER = 65533
 # bubblewrap's --unshare-all less the user namespace: as root, the kernel leaves root by
 # setpriv, which needs the real uid 0 that a user namespace of bubblewrap's would map away.
 _UNSHARE_AS_ROOT = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
@@ -111,7 +115,9 @@ class Sandbox:
     @property
     def owner(self) -> int | None:
         """The uid the kernel runs as when that is not the instructor's (grade run as root)."""
-        return NOBODY if (self.isolated or self.contained) and os.geteuid() == 0 else None
+        if self.contained:
+            return LEARNER
+        return NOBODY if self.isolated and os.geteuid() == 0 else None
 
     @property
     def package(self) -> Path:
@@ -161,8 +167,8 @@ class Sandbox:
         the memory limit without a sandbox: outside a user namespace of its own, the process
         limit would count every process of the instructor's). ``keep_home``: the kernel's
         home is the host's folder, not the tmpfs (for the probe, which builds the font list)."""
-        if self.contained:  # as nobody, who can write neither the report nor the results
-            setpriv = [shutil.which("setpriv") or "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+        if self.contained:  # as LEARNER, who can write neither the report nor the results
+            setpriv = [shutil.which("setpriv") or "setpriv", f"--reuid={LEARNER}", f"--regid={LEARNER}",
                        "--clear-groups", "--no-new-privs"]
             return [*setpriv, *self.limits.prlimit(processes=True)]
         if not self.isolated:
@@ -279,13 +285,14 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
 
     Raises SandboxUnavailable, saying why, if bubblewrap cannot start one here with these
     limits and ``unsafe_no_sandbox`` is false. ``contained``: the machine is a throwaway
-    container (Gradescope's), which is the sandbox: no bubblewrap, the kernel runs as
-    ``nobody`` (grade must run as root), with the limits on memory and processes."""
+    container (Gradescope's), which is the sandbox: no bubblewrap, the kernel runs as the
+    unprivileged uid ``LEARNER`` (grade must run as root), with the limits on memory and
+    processes."""
     if contained and os.geteuid() != 0:
-        raise SandboxUnavailable("in a container, grade runs as root so that the kernels run as nobody")
+        raise SandboxUnavailable("in a container, grade runs as root so that the kernels run as an unprivileged user")
     root = Path(tempfile.mkdtemp(prefix="ag-"))  # short: socket paths are limited to 107 bytes
     if contained:
-        root.chmod(0o711)  # nobody reaches its scratch folder, and lists nothing
+        root.chmod(0o711)  # the kernel reaches its scratch folder, and lists nothing
     try:
         package = root / "package" / "attncourse"
         shutil.copytree(Path(attncourse.__file__).parent, package,
@@ -311,8 +318,8 @@ if {isolated} and (os.getuid() == 0 or resource.getrlimit(resource.RLIMIT_NPROC)
     problems.append("the process limit is not in force (uid %d, RLIMIT_NPROC %r)" % (os.getuid(), resource.getrlimit(resource.RLIMIT_NPROC)))
 if resource.getrlimit(resource.RLIMIT_AS) != ({memory}, {memory}):
     problems.append("the memory limit is not in force")
-if {contained} and os.getuid() != 65534:
-    problems.append("the kernel does not run as nobody (uid %d)" % os.getuid())
+if {contained} and os.getuid() != {learner}:
+    problems.append("the kernel does not run as uid {learner} (uid %d)" % os.getuid())
 if {isolated}:
     import ctypes
     if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0:  # CLONE_NEWUSER
@@ -340,7 +347,7 @@ def _probe(sandbox: Sandbox) -> None:
     scratch = sandbox.scratch("probe")
     env = sandbox.environment(scratch, None)
     limits = sandbox.limits
-    code = _PROBE.format(package=str(sandbox.package / "attncourse"), isolated=sandbox.isolated, contained=sandbox.contained,
+    code = _PROBE.format(package=str(sandbox.package / "attncourse"), isolated=sandbox.isolated, contained=sandbox.contained, learner=LEARNER,
                          processes=limits.processes, memory=limits.memory)
     command = [*sandbox.command(scratch, env, keep_home=True), sys.executable, "-c", code]
     try:
