@@ -23,6 +23,7 @@ import csv
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from attncourse.instructor import points
 from attncourse.instructor.feedback import learner_message, write_feedback
@@ -98,7 +99,7 @@ def gradescope_results(rows: list[points.Scored], titles: dict[str, str], visibi
     """One learner's ``rows`` as Gradescope's results.json (see the module doc)."""
     if visibility not in GRADESCOPE_VISIBILITY:
         raise ValueError(f"visibility must be one of {', '.join(GRADESCOPE_VISIBILITY)}, not {visibility!r}")
-    tests = []
+    tests: list[dict[str, Any]] = []
     for row in rows:
         label = row.exercise
         title = titles.get(label, "")

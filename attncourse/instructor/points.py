@@ -21,10 +21,14 @@ import functools
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attncourse import checks
 from attncourse.checks import core, wire
 from attncourse.instructor import verdict
+
+if TYPE_CHECKING:  # grading imports this module
+    from attncourse.instructor.grading import Grade
 
 EARNS_ALL = ("passed", "completed")  # the statuses that earn every point of an exercise
 OVERRIDE_COLUMNS = ("learner", "exercise", "points", "note")
@@ -106,7 +110,7 @@ def learner_view(label: str, record: dict, hidden_sources: list[str], hidden_inp
     return {**found, "feedback": " ".join(parts)}
 
 
-def earned(grade) -> float:
+def earned(grade: Grade) -> float:
     """The points a report row earned (see the module doc)."""
     worth = points_of(grade.exercise)
     if grade.status in EARNS_ALL:
@@ -120,7 +124,7 @@ def earned(grade) -> float:
 class Scored:
     """A report row with its points (``override``: the instructor's note, if overridden)."""
 
-    grade: object
+    grade: Grade
     points: float
     max_points: float
     override: str = ""
