@@ -159,7 +159,8 @@ def test_totals_per_learner_and_exercise_and_the_distribution():
 
 def test_the_summary_shows_the_points():
     text = summary(CLASS, {})
-    assert "## Points" in text and "| bob | 1.5 | 4 |" in text and "20-40%: 2" in text
+    assert "## Points" in text and "- bob: 1.5 of 4" in text and "20-40%: 2" in text
+    assert f"- {SOFTMAX}: 1.5 of 3, 1 with every point" in text
 
 
 def test_an_override_replaces_the_points_with_a_note(tmp_path):

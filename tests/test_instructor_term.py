@@ -57,7 +57,7 @@ def test_review_shows_the_flagged_learner_and_the_report_its_points(term):
     assert "- bob," not in flagged and "- ada," not in flagged
     summary = (folder / "report" / "summary.md").read_text(encoding="utf-8")
     for learner, earned in EXPECTED_POINTS.items():
-        assert f"| {learner} | {sum(earned.values()):g} | 6 |" in summary
+        assert f"- {learner}: {sum(earned.values()):g} of 6" in summary
     assert "Distribution of the totals: 0-20%: 1, 20-40%: 0, 40-60%: 2, 60-80%: 1, 80-100%: 1." in summary
 
 

@@ -68,10 +68,10 @@ def points_section(grades: list[Grade]) -> list[str]:
     if not rows:
         return []
     md = markdown_text
-    lines = ["", "## Points", "", "| learner | points | of |", "|---|---|---|"]
-    lines += [f"| {md(learner)} | {got:g} | {worth:g} |" for learner, (got, worth) in points.totals(rows).items()]
-    lines += ["", "| exercise | mean points | of | learners with every point |", "|---|---|---|---|"]
-    lines += [f"| {md(label)} | {mean:g} | {worth:g} | {full} |"
+    lines = ["", "## Points", "", "Each learner's total:", ""]
+    lines += [f"- {md(learner)}: {got:g} of {worth:g}" for learner, (got, worth) in points.totals(rows).items()]
+    lines += ["", "Each exercise's mean, and the learners with every point:", ""]
+    lines += [f"- {md(label)}: {mean:g} of {worth:g}, {full} with every point"
               for label, (mean, worth, full) in points.by_exercise(rows).items()]
     lines += ["", "Distribution of the totals: " + ", ".join(f"{band}: {n}" for band, n in points.distribution(rows)) + "."]
     return lines
