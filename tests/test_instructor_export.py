@@ -102,3 +102,12 @@ def test_the_json_has_totals_means_and_the_distribution(term):
     assert sum(band["learners"] for band in data["distribution"]) == len(EXPECTED_POINTS)
     softmax = data["exercises"][0]
     assert softmax["max_points"] == 3 and softmax["full_points"] == 2  # ada and eve (dee overridden)
+
+
+@pytest.mark.parametrize("title, plain", [
+    ("Tune: make *pool* prefer *badminton*", "Tune: make pool prefer badminton"),
+    ("the `stable_softmax` of **X**", "the stable_softmax of X"),
+    ("a_b and 2 * 3 * 4", "a_b and 2 * 3 * 4"),
+])
+def test_titles_lose_their_markdown_marks(title, plain):
+    assert export.plain_title(title) == plain

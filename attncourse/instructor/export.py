@@ -57,8 +57,14 @@ def titles_of(chapters: Path) -> dict[str, str]:
     """label -> the exercise's title, from the solved chapters (empty if there are none)."""
     if not Path(chapters).is_dir():
         return {}
-    return {label: exercise_title(nb, label) for nb in read_chapters(Path(chapters)).values()
+    return {label: plain_title(exercise_title(nb, label)) for nb in read_chapters(Path(chapters)).values()
             for label in exercise_labels(nb)}
+
+
+def plain_title(title: str) -> str:
+    """A title without its markdown emphasis and code marks ("make *pool* prefer" -> "make pool
+    prefer"): the feedback files, Gradescope and the CSV show it as plain text."""
+    return re.sub(r"(\*{1,2}|`)(\S(?:.*?\S)?)\1", r"\2", title)
 
 
 def _row(row: points.Scored, titles: dict[str, str]) -> dict:

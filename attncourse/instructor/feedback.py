@@ -105,8 +105,8 @@ table { border-collapse: collapse; width: 100%; }
 caption { text-align: left; font-weight: bold; padding: 0.25rem 0; }
 th, td { border-bottom: 1px solid var(--rule); padding: 0.35rem 0.5rem; text-align: left; vertical-align: top; }
 td.points { text-align: right; white-space: nowrap; }
-.passed, .completed { color: var(--good); }
-.failed { color: var(--bad); }
+.full { color: var(--good); }
+.none { color: var(--bad); }
 .muted { color: var(--muted); }
 </style>
 </head>
@@ -120,7 +120,7 @@ td.points { text-align: right; white-space: nowrap; }
 <tbody>
 {% for e in entries %}
 <tr><th scope="row"><a href="#{{ e.label }}">{{ e.title or e.label }}</a></th>
-<td class="{{ e.result.split()[0] }}">{{ e.result }}</td><td class="points">{{ e.points|number }} / {{ e.max_points|number }}</td></tr>
+<td class="{{ 'full' if e.points >= e.max_points else ('part' if e.points > 0 else 'none') }}">{{ e.result }}</td><td class="points">{{ e.points|number }} / {{ e.max_points|number }}</td></tr>
 {% endfor %}
 </tbody>
 </table>
