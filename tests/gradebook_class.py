@@ -19,12 +19,14 @@ The class is graded once per session by running the instructor guide's term walk
 
 from __future__ import annotations
 
+import atexit
 import copy
 import csv
 import functools
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -175,6 +177,7 @@ def walkthrough() -> tuple[Path, list[tuple[str, subprocess.CompletedProcess]]]:
     own holding the class, Canvas's roster and a link to the course's chapters: (the folder,
     each command with what it did). The tests read what it wrote."""
     folder = Path(tempfile.mkdtemp(prefix="term-"))
+    atexit.register(shutil.rmtree, folder, True)  # once the session's tests have read it
     write_class(folder)
     (folder / "chapters").symlink_to(ROOT / "chapters")
     python = shlex.quote(sys.executable)
