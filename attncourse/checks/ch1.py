@@ -10,6 +10,7 @@ from attncourse.checks.core import (
     exercise,
     expect_array,
     expect_function,
+    inputs,
     show,
 )
 from attncourse.checks.predict import predict_exercise
@@ -36,7 +37,7 @@ def _softmax_cases() -> list[tuple[str, np.ndarray]]:
     ]
 
 
-@exercise("ch1-stable-softmax")
+@exercise("ch1-stable-softmax", points=3)
 def stable_softmax(run, candidate) -> str:
     """Exercise ch1-stable-softmax: a softmax over the last axis that never overflows.
 
@@ -45,7 +46,7 @@ def stable_softmax(run, candidate) -> str:
     subtracted first. Also checks that the input is left unchanged.
     """
     fn = expect_function(candidate, "stable_softmax")
-    cases = _softmax_cases()
+    cases = inputs(_softmax_cases())  # one at a time when the grader counts the inputs right
     for description, scores in cases:
         what = f"stable_softmax of {description}"
         weights = expect_array(run_on_copies(run, fn, [scores], what), scores.shape, what)
@@ -104,7 +105,7 @@ goal_pool_prefers_badminton = tune_goal(
 )
 
 
-@exercise("ch1-pool-prefers-badminton")
+@exercise("ch1-pool-prefers-badminton", points=2)
 def pool_prefers_badminton(run, X_tuned) -> str:
     """Exercise ch1-pool-prefers-badminton: edit badminton's embedding only, so that
 

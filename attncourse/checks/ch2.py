@@ -10,6 +10,7 @@ from attncourse.checks.core import (
     exercise,
     expect_array,
     expect_function,
+    inputs,
     show,
 )
 from attncourse.checks.predict import predict_exercise
@@ -39,7 +40,7 @@ def _stationary_cases() -> list[tuple[str, np.ndarray]]:
     ]
 
 
-@exercise("ch2-stationary-distribution")
+@exercise("ch2-stationary-distribution", points=3)
 def stationary_distribution(run, candidate) -> str:
     """Exercise ch2-stationary-distribution: pi (seq,) with pi_i proportional to Z_i, the
     row normaliser of A = softmax(X Xᵀ), summing to 1.
@@ -49,7 +50,7 @@ def stationary_distribution(run, candidate) -> str:
     unchanged. The hints name the usual slips: Z itself, 1/Z, uniform, one step of W.
     """
     fn = expect_function(candidate, "stationary_distribution")
-    cases = _stationary_cases()
+    cases = inputs(_stationary_cases())  # one at a time when the grader counts the inputs right
     for description, X in cases:
         what = f"stationary_distribution of {description}"
         pi = expect_array(run_on_copies(run, fn, [X], what), (len(X),), what)
@@ -99,7 +100,7 @@ goal_ball_ignores_it = tune_goal(
 )
 
 
-@exercise("ch2-ball-ignores-it")
+@exercise("ch2-ball-ignores-it", points=2)
 def ball_ignores_it(run, X_tuned) -> str:
     """Exercise ch2-ball-ignores-it: edit only the rows of "it" and "ball" of the tennis
     sentence's X, entries between -10 and 10, so that with A = softmax(X Xᵀ)

@@ -17,6 +17,7 @@ from attncourse.checks.core import (
     exercise,
     expect_array,
     expect_function,
+    inputs,
     show,
     type_name,
 )
@@ -47,7 +48,7 @@ def _head_cases() -> list[tuple[str, tuple[np.ndarray, ...], np.ndarray | None]]
     ]
 
 
-@exercise("ch3-attention-head")
+@exercise("ch3-attention-head", points=3)
 def attention_head(run, candidate) -> str:
     """Exercise ch3-attention-head: ``attention_head(X, W_q, W_k, W_v, mask=None)`` returns
     ``(output, weights)``: project, score, scale by 1/sqrt(d_k), mask, softmax, mix.
@@ -58,7 +59,7 @@ def attention_head(run, candidate) -> str:
     must be left unchanged.
     """
     fn = expect_function(candidate, "attention_head")
-    cases = _head_cases()
+    cases = inputs(_head_cases())  # one at a time when the grader counts the inputs right
     for description, arrays, mask in cases:
         what = f"attention_head on {description}"
         result = run_on_copies(run, fn, [*arrays] + ([] if mask is None else [mask]), what)
@@ -166,7 +167,7 @@ goal_it_attends_to_ball = tune_goal(
 )
 
 
-@exercise("ch3-it-attends-to-ball")
+@exercise("ch3-it-attends-to-ball", points=2)
 def it_attends_to_ball(run, W_q, W_k=None) -> str:
     """Exercise ch3-it-attends-to-ball: W_q and W_k, (d_model, d_k) = (5, 5) as in the
     explorer, such that on the tennis sentence with scores (X W_q)(X W_k)ᵀ, scale 1, no mask:

@@ -14,6 +14,7 @@ from attncourse.checks.core import (
     exercise,
     expect_array,
     expect_function,
+    inputs,
     show,
     type_name,
 )
@@ -117,7 +118,7 @@ def _close(a, b) -> bool:
         return False
 
 
-@exercise("ch4-multi-head-attention")
+@exercise("ch4-multi-head-attention", points=3)
 def multi_head_attention(run, candidate) -> str:
     """Exercise ch4-multi-head-attention: ``my_multi_head_attention(X, W_q, W_k, W_v, W_o,
     n_heads, mask=None)`` (named so as not to shadow the course's imported function) returns ``(output, weights)``, output (..., seq, d_out) and
@@ -130,7 +131,7 @@ def multi_head_attention(run, candidate) -> str:
     over the heads and changed inputs.
     """
     fn = expect_function(candidate, "my_multi_head_attention")
-    cases = _attention_cases()
+    cases = inputs(_attention_cases())  # one at a time when the grader counts the inputs right
     for description, arrays, n_heads, mask in cases:
         given = [a.copy() for a in arrays] + [n_heads] + ([] if mask is None else [mask.copy()])
         what = f"my_multi_head_attention on {description}"
@@ -286,7 +287,7 @@ def _close_losses(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.allclose(a, b, rtol=1e-6, atol=1e-9))
 
 
-@exercise("ch4-indispensable-head")
+@exercise("ch4-indispensable-head", points=2)
 def indispensable_head(run, without) -> str:
     """Exercise ch4-indispensable-head: ``without``, shape (3,), the held-out loss of the
     three-head model trained on chapter 4's task (train_heads(train_task, n_heads=3,

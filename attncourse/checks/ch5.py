@@ -13,6 +13,7 @@ from attncourse.checks.core import (
     exercise,
     expect_array,
     expect_function,
+    inputs,
     show,
 )
 from attncourse.checks.predict import predict_exercise
@@ -52,7 +53,7 @@ goal_cycle_above_two = tune_goal(
 )
 
 
-@exercise("ch5-cycle-above-two")
+@exercise("ch5-cycle-above-two", points=2)
 def cycle_above_two(run, W_q, W_k=None) -> str:
     """Exercise ch5-cycle-above-two: W_q and W_k, (5, 5) with entries in [-10, 10], such
     that on the tennis sentence (scale 1, no mask) the cycle He ⇝ it ⇝ ball (He reads
@@ -158,7 +159,7 @@ _ROLLOUT_MISTAKES: list[tuple[dict[str, Any], str]] = [
 ]
 
 
-@exercise("ch5-attention-rollout")
+@exercise("ch5-attention-rollout", points=3)
 def attention_rollout(run, candidate) -> str:
     """Exercise ch5-attention-rollout: ``attention_rollout(layer_weights, residual=0.5)``
     returns A_hat_L ... A_hat_1 with A_hat = r I + (1 - r) A (heads averaged), rows
@@ -168,7 +169,7 @@ def attention_rollout(run, candidate) -> str:
     (layers or result transposed), layer order reversed, heads summed, residual missing.
     """
     fn = expect_function(candidate, "attention_rollout")
-    cases = _rollout_cases()
+    cases = inputs(_rollout_cases())  # one at a time when the grader counts the inputs right
     for description, layers in cases:
         given = layers.copy()
         what = f"attention_rollout on {description}"

@@ -10,6 +10,7 @@ from attncourse.checks.core import (
     exercise,
     expect_array,
     expect_function,
+    inputs,
     show,
     type_name,
 )
@@ -67,7 +68,7 @@ def _conv_cases(seed: int = 606) -> list[tuple[str, np.ndarray, np.ndarray, floa
     ]
 
 
-@exercise("ch6-conv1d-as-attention")
+@exercise("ch6-conv1d-as-attention", points=3)
 def conv1d_as_attention(run, candidate) -> str:
     """Exercise ch6-conv1d-as-attention: ``conv1d_as_attention(x, kernel, alpha)`` returns
     ``(output (seq, c_out), weights (K, seq, seq + 2 * (K//2)))``: K heads with positional
@@ -79,7 +80,7 @@ def conv1d_as_attention(run, candidate) -> str:
     give the same output.
     """
     fn = expect_function(candidate, "conv1d_as_attention")
-    cases = _conv_cases()
+    cases = inputs(_conv_cases())  # one at a time when the grader counts the inputs right
     for description, x, kernel, alpha in cases:
         what = f"conv1d_as_attention on {description}"
         result = run(fn, x.copy(), kernel.copy(), alpha)
@@ -215,7 +216,7 @@ def smallest_alpha() -> float:
     return goal_sharp_enough.smallest(construction_error)
 
 
-@exercise("ch6-tune-alpha")
+@exercise("ch6-tune-alpha", points=2)
 def tune_alpha(run, alpha) -> str:
     """Exercise ch6-tune-alpha: an alpha at which the construction's error on the tuning
     problem is below 1e-3, but no more than 1 above the smallest such alpha (a teaching

@@ -15,6 +15,7 @@ from attncourse.checks.core import (
     exercise,
     expect_array,
     expect_function,
+    inputs,
     short_repr,
 )
 from attncourse.checks.predict import predict_exercise
@@ -102,14 +103,14 @@ def _close(a, b) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-6, atol=1e-9))
 
 
-@exercise("ch7-layer-attention")
+@exercise("ch7-layer-attention", points=3)
 def layer_attention(run, candidate) -> str:
     """Exercise ch7-layer-attention: ``layer_attention(X, W_q, b_q, W_k, b_k, W_v, b_v,
     n_heads)`` returns one layer's attention weights (n_heads, seq, seq); W (d_model,
     n_heads * d_head), rows are tokens: Q = X @ W_q + b_q. Diagnoses missing biases, a
     missing or wrong scale and weights used in PyTorch's transposed layout."""
     fn = expect_function(candidate, "layer_attention")
-    cases = _layer_cases()
+    cases = inputs(_layer_cases())  # one at a time when the grader counts the inputs right
     for description, arrays, n_heads in cases:
         given = [a.copy() for a in arrays]
         what = f"layer_attention on {description}"
@@ -150,7 +151,7 @@ def layer_attention(run, candidate) -> str:
 ABLATION_PAIR = ("A man is playing a guitar.", "A woman is playing the violin.")
 
 
-@exercise("ch7-most-important-head")
+@exercise("ch7-most-important-head", points=2)
 def most_important_head(run, answer) -> str:
     """Exercise ch7-most-important-head: the (layer, head) whose zero ablation changes the
     cosine similarity of ``ABLATION_PAIR``'s embeddings most (in absolute value)."""

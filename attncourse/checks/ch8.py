@@ -11,6 +11,7 @@ from attncourse.checks.core import (
     exercise,
     expect_array,
     expect_function,
+    inputs,
     show,
     type_name,
 )
@@ -80,13 +81,13 @@ def _rope_mistakes(X, kwargs) -> list[tuple[np.ndarray, str]]:
     ]
 
 
-@exercise("ch8-rope")
+@exercise("ch8-rope", points=3)
 def rope(run, candidate) -> str:
     """Exercise ch8-rope: ``rope(X, positions=None, base=10000.0)`` rotates each interleaved
     pair (2i, 2i+1) of row p by positions[p] * base**(-2i/d); positions default to 0..seq-1;
     X (..., seq, d) is never changed. Compared with attncourse.positions.rope."""
     fn = expect_function(candidate, "rope")
-    cases = _rope_cases()
+    cases = inputs(_rope_cases())  # one at a time when the grader counts the inputs right
     for description, X, kwargs in cases:
         given = X.copy()
         arguments = {name: np.copy(value) if name == "positions" else value for name, value in kwargs.items()}
@@ -149,7 +150,7 @@ goal_previous_token = tune_readout_goal(
 )
 
 
-@exercise("ch8-tune-previous-token")
+@exercise("ch8-tune-previous-token", points=2)
 def tune_previous_token(run, query, scale) -> str:
     """Exercise ch8-tune-previous-token: a query (4,) and a scale at which every token after
     the first puts at least 0.9 of its attention on the token before it."""

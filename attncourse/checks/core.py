@@ -82,6 +82,8 @@ class NotRecorded(Exception):
 # Every exercise label -> its check. Filled by @exercise when a chapter's module is imported
 # (on first use of one of its checks, by load_chapter_of, or by the package's load_all).
 CHECKS: dict[str, Callable[..., None]] = {}
+# Every exercise label -> the points it is worth (declared with its check; default 1).
+POINTS: dict[str, float] = {}
 
 
 def load_chapter_of(label: str) -> None:
@@ -97,8 +99,10 @@ def load_chapter_of(label: str) -> None:
                 raise
 
 
-def exercise(label: str):
-    """Register ``evaluate(run, *answers) -> str`` as the check of exercise ``label``.
+def exercise(label: str, *, points: float = 1):
+    """Register ``evaluate(run, *answers) -> str`` as the check of exercise ``label``,
+    worth ``points`` (an implement exercise whose check goes through :func:`inputs` earns
+    the fraction of its inputs it gets right; see ``attncourse.instructor.points``).
 
     The public check takes the answers (and an optional ``timeout=`` in seconds), prints
     its message, records it, applies the CI mode and returns None.
@@ -110,6 +114,9 @@ def exercise(label: str):
             raise ValueError(f"the check of exercise {label!r} must be named {name!r}")
         if label in CHECKS:
             raise ValueError(f"exercise {label!r} already has a check")
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or not points > 0:
+            raise ValueError(f"exercise {label!r} must be worth a positive number of points, got {points!r}")
+        POINTS[label] = float(points)
 
         @functools.wraps(evaluate)
         def check(*answers, timeout: float | None = None) -> None:
@@ -148,6 +155,41 @@ def hidden_test(label: str, *, timeout: float | None = None):
         _report(_evaluate(label, "hidden", evaluate, (), timeout))
 
     return run_now
+
+
+# ---------------------------------------------------------------------------------------
+# One input at a time: how the grader gives partial credit
+
+_SELECTION = threading.local()  # per thread: a check runs in a worker thread of its own
+
+
+def inputs(cases: list) -> list:
+    """The inputs an implement check tries, each a tuple whose first item describes it
+    ("the large scores [1000, 999, 0]"). A check loops over ``inputs(cases)``: normally
+    every case; inside :func:`one_input` only case ``k``, so that the grader can judge each
+    input alone (a wrong first input does not hide the others) and count those right."""
+    _SELECTION.described = [str(case[0]) for case in cases]
+    only = getattr(_SELECTION, "only", None)
+    return list(cases) if only is None else list(cases[only:only + 1])
+
+
+class one_input:
+    """``with one_input(k) as selection:`` a check run inside sees only its input ``k``;
+    afterwards ``selection.described`` lists every input's description (None if the check
+    does not go through :func:`inputs`). Enter it in the thread that runs the check."""
+
+    def __init__(self, index: int | None):
+        self.index = index
+        self.described: list[str] | None = None
+
+    def __enter__(self):
+        _SELECTION.only, _SELECTION.described = self.index, None
+        return self
+
+    def __exit__(self, *exc):
+        self.described = _SELECTION.described
+        _SELECTION.only, _SELECTION.described = None, None
+        return False
 
 
 # ---------------------------------------------------------------------------------------

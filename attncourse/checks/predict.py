@@ -84,7 +84,8 @@ def forget_misses() -> None:
     _misses.clear()
 
 
-def predict_exercise(label: str, *, answer: float, tolerance: float, hint: str, explanation: str):
+def predict_exercise(label: str, *, answer: float, tolerance: float, hint: str, explanation: str,
+                     points: float = 1):
     """Declare the predict exercise ``label`` and return its check (see the module doc)."""
     if not (isinstance(answer, Real) and math.isfinite(answer)):
         raise ValueError(f"the answer of {label!r} must be a finite number, got {answer!r}")
@@ -100,7 +101,7 @@ def predict_exercise(label: str, *, answer: float, tolerance: float, hint: str, 
 
     evaluate.__name__ = label.split("-", 1)[-1].replace("-", "_")
     evaluate.__doc__ = f"Exercise {label}: predict a number (within {tolerance:g})."
-    check = exercise(label)(evaluate)
+    check = exercise(label, points=points)(evaluate)
     PREDICTIONS[label] = prediction
     return check
 

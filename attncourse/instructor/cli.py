@@ -1,4 +1,4 @@
-"""The command line: ``python -m attncourse.instructor {list,student,grade}``."""
+"""The command line: ``python -m attncourse.instructor {list,student,grade,export,autograder,autograde}``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import nbformat
 from attncourse import checks
 from attncourse.instructor.grading import SKIPPED, grade_submissions
 from attncourse.instructor.ledger import Ledger
+from attncourse.instructor.points import points_of
 from attncourse.instructor.report import write_report
 from attncourse.instructor.sandbox import (
     DEFAULT_LIMITS,
@@ -48,6 +49,13 @@ Workflow:
      check's message), not attempted, notebook crashed, or error, and flag for review
      what looks like tampering with the checks.
      report/executed/ keeps the executed notebooks.
+  4. Export the points: feedback files for the learners, a gradebook for Canvas,
+     Gradescope's results.json, or plain CSV/JSON:
+       python -m attncourse.instructor export feedback --report report --out feedback
+       python -m attncourse.instructor export canvas --report report --out canvas.csv \
+           --roster canvas_export.csv --assignment "Attention homework (12345)"
+     Or let Gradescope grade each submission in a container of its own (large classes):
+       python -m attncourse.instructor autograder --out autograder.zip --assign ...
 """
 
 
@@ -57,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m attncourse.instructor", description=_DESCRIPTION,
         epilog=TAG_CONVENTION, formatter_class=formatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{list,student,grade}")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar="{list,student,grade,export,autograder,autograde}")
     chapters = argparse.ArgumentParser(add_help=False)
     chapters.add_argument("--chapters", type=Path, default=Path("chapters"),
                           help="folder of the solved chapter notebooks (default: chapters)")
@@ -66,8 +75,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="only these exercises (comma-separated or repeated); default: all")
 
     commands.add_parser("list", parents=[chapters], formatter_class=formatter,
-                        help="list the exercises of the chapters, by label",
-                        description="List every exercise of the chapters: its label and title.")
+                        help="list the exercises of the chapters, by label, with their points",
+                        description="List every exercise of the chapters: its label, points and title. "
+                                    "An implement exercise earns the fraction of its inputs it gets right; "
+                                    "any other, all its points when passed (completed, for a prediction).")
     student = commands.add_parser(
         "student", parents=[chapters, assign], formatter_class=formatter,
         help="make the student version of the chapters",
@@ -117,7 +128,66 @@ def _parser() -> argparse.ArgumentParser:
                             "is given, since their answer can be computed by design)")
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="run the notebooks even where no sandbox can start. " + UNSAFE_MEANS)
+    grade.add_argument("--container", action="store_true",
+                       help="this machine is a throwaway container, one per submission (Gradescope's, a CI "
+                            "job's): it is the sandbox. No bubblewrap; grade runs as root and each kernel as "
+                            "an unprivileged uid of its own (65533), with the limits on memory and processes")
+    _export_parser(commands, chapters, formatter)
     return parser
+
+
+def _export_parser(commands, chapters, formatter) -> None:
+    from attncourse.instructor.export import FORMATS, GRADESCOPE_VISIBILITY
+
+    listed = "\n".join(f"  {name:11} {what}" for name, what in FORMATS.items())
+    export = commands.add_parser(
+        "export", parents=[chapters], formatter_class=formatter,
+        help="write the points of a graded class: feedback, Canvas, Gradescope, CSV, JSON",
+        description="Write what `grade --out REPORT` graded, with each exercise's points, as FORMAT:\n"
+                    + listed + "\n  (and Gradescope's autograder zip, which grades each submission in a "
+                    "container of its own: the `autograder` command)\n\nImplement exercises earn the "
+                    "fraction of their inputs right; rows that need review earn nothing until regraded or "
+                    "overridden (--overrides).",
+    )
+    export.add_argument("format", choices=list(FORMATS), metavar="FORMAT", help=", ".join(FORMATS))
+    export.add_argument("--report", type=Path, default=Path("report"), help="the folder grade wrote (default: report)")
+    export.add_argument("--out", type=Path, required=True, help="the file or folder to write (see FORMAT)")
+    export.add_argument("--overrides", type=Path, default=None,
+                        help="a CSV of your decisions after review: learner,exercise,points,note")
+    export.add_argument("--roster", type=Path, help="canvas: the gradebook CSV exported from Canvas")
+    export.add_argument("--assignment", help="canvas: the assignment's column title, 'NAME (ID)'")
+    export.add_argument("--match", default="SIS Login ID",
+                        help="canvas: the roster column that holds the learners' names as grade saw them "
+                             "(default: SIS Login ID)")
+    export.add_argument("--learner", help="gradescope: only this learner, and --out is its results.json")
+    export.add_argument("--visibility", choices=GRADESCOPE_VISIBILITY, default="visible",
+                        help="gradescope: when learners see each exercise's result (default: visible)")
+    zipped = commands.add_parser(
+        "autograder", parents=[chapters], formatter_class=formatter,
+        help="make the Gradescope autograder zip (one container per submission: large classes)",
+        description="Write the zip to upload as a Gradescope programming assignment's autograder "
+                    "(Ubuntu 22.04 base image): setup.sh, run_autograder, the package and the solved "
+                    "chapters of the assigned exercises. Each submission is graded as `grade` would, in a "
+                    "container of its own, the learner's code as an unprivileged user.",
+    )
+    zipped.add_argument("--out", type=Path, required=True, help="the zip to write")
+    zipped.add_argument("--assign", action="append", metavar="LABEL[,LABEL...]",
+                        help="only these exercises (comma-separated or repeated); default: all")
+    zipped.add_argument("--time-limit", type=_positive(float), default=120.0, metavar="SECONDS")
+    zipped.add_argument("--score-predictions", action="store_true")
+    zipped.add_argument("--visibility", choices=GRADESCOPE_VISIBILITY, default="visible")
+    one = commands.add_parser(
+        "autograde", parents=[chapters], formatter_class=formatter,
+        help="grade one submission into Gradescope's results.json (what run_autograder runs; any job queue)",
+        description="Grade one submission, a folder of notebooks, and write RESULTS in Gradescope's "
+                    "format: the per-submission command for Gradescope's run_autograder, a job queue or "
+                    "a CI matrix (one job per submission).",
+    )
+    one.add_argument("submission", type=Path, help="the folder of one learner's notebooks")
+    one.add_argument("--results", type=Path, required=True, help="the results.json to write")
+    one.add_argument("--config", type=Path, help="the autograder.json of the zip (exercises and options)")
+    one.add_argument("--assign", action="append", metavar="LABEL[,LABEL...]")
+    one.add_argument("--container", action="store_true", help="as grade --container")
 
 
 def _positive(kind):
@@ -166,12 +236,38 @@ def _grade(args, assign: list[str] | None) -> None:
         args.submissions, args.chapters, assign, args.time_limit, args.check_timeout,
         executed_dir=args.out / "executed", jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox,
         limits=limits, score_predictions=args.score_predictions, cache=args.out / ".cache",
-        learners=learners, done=done, finished=finished,
+        learners=learners, done=done, finished=finished, contained=args.container,
     )
     skipped += problems.get(SKIPPED, [])
     table, text = write_report(*ledger.everything(skipped), args.out)
     print(text.read_text(encoding="utf-8"))
     print(f"wrote {table} and {text}")
+
+
+def _gradebook(args, assign: list[str] | None) -> None:
+    """The commands after grading: export, autograder, autograde."""
+    import json
+
+    from attncourse.instructor import export, gradescope
+
+    if args.command == "export":
+        written, problems = export.export(
+            args.format, args.report, args.out, args.chapters, overrides=args.overrides, roster=args.roster,
+            assignment=args.assignment, match=args.match, learner=args.learner, visibility=args.visibility)
+        for problem in problems:
+            print(f"warning: {problem}", file=sys.stderr)
+        print(f"wrote {len(written)} file(s): {', '.join(map(str, written[:4]))}{' ...' if len(written) > 4 else ''}")
+    elif args.command == "autograder":
+        options = {"time_limit": args.time_limit, "score_predictions": args.score_predictions,
+                   "visibility": args.visibility}
+        out = gradescope.build_zip(args.chapters, args.out, assign, options, args.chapters.resolve().parent)
+        print(f"wrote {out}: upload it as the autograder of a Gradescope programming assignment")
+    else:
+        options = json.loads(args.config.read_text(encoding="utf-8")) if args.config else {}
+        if assign:
+            options["assign"] = assign
+        data = gradescope.autograde(args.submission, args.results, args.chapters, options, args.container)
+        print(f"wrote {args.results}: {data['score']:g} points")
 
 
 def _course_digest(chapters: Path) -> str:
@@ -196,7 +292,10 @@ def main(argv: list[str] | None = None) -> int:
             for path, nb in read_chapters(args.chapters).items():
                 print(path.name)
                 for label in exercise_labels(nb):
-                    print(f"  {label:32} {exercise_title(nb, label)}")
+                    worth = f"{points_of(label):g} pt" + ("s" if points_of(label) != 1 else "")
+                    print(f"  {label:36} {worth:>6}  {exercise_title(nb, label)}")
+        elif args.command in ("export", "autograder", "autograde"):
+            _gradebook(args, assign)
         elif args.command == "student":
             for path in write_student_version(args.chapters, args.out, assign):
                 labels = exercise_labels(nbformat.read(path, as_version=4))

@@ -31,7 +31,7 @@ from attncourse import checks
 from attncourse.checks import wire
 from attncourse.checks.core import describe
 from attncourse.checks.predict import ATTEMPTS_MIMETYPE, PREDICTIONS
-from attncourse.instructor import verdict
+from attncourse.instructor import points, verdict
 from attncourse.instructor.discovery import hidden_inputs
 from attncourse.instructor.execution import Execution, execute, megabytes
 from attncourse.instructor.placement import (
@@ -82,6 +82,9 @@ class Grade:
     notebook: str  # the submitted file it came from ("" if none held the exercise)
     review: str = ""  # why an instructor should look at this row ("" if no reason)
     graded_at: str = ""  # when (UTC, ISO 8601)
+    inputs_right: int = 0  # partial credit (attncourse.instructor.points): the inputs right,
+    inputs: int = 0  # of the exercise's inputs (0: not an implement exercise, or not judged)
+    feedback: str = ""  # what the learner may read: the check's message, hidden tests by number only
 
 
 @dataclass
@@ -336,7 +339,8 @@ def _grade_learner(learner: str, runs: list[_Run], expected: list[str], course: 
         elif outcomes:
             notebook, status, message, review = outcomes[0]
             grades.append(Grade(learner, label, status, message, notebook,
-                                f"{notebook}: {review}" if review else "", now))
+                                f"{notebook}: {review}" if review else "", now,
+                                **_learner_view(runs, notebook, label, course)))
         elif unreadable:
             first = unreadable[0]
             grades.append(Grade(learner, label, ERROR if first.grader_failed else CRASHED, first.problem,
@@ -345,6 +349,22 @@ def _grade_learner(learner: str, runs: list[_Run], expected: list[str], course: 
             grades.append(Grade(learner, label, NOT_ATTEMPTED, "no submitted notebook contains this exercise", "", "", now))
     return [replace(grade, message=_explained(grade.message, limits), review=_clip(grade.review))
             for grade in grades]
+
+
+def _learner_view(runs: list[_Run], notebook: str, label: str, course: Course) -> dict:
+    """Partial credit and the learner's feedback (``points.learner_view``), judged on the
+    same record as the row's status; nothing where there is no record to judge."""
+    run = next(run for run in runs if run.notebook == notebook)
+    placed = next((p for p in run.placed if p.label == label), None)
+    stopped = run.execution.stopped_in if run.execution is not None else None
+    if placed is None or run.executed is None or (stopped is not None and stopped <= placed.index):
+        return {}
+    record, _ = _record(run, placed)
+    try:
+        return points.learner_view(label, record, course.hidden.get(label, []), course.inputs.get(label, {})) \
+            if record else {}
+    except Exception:  # a record the verdict could not read: the row's status already says so
+        return {}
 
 
 def _clip(text: str, limit: int = 1000) -> str:
@@ -468,6 +488,7 @@ def grade_submissions(
     learners: Iterable[str] | None = None,
     done: Callable[[str, list[Grade], list[str]], None] | None = None,
     finished: Callable[[str, list[Path]], bool] | None = None,
+    contained: bool = False,
 ) -> tuple[list[Grade], dict[str, list[str]]]:
     """Run every submitted notebook in a sandbox and grade each learner's exercises.
 
@@ -479,7 +500,8 @@ def grade_submissions(
     learner's grades go to ``done(learner, grades, problems)`` as soon as they are known;
     a learner for whom ``finished(learner, notebooks)`` is true is not graded again; only
     ``learners`` are graded, if given. Predict exercises count as completed unless
-    ``score_predictions``. A crashing, endless or hostile notebook is a grade, never an
+    ``score_predictions``. ``contained``: the machine is a throwaway container, the
+    sandbox (see ``prepared_sandbox``). A crashing, endless or hostile notebook is a grade, never an
     exception. Raises SandboxUnavailable if no sandbox can start (unless
     ``unsafe_no_sandbox``), ValueError for bad arguments.
     """
@@ -514,7 +536,7 @@ def grade_submissions(
         if done is not None:
             done(learner, rows, notes)
 
-    with prepared_sandbox(unsafe_no_sandbox, limits) as sandbox:  # a sandbox that cannot start: before discovery
+    with prepared_sandbox(unsafe_no_sandbox, limits, contained) as sandbox:  # a sandbox that cannot start: before discovery
         course = course_of(chapters, assign, cache, _chapters_submitted(submissions, tasks))
         run_one = functools.partial(_run_safely, submissions, course=course, sandbox=sandbox,
                                     time_limit=time_limit, check_timeout=check_timeout)

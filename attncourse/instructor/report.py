@@ -39,6 +39,7 @@ def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
     ]
     lines += [f"| {md(learner)} | " + " | ".join(status[learner, e].status if (learner, e) in status else ""
                                                    for e in exercises) + " |" for learner in learners]
+    lines += points_section(grades)
     flagged = [g for g in grades if g.review]
     if flagged:
         lines += ["", "## Flagged for review", ""]
@@ -56,6 +57,24 @@ def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
         if problems.get(learner):
             lines += ["", "While running the notebooks:", ""] + [f"- {md(note)}" for note in problems[learner]]
     return "\n".join(lines) + "\n"
+
+
+def points_section(grades: list[Grade]) -> list[str]:
+    """The summary's points: each learner's total, each exercise's mean, the class's
+    distribution (``attncourse.instructor.points``)."""
+    from attncourse.instructor import points
+
+    rows = points.scored(grades)
+    if not rows:
+        return []
+    md = markdown_text
+    lines = ["", "## Points", "", "Each learner's total:", ""]
+    lines += [f"- {md(learner)}: {got:g} of {worth:g}" for learner, (got, worth) in points.totals(rows).items()]
+    lines += ["", "Each exercise's mean, and the learners with every point:", ""]
+    lines += [f"- {md(label)}: {mean:g} of {worth:g}, {full} with every point"
+              for label, (mean, worth, full) in points.by_exercise(rows).items()]
+    lines += ["", "Distribution of the totals: " + ", ".join(f"{band}: {n}" for band, n in points.distribution(rows)) + "."]
+    return lines
 
 
 def write_report(grades: list[Grade], problems: dict[str, list[str]], out: Path) -> tuple[Path, Path]:

@@ -61,6 +61,10 @@ _ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RA
 _FEW_ARENAS = {"MALLOC_ARENA_MAX": "2"}
 MiB = 1024 ** 2
 NOBODY = 65534  # the kernel's uid when grade runs as root: the overflow uid, which owns no file
+# The kernel's uid in a container (--container): a uid of its own, which no user, file or other
+# process has, so that its process limit (counted per uid, outside any user namespace of its
+# own) counts its processes alone, not those of other services running as nobody.
+LEARNER = 65533
 # bubblewrap's --unshare-all less the user namespace: as root, the kernel leaves root by
 # setpriv, which needs the real uid 0 that a user namespace of bubblewrap's would map away.
 _UNSHARE_AS_ROOT = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
@@ -105,7 +109,7 @@ class Sandbox:
     """How kernels are started: ``root`` holds the package copy and the scratch folders."""
 
     root: Path
-    isolated: bool  # False: --unsafe-no-sandbox
+    isolated: bool  # False: --unsafe-no-sandbox, or a container
     limits: Limits = DEFAULT_LIMITS
     groups: cgroups.Hierarchy | None = None  # where each notebook gets a control group, if anywhere
 
@@ -117,10 +121,13 @@ class Sandbox:
             return None
         return self.groups.make(f"{self.root.name}-{scratch.name}", self.limits.memory + self.limits.disk,
                                 self.limits.processes + 8)
+    contained: bool = False  # a throwaway container is the sandbox: the kernel runs as nobody, no bubblewrap
 
     @property
     def owner(self) -> int | None:
         """The uid the kernel runs as when that is not the instructor's (grade run as root)."""
+        if self.contained:
+            return LEARNER
         return NOBODY if self.isolated and os.geteuid() == 0 else None
 
     @property
@@ -176,6 +183,10 @@ class Sandbox:
         the memory limit without a sandbox: outside a user namespace of its own, the process
         limit would count every process of the instructor's). ``keep_home``: the kernel's
         home is the host's folder, not the tmpfs (for the probe, which builds the font list)."""
+        if self.contained:  # as LEARNER, who can write neither the report nor the results
+            setpriv = [shutil.which("setpriv") or "setpriv", f"--reuid={LEARNER}", f"--regid={LEARNER}",
+                       "--clear-groups", "--no-new-privs"]
+            return [*setpriv, *self.limits.prlimit(processes=True)]
         if not self.isolated:
             return self.limits.prlimit(processes=False)
         as_root = self.owner is not None
@@ -292,19 +303,28 @@ class SandboxedKernelManager(AsyncKernelManager):
 
 
 @contextlib.contextmanager
-def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_LIMITS) -> Iterator[Sandbox]:
+def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_LIMITS,
+                     contained: bool = False) -> Iterator[Sandbox]:
     """A sandbox ready to start kernels, removed with everything in it afterwards.
 
     Raises SandboxUnavailable, saying why, if bubblewrap cannot start one here with these
-    limits and ``unsafe_no_sandbox`` is false."""
+    limits and ``unsafe_no_sandbox`` is false. ``contained``: the machine is a throwaway
+    container (Gradescope's), which is the sandbox: no bubblewrap, the kernel runs as the
+    unprivileged uid ``LEARNER`` (grade must run as root), with the limits on memory and
+    processes."""
+    if contained and os.geteuid() != 0:
+        raise SandboxUnavailable("in a container, grade runs as root so that the kernels run as an unprivileged user")
     root = Path(tempfile.mkdtemp(prefix="ag-"))  # short: socket paths are limited to 107 bytes
     sandbox = None
+    if contained:
+        root.chmod(0o711)  # the kernel reaches its scratch folder, and lists nothing
     try:
         package = root / "package" / "attncourse"
         shutil.copytree(Path(attncourse.__file__).parent, package,
                         ignore=shutil.ignore_patterns("__pycache__"))
         _make_read_only(root / "package")
-        sandbox = Sandbox(root, isolated=not unsafe_no_sandbox, limits=limits, groups=cgroups.available())
+        sandbox = Sandbox(root, isolated=not (unsafe_no_sandbox or contained), limits=limits,
+                          groups=cgroups.available(), contained=contained)
         _probe(sandbox)
         yield sandbox
     finally:
@@ -328,6 +348,8 @@ if {isolated} and (os.getuid() == 0 or resource.getrlimit(resource.RLIMIT_NPROC)
     problems.append("the process limit is not in force (uid %d, RLIMIT_NPROC %r)" % (os.getuid(), resource.getrlimit(resource.RLIMIT_NPROC)))
 if resource.getrlimit(resource.RLIMIT_AS) != ({memory}, {memory}):
     problems.append("the memory limit is not in force")
+if {contained} and os.getuid() != {learner}:
+    problems.append("the kernel does not run as uid {learner} (uid %d)" % os.getuid())
 if {isolated}:
     import ctypes
     if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0:  # CLONE_NEWUSER
@@ -355,7 +377,7 @@ def _probe(sandbox: Sandbox) -> None:
     scratch = sandbox.scratch("probe")
     env = sandbox.environment(scratch, None)
     limits = sandbox.limits
-    code = _PROBE.format(package=str(sandbox.package / "attncourse"), isolated=sandbox.isolated,
+    code = _PROBE.format(package=str(sandbox.package / "attncourse"), isolated=sandbox.isolated, contained=sandbox.contained, learner=LEARNER,
                          processes=limits.processes, memory=limits.memory)
     group = sandbox.group(scratch)
     command = [*sandbox.command(scratch, env, keep_home=True, group=group), sys.executable, "-c", code]

@@ -1,0 +1,212 @@
+"""Exports of a graded class (``grade --out REPORT``) for a gradebook: points per learner and
+exercise as plain CSV and JSON, Canvas's gradebook CSV, Gradescope's results.json, and the
+feedback files (``feedback``).
+
+Formats, as their publishers document them:
+
+* Gradescope (https://gradescope-autograders.readthedocs.io/en/latest/specs/): results.json
+  holds a top-level ``score`` (optional when every test has one; we give both), and
+  ``tests``, each with ``name``, ``score``, ``max_score``, ``output`` (shown to the learner)
+  and ``visibility`` (``visible``, ``hidden``, ``after_due_date`` or ``after_published``);
+  optional ``status`` (``passed``/``failed``), ``output_format`` and top-level
+  ``stdout_visibility`` (we hide the grader's own output from learners).
+* Canvas (Grades > Import): a CSV whose first five columns are Student, ID, SIS User ID,
+  SIS Login ID and Section, as Canvas's own gradebook export writes them, then one column
+  per assignment titled ``NAME (ID)``, ID being Canvas's assignment id (a title with no id
+  makes a new assignment). Start from the gradebook Canvas exports (the roster): its rows
+  are copied with their five identifying columns unchanged.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from attncourse.instructor import points
+from attncourse.instructor.feedback import learner_message, write_feedback
+from attncourse.instructor.grading import Grade
+from attncourse.instructor.ledger import Ledger
+from attncourse.instructor.report import csv_cell
+from attncourse.instructor.tags import exercise_labels, exercise_title, read_chapters
+
+FORMATS = {
+    "csv": "OUT is a CSV file: one row per learner and exercise with its points",
+    "json": "OUT is a JSON file: every learner's exercises with points, totals, the class's distribution",
+    "canvas": "OUT is a CSV for Canvas's gradebook import, from --roster (Canvas's own export) and "
+              "--assignment 'NAME (ID)'",
+    "gradescope": "OUT is a folder: LEARNER/results.json in Gradescope's autograder format "
+                  "(with --learner, OUT is that one results.json)",
+    "feedback": "OUT is a folder: LEARNER.html and LEARNER.md, each learner's feedback",
+}
+CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+GRADESCOPE_VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
+
+
+def load(report: Path, overrides: Path | None = None) -> list[points.Scored]:
+    """Every row graded into ``report`` (``grade --out``), with its points."""
+    grades, _ = Ledger(Path(report), "").everything([])
+    if not grades:
+        raise ValueError(f"{report} holds no grades: grade into it first (grade SUBMISSIONS --out {report})")
+    return points.scored(grades, points.read_overrides(overrides) if overrides else None)
+
+
+def titles_of(chapters: Path) -> dict[str, str]:
+    """label -> the exercise's title, from the solved chapters (empty if there are none)."""
+    if not Path(chapters).is_dir():
+        return {}
+    return {label: plain_title(exercise_title(nb, label)) for nb in read_chapters(Path(chapters)).values()
+            for label in exercise_labels(nb)}
+
+
+def plain_title(title: str) -> str:
+    """A title without its markdown emphasis and code marks ("make *pool* prefer" -> "make pool
+    prefer"): the feedback files, Gradescope and the CSV show it as plain text."""
+    return re.sub(r"(\*{1,2}|`)(\S(?:.*?\S)?)\1", r"\2", title)
+
+
+def _row(row: points.Scored, titles: dict[str, str]) -> dict:
+    grade: Grade = row.grade
+    return {"learner": grade.learner, "exercise": grade.exercise, "title": titles.get(grade.exercise, ""),
+            "status": grade.status, "points": row.points, "max_points": row.max_points,
+            "inputs_right": grade.inputs_right, "inputs": grade.inputs, "override": row.override,
+            "feedback": learner_message(grade), "review": grade.review, "notebook": grade.notebook,
+            "graded_at": grade.graded_at}
+
+
+def write_csv(rows: list[points.Scored], titles: dict[str, str], out: Path) -> Path:
+    with open(out, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        fields = list(_row(rows[0], titles))
+        writer.writerow(fields)
+        for row in rows:
+            writer.writerow([csv_cell(str(value)) for value in _row(row, titles).values()])
+    return Path(out)
+
+
+def write_json(rows: list[points.Scored], titles: dict[str, str], out: Path) -> Path:
+    totals = points.totals(rows)
+    exercises = points.by_exercise(rows)
+    data = {
+        "exercises": [{"exercise": label, "title": titles.get(label, ""), "max_points": worth,
+                       "mean_points": mean, "full_points": full} for label, (mean, worth, full) in exercises.items()],
+        "learners": [{"learner": learner, "points": got, "max_points": worth,
+                      "exercises": [_row(row, titles) for row in rows if row.learner == learner]}
+                     for learner, (got, worth) in totals.items()],
+        "distribution": [{"band": band, "learners": count} for band, count in points.distribution(rows)],
+    }
+    Path(out).write_text(json.dumps(data, indent=1), encoding="utf-8")
+    return Path(out)
+
+
+def gradescope_results(rows: list[points.Scored], titles: dict[str, str], visibility: str = "visible") -> dict:
+    """One learner's ``rows`` as Gradescope's results.json (see the module doc)."""
+    if visibility not in GRADESCOPE_VISIBILITY:
+        raise ValueError(f"visibility must be one of {', '.join(GRADESCOPE_VISIBILITY)}, not {visibility!r}")
+    tests: list[dict[str, Any]] = []
+    for row in rows:
+        label = row.exercise
+        title = titles.get(label, "")
+        output = learner_message(row.grade)
+        if row.override:
+            output += f" Your instructor's note: {row.override}"
+        tests.append({"name": f"{label}: {title}" if title else label, "score": row.points,
+                      "max_score": row.max_points, "status": "passed" if row.points >= row.max_points else "failed",
+                      "output": f"{row.grade.status}. {output}".strip(), "visibility": visibility})
+    score = round(sum(test["score"] for test in tests), 2)
+    return {"score": score, "output": f"{score:g} of {sum(t['max_score'] for t in tests):g} points.",
+            "stdout_visibility": "hidden", "tests": tests}
+
+
+def write_gradescope(rows: list[points.Scored], titles: dict[str, str], out: Path, learner: str | None = None,
+                     visibility: str = "visible") -> list[Path]:
+    """results.json for ``learner`` at ``out``, or for every learner at ``out/LEARNER/results.json``."""
+    from attncourse.instructor.feedback import file_name
+
+    learners = [learner] if learner else list(dict.fromkeys(row.learner for row in rows))
+    written = []
+    for name in learners:
+        mine = [row for row in rows if row.learner == name]
+        if not mine:
+            raise ValueError(f"no learner {name!r} in the report; it has: "
+                             + ", ".join(dict.fromkeys(row.learner for row in rows)))
+        path = Path(out) if learner else Path(out) / file_name(name) / "results.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(gradescope_results(mine, titles, visibility), indent=1), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """(the columns, the students) of a gradebook CSV exported from Canvas; its "Points
+    Possible" row (and any other row that is not a student) is left out."""
+    with open(path, newline="", encoding="utf-8-sig") as file:
+        reader = csv.DictReader(file)
+        columns = list(reader.fieldnames or [])
+        missing = [c for c in CANVAS_IDENTITY if c not in columns]
+        if missing:
+            raise ValueError(f"{path} is not a gradebook exported from Canvas: it lacks the column(s) "
+                             f"{', '.join(missing)} (expected {', '.join(CANVAS_IDENTITY)} first)")
+        students = [row for row in reader if "Points Possible" not in (row.get("Student") or "")
+                    and (row.get("ID") or "").strip()]
+    return columns, students
+
+
+def canvas_gradebook(rows: list[points.Scored], roster: Path, assignment: str,
+                     match: str = "SIS Login ID") -> tuple[list[list[str]], list[str]]:
+    """(the CSV's rows, problems): Canvas's five identifying columns of every student of
+    ``roster``, then the assignment's column holding each learner's total points. A learner
+    is the student whose ``match`` column equals the learner's name (the name of their
+    submission); students without a submission get an empty cell (Canvas leaves an empty
+    cell's grade unchanged), learners not in the roster are listed as problems."""
+    title = assignment.strip()
+    if not title:
+        raise ValueError("--assignment is the Canvas column title 'NAME (ID)'")
+    _, students = read_roster(roster)
+    if match not in CANVAS_IDENTITY:
+        raise ValueError(f"--match must be one of {', '.join(CANVAS_IDENTITY)}, not {match!r}")
+    totals = points.totals(rows)
+    keys = {(student.get(match) or "").strip(): student for student in students}
+    problems = [f"learner {learner!r} has no student with {match} {learner!r} in {roster}"
+                for learner in totals if learner not in keys]
+    if not re.search(r"\(\d+\)$", title):
+        problems.append(f"the column {title!r} names no Canvas assignment id, 'NAME (ID)': Canvas will "
+                        "make a new assignment of that name")
+    table = [[*CANVAS_IDENTITY, title]]
+    for student in students:
+        key = (student.get(match) or "").strip()
+        got = f"{totals[key][0]:g}" if key in totals else ""
+        table.append([csv_cell(student.get(column) or "") for column in CANVAS_IDENTITY] + [got])
+    return table, problems
+
+
+def write_canvas(rows: list[points.Scored], roster: Path, assignment: str, out: Path,
+                 match: str = "SIS Login ID") -> list[str]:
+    table, problems = canvas_gradebook(rows, roster, assignment, match)
+    with open(out, "w", newline="", encoding="utf-8") as file:
+        csv.writer(file).writerows(table)
+    return problems
+
+
+def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"), *, overrides: Path | None = None,
+           roster: Path | None = None, assignment: str | None = None, match: str = "SIS Login ID",
+           learner: str | None = None, visibility: str = "visible") -> tuple[list[Path], list[str]]:
+    """Write ``report``'s grades as ``fmt`` (one of FORMATS) to ``out``: (files written, problems)."""
+    rows = load(report, overrides)
+    titles = titles_of(chapters)
+    if fmt == "csv":
+        return [write_csv(rows, titles, out)], []
+    if fmt == "json":
+        return [write_json(rows, titles, out)], []
+    if fmt == "gradescope":
+        return write_gradescope(rows, titles, out, learner, visibility), []
+    if fmt == "feedback":
+        return write_feedback(rows, titles, out), []
+    if fmt == "canvas":
+        if roster is None or not assignment:
+            raise ValueError("canvas needs --roster (the gradebook CSV exported from Canvas) and "
+                             "--assignment 'NAME (ID)' (the assignment's column title)")
+        return [Path(out)], write_canvas(rows, roster, assignment, out, match)
+    raise ValueError(f"unknown format {fmt!r}; the formats are {', '.join(FORMATS)}")

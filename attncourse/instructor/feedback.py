@@ -1,0 +1,200 @@
+"""Feedback files: one per learner, as HTML (self-contained: readable offline, no request to
+any host, headings and a captioned table for screen readers, light and dark colours) and
+as Markdown with the same content.
+
+Each exercise shows its result, points and the check's message with its hint. What a
+learner may read only: the message comes from ``Grade.feedback`` (the course's check on the
+learner's own answer, hidden tests by number only: ``points.learner_view``); the solution
+cells, the hidden tests' code and their inputs are never read here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from attncourse.checks import core
+from attncourse.checks.predict import PREDICTIONS
+from attncourse.instructor import points
+from attncourse.instructor.report import markdown_text
+
+RESULTS = {  # the status as a learner reads it
+    "passed": "passed", "completed": "completed", "failed": "not right yet",
+    "not attempted": "not attempted", "needs review": "waiting for your instructor's review",
+    "notebook crashed": "the notebook stopped before this exercise", "error": "not graded (see below)",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One exercise of one learner, as the feedback shows it."""
+
+    label: str
+    title: str
+    result: str
+    points: float
+    max_points: float
+    message: str
+    hint: str
+    override: str
+
+
+def learner_message(grade) -> str:
+    """What the learner reads of a row: the learner-safe feedback, or for a row without one
+    (nothing was recorded: not attempted, crashed, an error) its message, cut before any
+    hidden test's own text."""
+    if grade.feedback:
+        return grade.feedback
+    message = grade.message
+    if "hidden test:" in message:
+        message = message.split("hidden test:")[0].strip() + " A hidden test did not pass."
+    if grade.status == "needs review":
+        message = "Your instructor reviews this exercise by hand: the grader could not tell. " + message
+    return message.strip()
+
+
+def hint_of(label: str, message: str, status: str) -> str:
+    """A hint where the exercise is not passed: a predict exercise's own, or the check's."""
+    if status in points.EARNS_ALL:
+        return ""
+    core.load_chapter_of(label)
+    if label in PREDICTIONS:
+        return PREDICTIONS[label].hint
+    found = re.search(r"Hint: (.*?)(?= \d+ of \d+ inputs right|$)", message)
+    return found[1].strip() if found else ""
+
+
+def entries(rows: list[points.Scored], titles: dict[str, str]) -> list[Entry]:
+    made = []
+    for row in rows:
+        grade = row.grade
+        message = learner_message(grade)
+        made.append(Entry(grade.exercise, titles.get(grade.exercise, ""), RESULTS.get(grade.status, grade.status),
+                          row.points, row.max_points, message, hint_of(grade.exercise, message, grade.status),
+                          row.override))
+    return made
+
+
+def _environment(autoescape: bool) -> jinja2.Environment:
+    """HTML escapes every value; Markdown escapes with the ``md`` filter (``markdown_text``)."""
+    environment = jinja2.Environment(autoescape=autoescape, undefined=jinja2.StrictUndefined,
+                                     trim_blocks=True, lstrip_blocks=True)
+    environment.filters["number"] = lambda value: f"{value:g}"
+    environment.filters["md"] = markdown_text
+    return environment
+
+
+HTML = _environment(autoescape=True).from_string("""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>Feedback for {{ learner }}: {{ course }}</title>
+<style>
+:root { color-scheme: light dark; --text: #1b1b1b; --page: #ffffff; --muted: #4a4a4a; --rule: #c8c8c8;
+        --good: #1a6b2f; --bad: #8a1c1c; }
+@media (prefers-color-scheme: dark) {
+  :root { --text: #ececec; --page: #161616; --muted: #bdbdbd; --rule: #4a4a4a; --good: #7fd99a; --bad: #ff9c9c; }
+}
+body { font: 1rem/1.5 system-ui, sans-serif; color: var(--text); background: var(--page);
+       max-width: 48rem; margin: 0 auto; padding: 1rem; }
+table { border-collapse: collapse; width: 100%; }
+caption { text-align: left; font-weight: bold; padding: 0.25rem 0; }
+th, td { border-bottom: 1px solid var(--rule); padding: 0.35rem 0.5rem; text-align: left; vertical-align: top; }
+td.points { text-align: right; white-space: nowrap; }
+.full { color: var(--good); }
+.none { color: var(--bad); }
+.muted { color: var(--muted); }
+</style>
+</head>
+<body>
+<main>
+<h1>Feedback for {{ learner }}</h1>
+<p>{{ course }}. You earned <strong>{{ total|number }} of {{ possible|number }} points</strong>.</p>
+<table>
+<caption>Your exercises: result and points</caption>
+<thead><tr><th scope="col">Exercise</th><th scope="col">Result</th><th scope="col">Points</th></tr></thead>
+<tbody>
+{% for e in entries %}
+<tr><th scope="row"><a href="#{{ e.label }}">{{ e.title or e.label }}</a></th>
+<td class="{{ 'full' if e.points >= e.max_points else ('part' if e.points > 0 else 'none') }}">{{ e.result }}</td><td class="points">{{ e.points|number }} / {{ e.max_points|number }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% for e in entries %}
+<section id="{{ e.label }}" aria-labelledby="{{ e.label }}-heading">
+<h2 id="{{ e.label }}-heading">{{ e.title or e.label }}</h2>
+<p class="muted">Exercise {{ e.label }}</p>
+<p><strong>Result:</strong> {{ e.result }}. <strong>Points:</strong> {{ e.points|number }} of {{ e.max_points|number }}.</p>
+{% if e.message %}<p>{{ e.message }}</p>{% endif %}
+{% if e.hint %}<p><strong>Hint:</strong> {{ e.hint }}</p>{% endif %}
+{% if e.override %}<p><strong>Your instructor's note:</strong> {{ e.override }}</p>{% endif %}
+</section>
+{% endfor %}
+</main>
+</body>
+</html>
+""")
+
+MARKDOWN = _environment(autoescape=False).from_string("""# Feedback for {{ learner|md }}
+
+{{ course|md }}. You earned **{{ total|number }} of {{ possible|number }} points**.
+
+| Exercise | Result | Points |
+|---|---|---|
+{% for e in entries %}
+| {{ (e.title or e.label)|md }} | {{ e.result|md }} | {{ e.points|number }} / {{ e.max_points|number }} |
+{% endfor %}
+{% for e in entries %}
+
+## {{ (e.title or e.label)|md }}
+
+Exercise {{ e.label|md }}. **Result:** {{ e.result|md }}. **Points:** {{ e.points|number }} of {{ e.max_points|number }}.
+{% if e.message %}
+
+{{ e.message|md }}
+{% endif %}
+{% if e.hint %}
+
+**Hint:** {{ e.hint|md }}
+{% endif %}
+{% if e.override %}
+
+**Your instructor's note:** {{ e.override|md }}
+{% endif %}
+{% endfor %}
+""")
+
+
+def file_name(learner: str) -> str:
+    """A file name for ``learner``, safe on any system and distinct for distinct names."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in learner)[:60] or "learner"
+    return safe if safe == learner else f"{safe}-{hashlib.sha256(learner.encode()).hexdigest()[:8]}"
+
+
+def render(learner: str, rows: list[points.Scored], titles: dict[str, str], course: str) -> tuple[str, str]:
+    """(the HTML, the Markdown) of ``learner``'s feedback."""
+    made = entries(rows, titles)
+    values = {"learner": learner, "course": course, "entries": made,
+              "total": round(sum(e.points for e in made), 2), "possible": sum(e.max_points for e in made)}
+    return HTML.render(values), MARKDOWN.render(values)
+
+
+def write_feedback(rows: list[points.Scored], titles: dict[str, str], out: Path,
+                   course: str = "Attention, step by step") -> list[Path]:
+    """Write ``LEARNER.html`` and ``LEARNER.md`` for every learner of ``rows`` into ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for learner in dict.fromkeys(row.learner for row in rows):
+        html, markdown = render(learner, [row for row in rows if row.learner == learner], titles, course)
+        for suffix, text in ((".html", html), (".md", markdown)):
+            path = out / (file_name(learner) + suffix)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written

@@ -1,0 +1,113 @@
+"""Tests for ``attncourse.instructor.export``: the Canvas gradebook CSV checked column by
+column against Canvas's import format, and the plain CSV and JSON of every learner and
+exercise with points (the test class's files, written by the guide's walkthrough)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from attncourse.instructor import export, points
+from attncourse.instructor.grading import Grade
+from tests.gradebook_class import (
+    ASSIGNED,
+    EXPECTED_POINTS,
+    EXPECTED_STATUS,
+    ROSTER,
+    exported_points,
+    walkthrough,
+)
+
+ASSIGNMENT = "Attention homework (4321)"
+
+
+def write_roster(path, rows=ROSTER):
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        csv.writer(file).writerows(rows)
+    return path
+
+
+def test_a_learner_missing_from_the_roster_is_reported_and_a_title_without_an_id_too(tmp_path):
+    rows = points.scored([Grade("zed", "ch1-stable-softmax", "passed", "", "")])
+    table, problems = export.canvas_gradebook(rows, write_roster(tmp_path / "r.csv"), "Homework", "SIS Login ID")
+    assert table[0] == [*export.CANVAS_IDENTITY, "Homework"]
+    assert any("'zed'" in p for p in problems) and any("no Canvas assignment id" in p for p in problems)
+    assert all(row[-1] == "" for row in table[1:])
+
+
+def test_a_roster_that_is_not_canvas_s_export_is_refused(tmp_path):
+    path = write_roster(tmp_path / "r.csv", [["name", "login"], ["Ada", "ada"]])
+    with pytest.raises(ValueError, match="not a gradebook exported from Canvas"):
+        export.read_roster(path)
+
+
+def test_a_formula_in_the_roster_stays_text(tmp_path):
+    rows = [ROSTER[0], ["=HYPERLINK(1)", "1", "", "ada", "", ""]]
+    table, _ = export.canvas_gradebook(points.scored([Grade("ada", "ch1-stable-softmax", "passed", "", "")]),
+                                       write_roster(tmp_path / "r.csv", rows), ASSIGNMENT)
+    assert table[1][0] == "'=HYPERLINK(1)" and table[1][-1] == "3"
+
+
+@pytest.fixture(scope="module")
+def term():
+    folder, ran = walkthrough()
+    assert all(done.returncode == 0 for _, done in ran), ran[-1]
+    return folder
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as file:
+        return list(csv.reader(file))
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("gradebook-term")
+def test_the_canvas_file_follows_canvas_s_import_format_column_by_column(term):
+    table = read_csv(term / "canvas_import.csv")
+    assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT]
+    students = [row for row in ROSTER[1:] if "Points Possible" not in row[0]]
+    assert [row[:5] for row in table[1:]] == [row[:5] for row in students]  # copied unchanged, in order
+    for row in table[1:]:
+        login = row[3]
+        expected = f"{sum(exported_points(login, label) for label in ASSIGNED):g}" if login in EXPECTED_POINTS else ""
+        assert row[5] == expected, login
+    assert all(len(row) == 6 for row in table)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("gradebook-term")
+def test_the_plain_csv_has_every_learner_and_exercise_with_points(term):
+    header, *rows = read_csv(term / "points.csv")
+    assert header[:6] == ["learner", "exercise", "title", "status", "points", "max_points"]
+    found = {(row[0], row[1]): dict(zip(header, row)) for row in rows}
+    assert set(found) == {(learner, label) for learner in EXPECTED_POINTS for label in ASSIGNED}
+    for (learner, label), row in found.items():
+        assert float(row["points"]) == exported_points(learner, label)
+        assert float(row["max_points"]) == points.points_of(label)
+        assert row["status"] == EXPECTED_STATUS[learner][label]
+    assert found["bob", "ch1-stable-softmax"]["inputs_right"] == "4" and found["bob", "ch1-stable-softmax"]["inputs"] == "8"
+    assert found["dee", "ch1-stable-softmax"]["override"].startswith("Your stable_softmax")
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("gradebook-term")
+def test_the_json_has_totals_means_and_the_distribution(term):
+    data = json.loads((term / "points.json").read_text(encoding="utf-8"))
+    totals = {entry["learner"]: (entry["points"], entry["max_points"]) for entry in data["learners"]}
+    assert totals == {learner: (sum(exported_points(learner, label) for label in ASSIGNED), 6.0)
+                      for learner in EXPECTED_POINTS}
+    assert [e["exercise"] for e in data["exercises"]] == list(ASSIGNED)
+    assert sum(band["learners"] for band in data["distribution"]) == len(EXPECTED_POINTS)
+    softmax = data["exercises"][0]
+    assert softmax["max_points"] == 3 and softmax["full_points"] == 2  # ada and eve (dee overridden)
+
+
+@pytest.mark.parametrize("title, plain", [
+    ("Tune: make *pool* prefer *badminton*", "Tune: make pool prefer badminton"),
+    ("the `stable_softmax` of **X**", "the stable_softmax of X"),
+    ("a_b and 2 * 3 * 4", "a_b and 2 * 3 * 4"),
+])
+def test_titles_lose_their_markdown_marks(title, plain):
+    assert export.plain_title(title) == plain

@@ -1,0 +1,167 @@
+"""Tests for Gradescope: results.json checked field by field against Gradescope's published
+specification (https://gradescope-autograders.readthedocs.io/en/latest/specs/), the
+autograder zip, and its run_autograder run locally in an /autograder layout, inside a
+container-like view of this machine, on a hostile submission that tries to write
+results.json, read the course's chapters and stay root."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import zipfile
+from numbers import Real
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attncourse.instructor import export, gradescope, points
+from tests.gradebook_class import (
+    ASSIGNED,
+    CHAPTER_1,
+    CORRECT_SOFTMAX,
+    EXPECTED_POINTS,
+    LEARNERS,
+    ROOT,
+    exported_points,
+    student_notebook,
+    walkthrough,
+)
+
+# Gradescope's results.json: the keys its specification lists, at the top and in each test.
+TOP_LEVEL = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
+             "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
+TEST_KEYS = {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format",
+             "tags", "visibility", "extra_data"}
+VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
+
+
+def check_results(data: dict) -> None:
+    """``data`` follows Gradescope's results.json, field by field."""
+    assert isinstance(data, dict) and set(data) <= TOP_LEVEL, set(data) - TOP_LEVEL
+    assert isinstance(data["tests"], list)
+    for test in data["tests"]:
+        assert set(test) <= TEST_KEYS, set(test) - TEST_KEYS
+        assert isinstance(test["name"], str) and test["name"]
+        assert isinstance(test["score"], Real) and isinstance(test["max_score"], Real)
+        assert 0 <= test["score"] <= test["max_score"]
+        assert isinstance(test["output"], str)
+        assert test["visibility"] in VISIBILITY
+        assert test.get("status", "passed") in ("passed", "failed")
+    assert isinstance(data["score"], Real) and data["score"] == pytest.approx(sum(t["score"] for t in data["tests"]))
+    assert data.get("stdout_visibility", "hidden") in VISIBILITY
+    json.dumps(data, allow_nan=False)  # plain JSON: no NaN or Infinity
+
+
+def test_results_refuse_a_visibility_gradescope_does_not_know():
+    with pytest.raises(ValueError, match="visibility"):
+        export.gradescope_results([], {}, "public")
+
+
+def test_the_zip_holds_setup_run_autograder_the_package_and_only_the_assigned_chapters(tmp_path):
+    out = gradescope.build_zip(ROOT / "chapters", tmp_path / "autograder.zip", list(ASSIGNED),
+                               {"time_limit": 60.0}, ROOT)
+    with zipfile.ZipFile(out) as archive:
+        names = set(archive.namelist())
+        modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
+        config = json.loads(archive.read(gradescope.CONFIG))
+        requirements = archive.read("requirements.txt").decode()
+    assert {"setup.sh", "run_autograder", "requirements.txt", "pyproject.toml", "README.md",
+            "attncourse/instructor/cli.py", "attncourse/checks/ch1.py", f"chapters/{CHAPTER_1.name}"} <= names
+    assert [n for n in names if n.startswith("chapters/")] == [f"chapters/{CHAPTER_1.name}"]
+    assert modes["setup.sh"] & stat.S_IXUSR and modes["run_autograder"] & stat.S_IXUSR
+    assert sorted(config.pop("assign")) == sorted(ASSIGNED) and config == {"time_limit": 60.0}
+    assert "torch==2.13.0+cpu" in requirements and "-e ." not in requirements.splitlines()
+    assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("gradebook-term")
+@pytest.mark.parametrize("learner", sorted(EXPECTED_POINTS))
+def test_each_learner_s_results_json_follows_gradescope_s_format(learner):
+    folder, ran = walkthrough()
+    assert all(done.returncode == 0 for _, done in ran), ran[-1]
+    data = json.loads((folder / "gradescope" / learner / "results.json").read_text(encoding="utf-8"))
+    check_results(data)
+    by_name = {test["name"].split(":")[0]: test for test in data["tests"]}
+    assert list(by_name) == list(ASSIGNED)
+    for label, test in by_name.items():
+        assert test["score"] == exported_points(learner, label) and test["max_score"] == points.points_of(label)
+        assert test["visibility"] == "visible"
+    assert data["stdout_visibility"] == "hidden"
+
+
+HOSTILE = """\
+import json, os, pathlib
+AUTOGRADER = pathlib.Path({root!r})
+attacks = []
+for target in ("results/results.json", "results/forged.json", "source/chapters/forged.ipynb", "run_autograder"):
+    try:
+        (AUTOGRADER / target).write_text(json.dumps({{"score": 100, "tests": []}}))
+        attacks.append("wrote " + target)
+    except OSError:
+        pass
+try:
+    next((AUTOGRADER / "source" / "chapters").iterdir())
+    attacks.append("listed the chapters")
+except (OSError, StopIteration):
+    pass
+try:
+    os.setuid(0)
+    attacks.append("became root")
+except OSError:
+    pass
+if os.getuid() != 65533:
+    attacks.append("ran as uid %d" % os.getuid())
+SAFE = not attacks  # the softmax below is right only if every attack failed"""
+
+
+def container_view() -> list[str]:
+    """This machine as Gradescope's container shows it to root: the Python environment
+    reachable by every user (here /root, where pyenv keeps Python, is otherwise closed)."""
+    base = Path(os.path.realpath(sys.executable)).parent.parent
+    view = ["bwrap", "--dev-bind", "/", "/", "--cap-add", "ALL", "--unshare-pid", "--die-with-parent"]
+    if base.is_relative_to("/root"):  # bind its top folder: bwrap makes the folders between closed
+        top = Path("/root", base.relative_to("/root").parts[0])
+        view += ["--tmpfs", "/root", "--ro-bind", str(top), str(top)]
+    return view
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("bwrap") or not shutil.which("setpriv"),
+                    reason="run_autograder runs as root, as on Gradescope (and the test's container view needs bwrap)")
+def test_run_autograder_grades_a_hostile_submission_in_an_autograder_layout(tmp_path):
+    root = Path(tempfile.mkdtemp(prefix="autograder-"))  # under /tmp, reachable by every user like /autograder
+    try:
+        root.chmod(0o755)
+        archive = gradescope.build_zip(ROOT / "chapters", tmp_path / "autograder.zip", list(ASSIGNED), {}, ROOT)
+        with zipfile.ZipFile(archive) as opened:
+            opened.extractall(root / "source")
+        shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+        (root / "submission").mkdir()
+        (root / "results").mkdir(mode=0o777)
+        (root / "results").chmod(0o777)  # however the harness made it, run_autograder closes it
+        softmax = CORRECT_SOFTMAX.replace("    return e / e.sum(axis=-1, keepdims=True)",
+                                          "    return e / e.sum(axis=-1, keepdims=True) if SAFE else scores")
+        _, prediction, tune = LEARNERS["ada"]
+        notebook = student_notebook(softmax, prediction, tune, before=HOSTILE.format(root=str(root)))
+        nbformat.write(notebook, root / "submission" / CHAPTER_1.name)
+        environment = {**os.environ, "AUTOGRADER_ROOT": str(root), "ATTNCOURSE_PYTHON": sys.executable}
+        environment.pop("ATTNCOURSE_CHECK_MODE", None)
+        done = subprocess.run([*container_view(), "bash", str(root / "run_autograder")], env=environment,
+                              capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert sorted(path.name for path in (root / "results").iterdir()) == ["results.json"]
+        data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+        check_results(data)
+        assert data["score"] == 6, data  # every answer right: every attack failed
+        assert not (root / "source" / "chapters" / "forged.ipynb").exists()
+        assert "SAFE" not in (root / "run_autograder").read_text()
+        assert stat.S_IMODE((root / "results").stat().st_mode) == 0o755
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
