@@ -341,3 +341,22 @@ def test_the_replay_reads_the_checks_stream_as_far_as_the_function_did():
     assert all(call["drawn"] == [4] for call in record["calls"][:1])  # 3 blocks, then the end
     result = verdict.judge_check("ch9-online-softmax", record)
     assert result.status == checks.FAILED and "If you kept the blocks" in result.message
+
+
+def test_a_hidden_test_calls_from_the_notebook_only_the_functions_its_check_grades():
+    """A function a hidden test reads from the notebook is called in the sandbox as the
+    learner's: a helper read there (chapter 9's softmax) would be the learner's to forge,
+    and calling the course's own through it flags an honest learner. Helpers are imported
+    by the hidden test itself."""
+    import re
+    from pathlib import Path
+
+    from attncourse.instructor.tags import exercise_of, role_of
+
+    for path in sorted((Path(__file__).resolve().parent.parent / "chapters").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in (c for c in nb.cells if role_of(c) == "hidden-test"):
+            checked = {name for c in nb.cells if exercise_of(c) == exercise_of(cell) and role_of(c) == "check"
+                       for name in re.findall(r"\w+", c.source)}
+            called = {name for name in wire.free_names(cell.source) if re.search(rf"\b{name}\s*\(", cell.source)}
+            assert called - {"check"} <= checked, (path.name, called - checked)
