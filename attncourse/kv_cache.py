@@ -23,7 +23,7 @@ from jaxtyping import Float
 
 from attncourse.attention import _as_float_array, scaled_dot_product_attention
 from attncourse.flash import _positive_int
-from attncourse.multihead import _matrix, split_heads
+from attncourse.multihead import _checked_projections, _matrix, split_heads
 
 __all__ = ["decode_with_cache", "kv_cache_bytes", "step_multiply_adds"]
 
@@ -58,17 +58,7 @@ def _projections(X, W_q, W_k, W_v, W_o, n_heads, n_kv_heads):
     d_model = X.shape[1]
     n_heads = _positive_int(n_heads, "n_heads")
     n_kv_heads = n_heads if n_kv_heads is None else _positive_int(n_kv_heads, "n_kv_heads")
-    if n_heads % n_kv_heads:
-        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
-    W_q, W_k, W_v = (_matrix(W, name, d_model, "d_model")
-                     for W, name in ((W_q, "W_q"), (W_k, "W_k"), (W_v, "W_v")))
-    if W_q.shape[1] % n_heads:
-        raise ValueError(f"W_q has {W_q.shape[1]} columns, not divisible by n_heads={n_heads}")
-    d_head = W_q.shape[1] // n_heads
-    for W, name in ((W_k, "W_k"), (W_v, "W_v")):
-        if W.shape[1] != n_kv_heads * d_head:
-            raise ValueError(f"{name} must have n_kv_heads * d_head = {n_kv_heads} * {d_head} = "
-                             f"{n_kv_heads * d_head} columns, got shape {W.shape}")
+    W_q, W_k, W_v, d_head = _checked_projections(d_model, W_q, W_k, W_v, n_heads, n_kv_heads)
     W_o = _matrix(W_o, "W_o", n_heads * d_head, "n_heads * d_head")
     return X, W_q, W_k, W_v, W_o, n_heads, n_kv_heads, d_head
 

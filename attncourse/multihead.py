@@ -101,6 +101,26 @@ def _matrix(W, name: str, rows: int, rows_name: str) -> np.ndarray:
     return W
 
 
+def _checked_projections(d_model: int, W_q, W_k, W_v, n_heads: int, n_kv_heads: int):
+    """``(W_q, W_k, W_v, d_head)`` as arrays once their shapes fit ``d_model`` rows and the
+    head counts (positive ints already): W_q (d_model, n_heads * d_head), W_k and W_v
+    (d_model, n_kv_heads * d_head), with n_kv_heads dividing n_heads."""
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
+    W_q, W_k, W_v = (_matrix(W, name, d_model, "d_model")
+                     for W, name in ((W_q, "W_q"), (W_k, "W_k"), (W_v, "W_v")))
+    if W_q.shape[1] % n_heads:
+        raise ValueError(f"W_q has {W_q.shape[1]} columns, not divisible by n_heads={n_heads}")
+    d_head = W_q.shape[1] // n_heads
+    for W, name in ((W_k, "W_k"), (W_v, "W_v")):
+        if W.shape[1] != n_kv_heads * d_head:
+            raise ValueError(
+                f"{name} must have n_kv_heads * d_head = {n_kv_heads} * {d_head} = "
+                f"{n_kv_heads * d_head} columns, got shape {W.shape}"
+            )
+    return W_q, W_k, W_v, d_head
+
+
 def multi_head_attention(
     X: Float[np.ndarray, "... seq d_model"],
     W_q: Float[np.ndarray, "d_model n_heads_x_d_head"],
@@ -170,19 +190,7 @@ def attention_heads(
         raise ValueError(f"X_kv has no token (shape {X_kv.shape}): the queries need a key")
     n_heads = _count(n_heads, "n_heads")
     n_kv_heads = n_heads if n_kv_heads is None else _count(n_kv_heads, "n_kv_heads")
-    if n_heads % n_kv_heads:
-        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
-    W_q, W_k, W_v = (_matrix(W, name, d_model, "d_model")
-                     for W, name in ((W_q, "W_q"), (W_k, "W_k"), (W_v, "W_v")))
-    if W_q.shape[1] % n_heads:
-        raise ValueError(f"W_q has {W_q.shape[1]} columns, not divisible by n_heads={n_heads}")
-    d_head = W_q.shape[1] // n_heads
-    for W, name in ((W_k, "W_k"), (W_v, "W_v")):
-        if W.shape[1] != n_kv_heads * d_head:
-            raise ValueError(
-                f"{name} must have n_kv_heads * d_head = {n_kv_heads} * {d_head} = "
-                f"{n_kv_heads * d_head} columns, got shape {W.shape}"
-            )
+    W_q, W_k, W_v, d_head = _checked_projections(d_model, W_q, W_k, W_v, n_heads, n_kv_heads)
     Q = split_heads(X @ W_q, n_heads)  # (..., n_heads, seq, d_head)
     K = split_heads(X_kv @ W_k, n_kv_heads)  # (..., n_kv_heads, seq_kv, d_head)
     V = split_heads(X_kv @ W_v, n_kv_heads)  # (..., n_kv_heads, seq_kv, d_head)

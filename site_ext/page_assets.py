@@ -14,6 +14,7 @@
 - The theme starts in "auto" mode (it follows the reader's system until they choose).
 - pydata-sphinx-theme's inline search scripts (searchtools, language_data, searchindex:
   100 kB) stay on the search page; this site does not search as you type.
+- A bibliography's entries are list items (docutils' role="doc-biblioentry" is deprecated).
 - jupyter-book 1.0.4.post1 adds sphinx-thebe's settings script twice
   (``const THEBE_JS_URL``: a SyntaxError on every page): an inline script written twice
   into a page is left there once.
@@ -58,6 +59,10 @@ _SEARCH_BUTTON_NAME = re.compile(r'(<button[^>]*search-button__button[^>]*?) ari
 # myst-nb names a hidden cell's toggle "Toggle hidden content" over its visible "Show code
 # cell source": the same fault; its text names it.
 _TOGGLE_NAME = '<summary aria-label="Toggle hidden content">'
+# docutils writes each entry of a bibliography's role="list" as role="doc-biblioentry", a
+# role DPUB-ARIA 1.1 deprecates: axe then finds a list whose children are not list items
+# (WCAG 1.3.1). Each entry is a list item.
+_BIBLIOENTRY = ('role="doc-biblioentry"', 'role="listitem"')
 _INLINE_SCRIPT = re.compile(r"[ \t]*<script>[^<]*</script>\n?")
 _VIEWBOX = re.compile(r'viewBox="0 0 (\d+) (\d+)"')
 # What pydata-sphinx-theme loads on every page for its search-as-you-type, which this site
@@ -176,6 +181,7 @@ def icons_without_fontawesome(app, exception):
         if page != out / "search.html":
             stripped = _INLINE_SEARCH.sub("", stripped)
         stripped = _SEARCH_BUTTON_NAME.sub(r"\1", once_each(stripped)).replace(_TOGGLE_NAME, "<summary>")
+        stripped = stripped.replace(*_BIBLIOENTRY)
         if stripped != text:
             page.write_text(stripped, encoding="utf-8")
     for script in (static / "scripts").glob("*.js"):

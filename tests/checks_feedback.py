@@ -30,3 +30,14 @@ def feedback(capsys, check, *answers, **options) -> str:
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1, lines
     return lines[0]
+
+
+def verdicts_hold_on_seeds(capsys, monkeypatch, module, cases: str, check, right, wrong, seeds=range(50)) -> None:
+    """Issue #21 item 13: with ``module.<cases>`` (the check's draw of its inputs) drawn from
+    each seed in turn, ``check`` passes ``right`` and fails every answer of ``wrong``."""
+    drawn = getattr(module, cases)
+    for seed in seeds:
+        monkeypatch.setattr(module, cases, lambda seed=seed: drawn(seed))
+        assert "Passed." in feedback(capsys, check, right), seed
+        for answer in wrong:
+            assert "Not right yet." in feedback(capsys, check, answer), (seed, answer)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 
 import nbformat
+import pytest
 from jupyter_cache import get_cache
 
 from tools import chapter_cache
@@ -93,3 +95,79 @@ def test_only_the_chapters_that_import_a_change_lose_their_cached_run(tmp_path):
     (tmp_path / "attncourse/__init__.py").write_text("# every chapter imports the package\n")
     assert rebuild() == ["one", "two"]
     assert set(json.loads(keys.read_text())) == {"chapters/one.ipynb", "chapters/two.ipynb"}
+
+
+def test_a_package_name_bound_in_one_cell_reaches_its_homes_in_later_cells(tmp_path):
+    """``from attncourse import checks as check`` then ``check.rope(...)`` in a later cell:
+    the chapter depends on the module ``_HOMES`` names for ``rope``, and on a submodule
+    reached as an attribute, not on the package's other modules."""
+    write_tree(tmp_path)
+    notebook = tmp_path / "chapters" / "three.ipynb"
+    cells = ["from attncourse import views as v", "widget = v.View()", "v.esm.bundle('x.js')",
+             "import attncourse.views\nattncourse.views.View"]
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]), notebook)
+    modules = chapter_cache.chapter_modules(notebook, tmp_path)
+    assert {"attncourse.views", "attncourse.views.view", "attncourse.views.esm"} <= modules
+    assert "attncourse.maths" not in modules and "attncourse.user" not in modules
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cells[0])]), notebook)
+    assert chapter_cache.chapter_modules(notebook, tmp_path) == {"attncourse", "attncourse.views"}
+
+
+@pytest.fixture(scope="module")
+def course_copy(tmp_path_factory):
+    """A copy of the package and the chapters, with every chapter's key written once."""
+    root = tmp_path_factory.mktemp("course")
+    for folder in ("attncourse", "chapters"):
+        shutil.copytree(chapter_cache.ROOT / folder, root / folder,
+                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    keys = root / "keys.json"
+    notebooks = sorted((root / "chapters").glob("*.ipynb"))
+    _, written = chapter_cache.stale_chapters(notebooks, keys, root)
+    keys.write_text(json.dumps(written))
+    return root, notebooks, keys
+
+
+def re_executed_after_touching(course_copy, name: str) -> list[str]:
+    """The chapters (by number) whose cache a change to attncourse/``name`` clears."""
+    root, notebooks, keys = course_copy
+    path = root / "attncourse" / name
+    original = path.read_text()
+    path.write_text(original + "\n# touched\n")
+    try:
+        stale, _ = chapter_cache.stale_chapters(notebooks, keys, root)
+    finally:
+        path.write_text(original)
+    return sorted(pathlib.Path(name).name[:2] for name in stale)
+
+
+def test_a_change_to_one_maths_module_re_executes_only_the_chapters_that_use_it(course_copy):
+    assert re_executed_after_touching(course_copy, "flash.py") == ["09"]
+
+
+def test_chapter_3s_checks_re_execute_chapter_3_alone(course_copy):
+    assert re_executed_after_touching(course_copy, "checks/ch3.py") == ["03"]
+
+
+@pytest.fixture(scope="module")
+def needed_by() -> dict[str, list[str]]:
+    """Each attncourse file -> the chapters (by number) whose key it is part of."""
+    users: dict[str, list[str]] = {}
+    for notebook in CHAPTERS:
+        for file in chapter_cache.dependencies(chapter_cache.chapter_modules(notebook)):
+            users.setdefault(str(file.relative_to(chapter_cache.ROOT / "attncourse")), []).append(notebook.name[:2])
+    return users
+
+
+@pytest.mark.parametrize("chapter", range(1, 10))
+def test_a_chapters_checks_are_needed_by_it_and_by_those_whose_checks_import_them(needed_by, chapter):
+    """checks/chN.py is part of chapter N's key, and of chapter M's only where checks/chM.py
+    imports checks/chN.py (chapter 3's checks reuse chapter 2's sentence)."""
+    importers = [f"{m:02d}" for m in range(1, 10) if m != chapter and f"from attncourse.checks.ch{chapter} import"
+                 in (chapter_cache.ROOT / f"attncourse/checks/ch{m}.py").read_text()]
+    assert needed_by[f"checks/ch{chapter}.py"] == sorted([f"{chapter:02d}", *importers])
+
+
+def test_the_later_chapters_maths_is_needed_by_its_chapters_alone(needed_by):
+    assert needed_by["positions.py"] == ["08"]
+    assert needed_by["kv_cache.py"] == needed_by["flash.py"] == ["09"]
+    assert needed_by["checks/core.py"] == needed_by["checks/__init__.py"] == [f"{n:02d}" for n in range(1, 10)]

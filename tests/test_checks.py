@@ -6,8 +6,13 @@ Each chapter's checks are tested in tests/test_checks_chN.py.
 
 from __future__ import annotations
 
+import ast
+import importlib
 import inspect
 import json
+import pathlib
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -22,6 +27,8 @@ from attncourse import checks
 from attncourse.checks import CheckError
 from tests.checks_feedback import FUZZ, feedback, learner_mode  # noqa: F401 (an autouse fixture)
 from tests.test_checks_ch1 import A, endless, naive_softmax, reference_softmax, stub
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_an_endless_function_is_stopped_within_the_time_budget(capsys):
@@ -180,11 +187,11 @@ def _positional_parameters(check) -> tuple[int, int]:
 
 
 @FUZZ
-@given(data=st.data(), check=st.sampled_from(sorted(checks.CHECKS)))
+@given(data=st.data(), check=st.sampled_from(sorted(checks.load_all())))
 def test_no_answer_crashes_a_check(capsys, data, check):
-    required, most = _positional_parameters(checks.CHECKS[check])
+    required, most = _positional_parameters(checks.load_all()[check])
     answers = data.draw(st.lists(ANSWERS, min_size=required, max_size=most))
-    line = feedback(capsys, checks.CHECKS[check], *answers, timeout=2.0)
+    line = feedback(capsys, checks.load_all()[check], *answers, timeout=2.0)
     assert line.startswith(f"[{check}] ")
     assert any(headline in line for headline in ("Passed.", "Not right yet.", "Not implemented yet."))
     assert "the check itself hit an error" not in line
@@ -213,3 +220,43 @@ def test_arbitrary_results_never_crash_the_head_check(capsys, output, weights):
     assert "the check itself hit an error" not in line
 
 
+
+
+def test_homes_lists_every_check_of_every_chapter_module_and_nothing_else():
+    """``_HOMES`` (what ``check.NAME`` loads, and what tools/chapter_cache.py reads) names
+    every check the chapter modules declare, in the module that declares it."""
+    declared = {check.__name__: label.split("-", 1)[0] for label, check in checks.load_all().items()}
+    assert checks._HOMES == declared
+    modules = {path.stem for path in (ROOT / "attncourse" / "checks").glob("ch*.py")}
+    assert set(checks._HOMES.values()) == modules  # no chapter's module left out of load_all
+    for name, home in checks._HOMES.items():
+        assert getattr(importlib.import_module(f"attncourse.checks.{home}"), name) is getattr(checks, name)
+    assert set(checks._HOMES) <= set(checks.__all__) and set(checks._HOMES) <= set(dir(checks))
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The chapter check modules and maths modules a fresh interpreter holds after ``code``."""
+    probe = (f"import sys\n{code}\n"
+             "print(sorted(m for m in sys.modules if m.startswith('attncourse.') and m.count('.') <= 2"
+             " and not m.startswith(('attncourse.checks.core', 'attncourse.checks.predict'))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    return ast.literal_eval(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_chapter_loads_its_own_checks_and_maths_alone():
+    assert "attncourse.checks.ch1" not in _loaded_after("from attncourse import checks")
+    after_rope = _loaded_after("from attncourse import checks as check\ncheck.rope")
+    assert "attncourse.checks.ch8" in after_rope and "attncourse.positions" in after_rope
+    assert not {"attncourse.checks.ch9", "attncourse.flash", "attncourse.checks.ch7", "attncourse.pretrained"} & set(after_rope)
+    after_box = _loaded_after("from attncourse.explorers.answer_box import answer_box\n"
+                              "answer_box('ch9-predict-cache-size')")
+    assert "attncourse.checks.ch9" in after_box
+    assert not [m for m in after_box if m.startswith("attncourse.checks.ch") and m != "attncourse.checks.ch9"]
+    assert "attncourse.checks.ch7" in _loaded_after("from attncourse import checks\nchecks.ch7.PREVIOUS_TOKEN_HEAD")
+
+
+def test_load_all_declares_every_chapters_checks_and_an_unknown_name_is_an_attribute_error():
+    everything = _loaded_after("from attncourse import checks\nchecks.load_all()")
+    assert {f"attncourse.checks.ch{n}" for n in range(1, 10)} <= set(everything)
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_check'"):
+        checks.no_such_check  # noqa: B018

@@ -16,7 +16,11 @@ from attncourse.checks import ch4
 from attncourse.multihead import multi_head_attention as reference
 from attncourse.multihead import projection_shapes
 from attncourse.verb_roles import ablation_losses, chapter_tasks, train_heads
-from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
+from tests.checks_feedback import (  # noqa: F401 (an autouse fixture)
+    feedback,
+    learner_mode,
+    verdicts_hold_on_seeds,
+)
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -225,9 +229,5 @@ MULTI_HEAD_WRONG = [variant(split="reshape alone"), variant(merge="reshape alone
 @pytest.mark.slow  # 400 runs of the check, torch's module included
 def test_on_50_seeds_of_inputs_the_reference_passes_and_every_mistake_fails(capsys, monkeypatch):
     """Issue #21 item 13: the verdict does not rest on the check's one draw (seed 4)."""
-    drawn = ch4._attention_cases
-    for seed in range(50):
-        monkeypatch.setattr(ch4, "_attention_cases", lambda seed=seed: drawn(seed))
-        assert "Passed." in feedback(capsys, checks.multi_head_attention, per_head_loop)
-        for answer in MULTI_HEAD_WRONG:
-            assert "Not right yet." in feedback(capsys, checks.multi_head_attention, answer), seed
+    verdicts_hold_on_seeds(capsys, monkeypatch, ch4, "_attention_cases", checks.multi_head_attention,
+                           per_head_loop, MULTI_HEAD_WRONG)

@@ -15,7 +15,11 @@ from attncourse.attention import softmax
 from attncourse.checks import ch5, predict
 from attncourse.examples import tennis_sentence
 from attncourse.graph import attention_rollout, cycle_ratio
-from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
+from tests.checks_feedback import (  # noqa: F401 (an autouse fixture)
+    feedback,
+    learner_mode,
+    verdicts_hold_on_seeds,
+)
 
 SENTENCE = tennis_sentence()
 HE, IT, BALL = (SENTENCE.index(w) for w in ("He", "it", "ball"))
@@ -184,9 +188,5 @@ ROLLOUT_WRONG = [variant(normalise=None), variant(normalise="columns"), variant(
 
 def test_on_50_seeds_of_inputs_the_reference_passes_and_every_mistake_fails(capsys, monkeypatch):
     """Issue #21 item 13: the verdict does not rest on the check's one draw (seed 2027)."""
-    drawn = ch5._rollout_cases
-    for seed in range(50):
-        monkeypatch.setattr(ch5, "_rollout_cases", lambda seed=seed: drawn(seed))
-        assert "Passed." in feedback(capsys, checks.attention_rollout, reference)
-        for answer in ROLLOUT_WRONG:
-            assert "Not right yet." in feedback(capsys, checks.attention_rollout, answer), seed
+    verdicts_hold_on_seeds(capsys, monkeypatch, ch5, "_rollout_cases", checks.attention_rollout,
+                           reference, ROLLOUT_WRONG)

@@ -39,7 +39,7 @@ import nbformat
 import pytest
 
 from attncourse import instructor
-from attncourse.checks import wire
+from attncourse.checks import load_chapter_of, wire
 from attncourse.checks.predict import PREDICTIONS
 from attncourse.instructor import (
     COMPLETED,
@@ -70,6 +70,7 @@ pytestmark = [pytest.mark.xdist_group("grade-a-class"), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_1 = ROOT / "chapters" / "01_dot_product_similarity.ipynb"
 SOFTMAX, DOUBLING = "ch1-stable-softmax", "ch1-predict-doubling"
+load_chapter_of(DOUBLING)  # declares PREDICTIONS[DOUBLING]
 RIGHT_PREDICTION = f"prediction = {PREDICTIONS[DOUBLING].answer!r}"
 TIME_LIMIT = 30.0  # the endless learners take all of it; the copier runs what chapter 1's answers need
 CHECK_TIMEOUT = 2.0
@@ -191,6 +192,7 @@ builtins.isinstance = lambda *args: True  # the grader's cell breaks on it, and 
 CHECK_PATCHER = """\
 from attncourse import checks
 from attncourse.checks import core
+checks.stable_softmax  # chapter 1's checks, loaded (as the chapter's own cells load them)
 core.CHECKS["ch1-stable-softmax"].__wrapped__ = lambda run, answer: "patched"
 core.Failed = type("Failed", (Exception,), {})
 checks.ch1.stable_softmax.__wrapped__.__code__ = (lambda run, candidate: "ok").__code__"""

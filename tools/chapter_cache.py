@@ -10,9 +10,13 @@ front-end files (``.js``, ``.css``) an explorer module passes to ``bundle`` or
 chapter whose key changed since the last build loses its cache record, so the build
 executes it afresh, and only it.
 
-A package that loads its names lazily (``attncourse.explorers``) lists where each lives in
-a ``_HOMES`` dict literal of its ``__init__``: ``from attncourse.explorers import
-GraphExplorer`` then depends on ``graph_explorer`` alone.
+A package that loads its names lazily (``attncourse.explorers``, ``attncourse.checks``)
+lists where each lives in a ``_HOMES`` dict literal of its ``__init__``: ``from
+attncourse.explorers import GraphExplorer`` then depends on ``graph_explorer`` alone, and
+``from attncourse import checks as check`` followed by ``check.rope(...)`` on ``checks/ch8``
+alone (an attribute of a name bound to a package is looked up in its ``_HOMES``, or is a
+submodule: ``check.ch7``). A name the package loads by a computed name (``getattr``,
+``checks.load_all()``) is not seen: chapters use their names literally.
 
     python -m tools.chapter_cache            # before `jupyter-book build` (make book)
 """
@@ -20,6 +24,7 @@ GraphExplorer`` then depends on ``graph_explorer`` alone.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import pathlib
@@ -45,7 +50,12 @@ def _module_file(root: pathlib.Path, name: str) -> pathlib.Path | None:
 
 def _lazy_homes(init: pathlib.Path) -> dict[str, str]:
     """A lazy package's ``_HOMES = {"Name": "submodule", ...}``, or {}."""
-    for node in ast.parse(init.read_text()).body:
+    return _homes_in(init.read_text())
+
+
+@functools.lru_cache(maxsize=64)  # keyed on the text: read for every name a chapter uses
+def _homes_in(source: str) -> dict[str, str]:
+    for node in ast.parse(source).body:
         if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_HOMES" for t in node.targets)
                 and isinstance(node.value, ast.Dict)):
             return {str(k.value): str(v.value) for k, v in zip(node.value.keys, node.value.values)
@@ -53,14 +63,56 @@ def _lazy_homes(init: pathlib.Path) -> dict[str, str]:
     return {}
 
 
+def _attribute_path(node: ast.Attribute) -> list[str] | None:
+    """``a.b.c`` -> ["a", "b", "c"]; None if the chain does not start at a name."""
+    names = []
+    value: ast.expr = node
+    while isinstance(value, ast.Attribute):
+        names.append(value.attr)
+        value = value.value
+    return [value.id, *reversed(names)] if isinstance(value, ast.Name) else None
+
+
+def _used_attributes(attributes: list[ast.Attribute], bound: dict[str, str], root: pathlib.Path) -> set[str]:
+    """The modules behind attributes of names bound to packages (``bound``: name -> module):
+    ``check.rope`` with ``check`` bound to attncourse.checks is attncourse.checks.ch8 (from the
+    package's ``_HOMES``); ``check.ch7`` is the submodule attncourse.checks.ch7."""
+    found = set()
+    for node in attributes:
+        path = _attribute_path(node)
+        if not path or path[0] not in bound or not _ours(bound[path[0]]):
+            continue
+        module = bound[path[0]]
+        for attr in path[1:]:
+            init = _module_file(root, module)
+            if _module_file(root, f"{module}.{attr}"):
+                module = f"{module}.{attr}"
+                found.add(module)
+                continue
+            if init is not None and init.name == "__init__.py" and attr in _lazy_homes(init):
+                found.add(f"{module}.{_lazy_homes(init)[attr]}")
+            break
+    return found
+
+
 def imported_modules(tree: ast.AST, root: pathlib.Path, current: str = "") -> set[str]:
-    """The attncourse modules an AST imports, wherever the import statement is.
+    """The attncourse modules an AST imports, wherever the import statement is, and those
+    its attributes of imported packages reach (see :func:`_used_attributes`).
 
     ``current`` is the importing module's name (for relative imports)."""
     found = set()
+    bound: dict[str, str] = {}  # a name the code binds to a module -> that module
+    attributes = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
+        if isinstance(node, ast.Attribute):
+            attributes.append(node)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                found.add(alias.name)
+                if alias.asname:  # import a.b as c: c is a.b
+                    bound[alias.asname] = alias.name
+                else:  # import a.b: a is a
+                    bound[alias.name.split(".")[0]] = alias.name.split(".")[0]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: from the importing module's package, level - 1 up
@@ -73,11 +125,17 @@ def imported_modules(tree: ast.AST, root: pathlib.Path, current: str = "") -> se
             for alias in node.names:
                 if _module_file(root, f"{base}.{alias.name}"):
                     found.add(f"{base}.{alias.name}")  # a submodule
+                    bound[alias.asname or alias.name] = f"{base}.{alias.name}"
                 elif init is not None and init.name == "__init__.py":
                     home = _lazy_homes(init).get(alias.name)
                     if home:
                         found.add(f"{base}.{home}")
-    return {name for name in found if name == PACKAGE or name.startswith(PACKAGE + ".")}
+    found |= _used_attributes(attributes, bound, root)
+    return {name for name in found if _ours(name)}
+
+
+def _ours(module: str) -> bool:
+    return module == PACKAGE or module.startswith(PACKAGE + ".")
 
 
 def _front_end_files(path: pathlib.Path, tree: ast.AST) -> set[pathlib.Path]:
@@ -97,9 +155,21 @@ def _front_end_files(path: pathlib.Path, tree: ast.AST) -> set[pathlib.Path]:
     return files
 
 
-def dependencies(modules: set[str], root: pathlib.Path = ROOT) -> set[pathlib.Path]:
+def _module_needs(name: str, root: pathlib.Path):
+    """``(the module's file, the modules it imports, the front-end files it names)``, or
+    None if ``name`` is no module under ``root``."""
+    path = _module_file(root, name)
+    if path is None:
+        return None
+    tree = ast.parse(path.read_text())
+    return path, imported_modules(tree, root, name), _front_end_files(path, tree)
+
+
+def dependencies(modules: set[str], root: pathlib.Path = ROOT, read: dict | None = None) -> set[pathlib.Path]:
     """Every file the modules need: theirs, their packages' ``__init__``, what they import,
-    transitively, and the front-end files they name."""
+    transitively, and the front-end files they name. ``read`` keeps each module's reading
+    for the next call (the chapters of one build share most modules)."""
+    read = {} if read is None else read
     files: set[pathlib.Path] = set()
     todo = sorted(modules)
     seen: set[str] = set()
@@ -110,37 +180,37 @@ def dependencies(modules: set[str], root: pathlib.Path = ROOT) -> set[pathlib.Pa
         seen.add(name)
         parts = name.split(".")
         todo += [".".join(parts[:k]) for k in range(1, len(parts))]  # the packages' __init__
-        path = _module_file(root, name)
-        if path is None:
+        if name not in read:
+            read[name] = _module_needs(name, root)
+        if read[name] is None:
             continue
-        files.add(path)
-        tree = ast.parse(path.read_text())
-        files |= _front_end_files(path, tree)
-        todo += sorted(imported_modules(tree, root, name))
+        path, imported, front_end = read[name]
+        files |= {path, *front_end}
+        todo += sorted(imported)
     return files
 
 
 def chapter_modules(notebook: pathlib.Path, root: pathlib.Path = ROOT) -> set[str]:
     """The attncourse modules a notebook's code cells import (magics and shell lines left out)."""
     cells = json.loads(notebook.read_text())["cells"]
-    modules = set()
+    statements: list[ast.stmt] = []  # every cell's, in order: a name one cell binds, later cells use
     for cell in cells:
         if cell["cell_type"] != "code":
             continue
         source = "".join(cell["source"])
         lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
         try:
-            tree = ast.parse("\n".join(lines))
+            statements += ast.parse("\n".join(lines)).body
         except SyntaxError:
             continue  # a cell that is not Python: it imports nothing the key needs
-        modules |= imported_modules(tree, root)
-    return modules
+    return imported_modules(ast.Module(body=statements, type_ignores=[]), root)
 
 
-def chapter_key(notebook: pathlib.Path, root: pathlib.Path = ROOT) -> str:
-    """A hash of the contents of every attncourse file the chapter needs."""
+def chapter_key(notebook: pathlib.Path, root: pathlib.Path = ROOT, read: dict | None = None) -> str:
+    """A hash of the contents of every attncourse file the chapter needs (``read``: see
+    :func:`dependencies`)."""
     digest = hashlib.sha256()
-    for path in sorted(dependencies(chapter_modules(notebook, root), root)):
+    for path in sorted(dependencies(chapter_modules(notebook, root), root, read)):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -148,7 +218,8 @@ def chapter_key(notebook: pathlib.Path, root: pathlib.Path = ROOT) -> str:
 def stale_chapters(notebooks, keys_file: pathlib.Path, root: pathlib.Path = ROOT):
     """``(chapters whose key changed since keys_file was written, the new keys)``."""
     old = json.loads(keys_file.read_text()) if keys_file.is_file() else {}
-    new = {str(nb.relative_to(root)): chapter_key(nb, root) for nb in notebooks}
+    read: dict = {}  # the modules as they are now, read once for all the chapters
+    new = {str(nb.relative_to(root)): chapter_key(nb, root, read) for nb in notebooks}
     return [name for name, key in new.items() if old.get(name) != key], new
 
 

@@ -23,9 +23,11 @@ Three environment variables, read at every call:
 * ``ATTNCOURSE_CHECK_TIMEOUT``: the time budget of one check in seconds (default 10).
 
 The machinery lives in :mod:`attncourse.checks.core`; each chapter's checks in their own
-module (``ch1``, ``ch2``, ...), re-exported here. Adding the check of a new exercise (label
-``chN-some-name`` in the notebook) is one function in ``chN.py``, named like the label
-without its chapter prefix::
+module (``ch1``, ``ch2``, ...), imported on first use through ``_HOMES`` below, so that a
+chapter loads (and its execution cache depends on) its own checks and maths alone. Code
+that needs every check (the instructor's tools) calls :func:`load_all`. Adding the check of
+a new exercise (label ``chN-some-name`` in the notebook) is one function in ``chN.py``,
+named like the label without its chapter prefix, and its line in ``_HOMES``::
 
     @exercise("chN-some-name")
     def some_name(run, answer):
@@ -45,52 +47,13 @@ recorded, looked up by their inputs. ``show``, ``type_name``, ``short_repr`` and
 tests use :func:`hidden_test`.
 """
 
-from attncourse.checks.ch1 import (
-    pool_prefers_badminton,
-    predict_doubling,
-    stable_softmax,
-)
-from attncourse.checks.ch2 import (
-    ball_ignores_it,
-    predict_weight_back,
-    stationary_distribution,
-)
-from attncourse.checks.ch3 import (
-    attention_head,
-    it_attends_to_ball,
-    predict_rotation,
-)
-from attncourse.checks.ch4 import (
-    indispensable_head,
-    multi_head_attention,
-    predict_parameter_count,
-)
-from attncourse.checks.ch5 import (
-    attention_rollout,
-    cycle_above_two,
-    predict_cycle_ratio,
-)
-from attncourse.checks.ch6 import (
-    conv1d_as_attention,
-    predict_heads_for_5x5,
-    predict_heads_for_dilated_3x3,
-    tune_alpha,
-)
-from attncourse.checks.ch7 import (
-    layer_attention,
-    most_important_head,
-    predict_rank,
-)
-from attncourse.checks.ch8 import (
-    predict_sinusoidal_dot,
-    rope,
-    tune_previous_token,
-)
-from attncourse.checks.ch9 import (
-    online_softmax,
-    predict_cache_size,
-    tune_blocks,
-)
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+
+from attncourse.checks import core
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -110,17 +73,58 @@ from attncourse.checks.core import (
     expect_array,
     expect_function,
     hidden_test,
+    load_chapter_of,
     short_repr,
     show,
     type_name,
 )
 
+# Public check -> the chapter module that defines it (tests/test_checks.py keeps this table
+# equal to the checks the modules declare; tools/chapter_cache.py reads it).
+_HOMES = {
+    "pool_prefers_badminton": "ch1",
+    "predict_doubling": "ch1",
+    "stable_softmax": "ch1",
+    "ball_ignores_it": "ch2",
+    "predict_weight_back": "ch2",
+    "stationary_distribution": "ch2",
+    "attention_head": "ch3",
+    "it_attends_to_ball": "ch3",
+    "predict_rotation": "ch3",
+    "indispensable_head": "ch4",
+    "multi_head_attention": "ch4",
+    "predict_parameter_count": "ch4",
+    "attention_rollout": "ch5",
+    "cycle_above_two": "ch5",
+    "predict_cycle_ratio": "ch5",
+    "conv1d_as_attention": "ch6",
+    "predict_heads_for_5x5": "ch6",
+    "predict_heads_for_dilated_3x3": "ch6",
+    "tune_alpha": "ch6",
+    "layer_attention": "ch7",
+    "most_important_head": "ch7",
+    "predict_rank": "ch7",
+    "predict_sinusoidal_dot": "ch8",
+    "rope": "ch8",
+    "tune_previous_token": "ch8",
+    "online_softmax": "ch9",
+    "predict_cache_size": "ch9",
+    "tune_blocks": "ch9",
+}
+
 __all__ = [
-    "CHECKS",
     "CheckError",
+    "CHECKS",
     "DEFAULT_TIMEOUT",
+    "describe",
+    "exercise",
+    "expect_array",
+    "expect_function",
     "FAILED",
     "Failed",
+    "hidden_test",
+    "load_all",
+    "load_chapter_of",
     "LOG_VARIABLE",
     "MODE_VARIABLE",
     "NEEDS_REVIEW",
@@ -128,41 +132,29 @@ __all__ = [
     "NotImplementedYet",
     "PASSED",
     "Result",
-    "TIMEOUT_VARIABLE",
-    "attention_head",
-    "attention_rollout",
-    "ball_ignores_it",
-    "conv1d_as_attention",
-    "cycle_above_two",
-    "describe",
-    "exercise",
-    "expect_array",
-    "expect_function",
-    "hidden_test",
-    "indispensable_head",
-    "it_attends_to_ball",
-    "layer_attention",
-    "most_important_head",
-    "multi_head_attention",
-    "online_softmax",
-    "pool_prefers_badminton",
-    "predict_cache_size",
-    "predict_cycle_ratio",
-    "predict_doubling",
-    "predict_heads_for_5x5",
-    "predict_heads_for_dilated_3x3",
-    "predict_parameter_count",
-    "predict_rank",
-    "predict_rotation",
-    "predict_sinusoidal_dot",
-    "predict_weight_back",
-    "rope",
     "short_repr",
     "show",
-    "stable_softmax",
-    "stationary_distribution",
-    "tune_alpha",
-    "tune_previous_token",
-    "tune_blocks",
+    "TIMEOUT_VARIABLE",
     "type_name",
+    *_HOMES,
 ]
+
+
+def load_all() -> dict[str, Callable[..., None]]:
+    """Every chapter's checks, imported: exercise label -> its check (``core.CHECKS``).
+    The instructor's tools call it; a chapter loads its own checks by using them."""
+    for module in sorted(set(_HOMES.values())):
+        importlib.import_module(f"{__name__}.{module}")
+    return core.CHECKS
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:  # a submodule: check.ch7
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

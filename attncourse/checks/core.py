@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import importlib
 import inspect
 import json
 import os
+import re
 import threading
 import warnings
 from collections.abc import Callable
@@ -77,8 +79,22 @@ class NotRecorded(Exception):
     grader cannot tell, so the exercise needs an instructor's review."""
 
 
-# Every exercise label -> its check. Filled once, at import, by @exercise.
+# Every exercise label -> its check. Filled by @exercise when a chapter's module is imported
+# (on first use of one of its checks, by load_chapter_of, or by the package's load_all).
 CHECKS: dict[str, Callable[..., None]] = {}
+
+
+def load_chapter_of(label: str) -> None:
+    """Import the checks module of exercise ``label``'s chapter (``ch4-...``: ``ch4``), which
+    declares that chapter's checks and predict exercises, unless ``label`` is declared
+    already. A label of no chapter's module is left for the caller to report."""
+    chapter = label.split("-", 1)[0]
+    if label not in CHECKS and re.fullmatch(r"ch\d+", chapter):
+        try:
+            importlib.import_module(f"{__package__}.{chapter}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__package__}.{chapter}":
+                raise
 
 
 def exercise(label: str):

@@ -313,6 +313,7 @@ class _Recorder:
         """Run the course's check of ``label`` here, only to learn which calls it makes to
         the learner's functions: its verdict is thrown away (the grader makes its own).
         One time budget for the whole check, as in the learner's own run of it."""
+        core.load_chapter_of(label)  # the learner's notebook may not have used this check yet
         evaluate = core.CHECKS[label].__wrapped__  # type: ignore[attr-defined]  # functools.wraps sets it
         watched = [self._recording(functions[id(a)], a) if id(a) in functions else a for a in answers]
 

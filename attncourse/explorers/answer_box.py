@@ -17,7 +17,7 @@ from __future__ import annotations
 import anywidget
 import traitlets
 
-from attncourse.checks import predict
+from attncourse.checks import core, predict
 from attncourse.checks.predict import Prediction
 from attncourse.explorers.esm import bundle, stylesheet
 
@@ -52,8 +52,7 @@ class AnswerBox(anywidget.AnyWidget):
 
 def answer_box(label: str, prompt: str = "Your prediction") -> AnswerBox:
     """The answer box of the predict exercise ``label`` (declared in attncourse.checks)."""
-    import attncourse.checks  # noqa: F401  (declares every chapter's predict exercises)
-
+    core.load_chapter_of(label)  # declares the chapter's predict exercises
     if label not in predict.PREDICTIONS:
         known = ", ".join(sorted(predict.PREDICTIONS)) or "none"
         raise ValueError(f"no predict exercise is labelled {label!r}; declared: {known}")

@@ -32,7 +32,7 @@ from attncourse.convolution import (
     largest_error,
     shift_weights,
 )
-from attncourse.explorers.common import InvalidExplorerInput, goal_trait, result_trait
+from attncourse.explorers.common import InvalidExplorerInput, finite_array, goal_trait, result_trait
 from attncourse.explorers.esm import bundle, stylesheet
 
 __all__ = ["ConvolutionExplorer"]
@@ -43,14 +43,8 @@ GOAL_SETTING, GOAL_READOUT, GOAL_INPUTS = "alpha", "max_error", ("x", "kernel")
 
 
 def _vector(values, name: str, layout: str) -> np.ndarray:
-    array = np.asarray(values)
-    if array.dtype == object or not np.issubdtype(array.dtype, np.number):
-        raise InvalidExplorerInput(f"{name} must be numeric, got dtype {array.dtype}")
-    if array.ndim != 1 or len(array) == 0:
-        raise InvalidExplorerInput(f"{name} must be a non-empty vector {layout}, got shape {array.shape}")
-    if not np.isfinite(array).all():
-        raise InvalidExplorerInput(f"{name} must be finite, got {array.tolist()}")
-    return array.astype(np.float64)
+    return finite_array(values, name, lambda shape: len(shape) == 1 and shape[0] > 0,
+                        f"a non-empty vector {layout}")
 
 
 def _check_goal(goal, inputs: dict[str, np.ndarray]) -> None:

@@ -18,7 +18,12 @@ import anywidget
 import numpy as np
 import traitlets
 
-from attncourse.explorers.common import InvalidExplorerInput, matrix_trait, result_trait
+from attncourse.explorers.common import (
+    InvalidExplorerInput,
+    finite_array,
+    matrix_trait,
+    result_trait,
+)
 from attncourse.explorers.esm import bundle, stylesheet
 from attncourse.flash import naive_traffic, tiled_attention, tiled_trace, tiled_traffic
 
@@ -34,14 +39,8 @@ def default_problem(seq: int = 12, d: int = 2, seed: int = 9) -> dict[str, np.nd
 
 
 def _matrix(value, name: str) -> np.ndarray:
-    array = np.asarray(value)
-    if array.dtype == object or not np.issubdtype(array.dtype, np.number):
-        raise InvalidExplorerInput(f"{name} must be numeric, got dtype {array.dtype}")
-    if array.ndim != 2 or not 1 <= array.shape[0] <= MAX_SEQ or array.shape[1] < 1:
-        raise InvalidExplorerInput(f"{name} must be (seq, d) with 1 <= seq <= {MAX_SEQ}, got shape {array.shape}")
-    if not np.isfinite(array).all():
-        raise InvalidExplorerInput(f"{name} must be finite")
-    return array.astype(np.float64)
+    return finite_array(value, name, lambda shape: len(shape) == 2 and 1 <= shape[0] <= MAX_SEQ and shape[1] >= 1,
+                        f"(seq, d) with 1 <= seq <= {MAX_SEQ}")
 
 
 class FlashExplorer(anywidget.AnyWidget):

@@ -428,6 +428,7 @@ def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None =
     ``assign``, only the chapters of ``submitted`` (labels found in the submissions; None:
     every chapter) are run."""
     sources = read_chapters(Path(chapters))
+    checks.load_all()  # every check and predict exercise declared, for the grades below
     order = [label for nb in sources.values() for label in exercise_labels(nb)]
     unknown = sorted(set(assign or ()) - set(order))
     if unknown:

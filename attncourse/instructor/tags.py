@@ -121,7 +121,7 @@ def convention_problems(nb, name: str = "notebook") -> list[str]:
         for role in (STUB, SOLUTION, CHECK):
             if role not in roles:
                 problems.append(f"{name}: exercise {label} has no {role!r} cell")
-        if label not in checks.CHECKS:
+        if label not in checks.load_all():
             problems.append(f"{name}: exercise {label} has no check in attncourse.checks")
     return problems
 

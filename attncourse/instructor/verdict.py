@@ -90,7 +90,7 @@ def judge_check(label: str, record: dict) -> core.Result:
     replay = Replay(record)
     answers = [wire.decode(answer, functions=functools.partial(_answer_function, replay, i))
                for i, answer in enumerate(record.get("answers", []))]
-    evaluate = checks.CHECKS[label].__wrapped__  # the check undecorated
+    evaluate = checks.load_all()[label].__wrapped__  # the check undecorated
     with _ONE_AT_A_TIME:
         predict.forget_misses()  # the learner's misses are in the record, not in this process
         return core._evaluate(label, "check", evaluate, answers, JUDGE_TIMEOUT)

@@ -178,22 +178,21 @@ def visit(watched_page, site):
     return go
 
 
-# Browser checks that the integrated site does not pass yet (integration of 2026-11-25, see
-# the session note): the reader's new accessibility and weight tests met chapters 8 and 9,
-# and the figures laid out for phones, only at integration. Each is expected to fail until
-# its fix lands; remove its line then. non-strict: a fix that lands early does not break CI.
-KNOWN_FAILURES = {
-    "test_reader_access.py::test_nothing_sticks_out_of_the_column_or_is_cut_off": ("instructor_guide-phone",),
-    "test_reader_axe.py::test_no_wcag_violation_once_every_control_is_used": ("bibliography",),
-    "test_reader_load.py::test_a_drawn_widget_keeps_its_size_while_the_page_loads": ("06_attention_versus_convolution",),
-    "test_reader_weight.py::test_a_page_weighs_at_most_2_mb_and_does_not_move_while_it_loads": ("03_queries_keys_values", "05_attention_as_a_graph"),
-}
+@pytest.fixture
+def saved_explorers(visit, watched_page):
+    """Open a chapter's page and return the saved states of its explorers of one class
+    (``_anywidget_id``), once every one carries the current front end ``esm`` (a stale
+    execution cache would not)."""
+    from attncourse.explorers.esm import bundle
 
+    def states(chapter: str, explorer_id: str, esm: str) -> list[dict]:
+        visit(f"{chapter}.html")
+        state = watched_page.evaluate("""() => JSON.parse(document.querySelector(
+          'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state""")
+        saved = [m["state"] for m in state.values() if m["state"].get("_anywidget_id") == explorer_id]
+        assert saved, f"{chapter} holds no {explorer_id}"
+        assert all(s["_esm"] == bundle(esm) for s in saved), \
+            f"{chapter} carries an older {esm}: clear _build/.jupyter_cache and rebuild"
+        return saved
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:  # every item of the session (doctests too): only the browser tests match
-        test = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
-        pages = KNOWN_FAILURES.get(test, ())
-        if any(page in item.name for page in pages):
-            item.add_marker(pytest.mark.xfail(reason="known failure after the 2026-11-25 integration "
-                                              "(session note)", strict=False))
+    return states

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from attncourse.explorers.conv_explorer import ConvolutionExplorer
-from attncourse.explorers.esm import bundle
 
 pytestmark = pytest.mark.browser
 
@@ -104,16 +103,10 @@ def test_the_explorer_follows_alpha_query_and_taps(site, visit, watched_page):
     assert_shows(root.evaluate(_READ), expected(x, kernel, 5.1, 0), "at the first token")
 
 
-def test_the_explorer_on_the_chapter_page(visit, watched_page):
-    visit(f"{CHAPTER}.html")
-    state = watched_page.evaluate("""() => JSON.parse(document.querySelector(
-      'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state""")
-    saved = [m["state"] for m in state.values() if m["state"].get("_anywidget_id") == EXPLORER_ID]
+def test_the_explorer_on_the_chapter_page(saved_explorers, watched_page):
+    saved = saved_explorers(CHAPTER, EXPLORER_ID, "conv_explorer.js")
     # The section's explorer, and the tune exercise's with its goal.
     assert sorted(s["goal"] is None for s in saved) == [False, True], "two convolution explorers"
-    current = bundle("conv_explorer.js")
-    assert all(s["_esm"] == current for s in saved), \
-        f"{CHAPTER} carries an older conv_explorer.js: clear _build/.jupyter_cache and rebuild"
     (s,) = [s for s in saved if s["goal"] is None]
     root = watched_page.locator(".conv-explorer:not(:has(.attn-goal))")
     assert root.count() == 1

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attncourse.explorers.esm import bundle
 from attncourse.explorers.position_explorer import PositionExplorer, position_view
 
 pytestmark = pytest.mark.browser
@@ -86,15 +85,10 @@ def test_the_explorer_follows_its_controls(site, visit, watched_page):
     assert_shows(changed(root, before), settings, "on a new sentence")
 
 
-def test_the_explorer_on_the_chapter_page(visit, watched_page):
-    visit(f"{CHAPTER}.html")
-    state = watched_page.evaluate("""() => JSON.parse(document.querySelector(
-      'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state""")
+def test_the_explorer_on_the_chapter_page(saved_explorers, watched_page):
     # The chapter's explorer, and its tune exercise's (a goal, a key of its own) further down.
-    saved, tune = [m["state"] for m in state.values() if m["state"].get("_anywidget_id") == EXPLORER_ID]
+    saved, tune = saved_explorers(CHAPTER, EXPLORER_ID, "position_explorer.js")
     assert saved["goal"] is None and tune["goal"]["label"] == "ch8-tune-previous-token"
-    assert saved["_esm"] == bundle("position_explorer.js"), \
-        f"{CHAPTER} carries an older position_explorer.js: clear _build/.jupyter_cache and rebuild"
     root = watched_page.locator(".position-explorer").first
     settings = {name: saved[name] for name in
                 ("tokens", "encoding", "d", "base", "alibi_head", "offset", "scale", "causal")}

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 import tools
+from attncourse import checks
 from attncourse.checks import core, predict
 from attncourse.explorers.answer_box import answer_box
 
@@ -79,7 +80,7 @@ _EXERCISES = """() => [...document.querySelectorAll('div.exercise.admonition')].
 @pytest.mark.parametrize("entry", tools.notebook_pages())
 def test_every_predict_exercise_answers_and_every_implement_one_opens_live(entry, visit,
                                                                           watched_page):
-    import attncourse.checks  # noqa: F401  (declares every predict exercise)
+    checks.load_all()  # declares every predict exercise
 
     page = watched_page
     visit(f"{entry}.html")

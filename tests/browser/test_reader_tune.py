@@ -75,8 +75,6 @@ TUNINGS = {
 
 # Tune exercises whose goal is not on an explorer yet (strict: the test fails once it has
 # one, and the name must go).
-WITHOUT_A_GOAL: set[str] = set()
-
 _TUNE_EXERCISES = """() => [...document.querySelectorAll('div.exercise.admonition')]
   .filter((node) => node.querySelector('.admonition-title').textContent.includes('(Tune'))
   .map((node) => node.id)"""
@@ -105,14 +103,7 @@ def type_entries(explorer, entries):
         box.fill(repr(value))
 
 
-def pages_with_tune_exercises():
-    for entry in tools.notebook_pages():
-        known = entry in WITHOUT_A_GOAL
-        marks = [pytest.mark.xfail(strict=True, reason="no goal on an explorer yet")] if known else []
-        yield pytest.param(entry, marks=marks, id=entry)
-
-
-@pytest.mark.parametrize("entry", list(pages_with_tune_exercises()))
+@pytest.mark.parametrize("entry", tools.notebook_pages())
 def test_every_tune_exercise_checks_itself_on_its_explorer(entry, visit, watched_page, screenshots):
     page = watched_page
     page.set_viewport_size({"width": 1280, "height": 900})
