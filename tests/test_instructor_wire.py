@@ -224,3 +224,139 @@ def test_a_name_two_exercises_share_is_read_in_each_ones_part_or_flagged():
 def test_an_exercise_no_cell_defines_is_recorded_at_the_end_and_flagged():
     _, note = _recorded_after(_notebook(("x = 1", [])), [SOFTMAX_EXERCISE])[SOFTMAX]
     assert note == "no cell of the notebook defines stable_softmax: graded at its end"
+
+
+@pytest.fixture
+def reaches_through_lambdas_and_streams():
+    """A check written the way chapter 8's and 9's are: it reaches the learner's function
+    through a lambda, with keywords, in a loop, and on a generator read once."""
+    label = "test-reaches-through"
+
+    @checks.core.exercise(label)
+    def reaches_through(run, candidate):
+        for shift in (1.0, 2.0):
+            x = np.arange(3.0)
+            if not np.allclose(run(lambda x=x, shift=shift: candidate(x, shift=shift)), x + shift):
+                raise checks.core.Failed(f"wrong for shift {shift}")
+        total = run(candidate, (np.full(2, float(k)) for k in range(3)))  # a stream of 3 blocks
+        if not np.allclose(total, 3.0):
+            raise checks.core.Failed(f"the stream summed to {total}")
+        return "right"
+
+    yield label
+    del checks.core.CHECKS[label]
+
+
+def _shifts_or_sums(x, shift=0.0):
+    if isinstance(x, np.ndarray):
+        return x + shift
+    return sum(float(block.sum()) for block in x) / 2
+
+
+def test_every_call_a_check_makes_is_recorded_through_lambdas_keywords_and_streams(reaches_through_lambdas_and_streams):
+    label = reaches_through_lambdas_and_streams
+    record = recorded(label, _shifts_or_sums)
+    assert [call["function"] for call in record["calls"]] == ["answer:0"] * 3
+    assert wire.digest((np.arange(3.0),), {"shift": 2.0}) in [call["args"] for call in record["calls"]]
+    result = verdict.judge_check(label, record)
+    assert result.status == checks.PASSED, result.message
+
+    def wrong(x, shift=0.0):
+        return x - shift if isinstance(x, np.ndarray) else 0.0
+
+    result = verdict.judge_check(label, recorded(label, wrong))
+    assert result.status == checks.FAILED and result.message == "wrong for shift 1.0"
+
+
+def test_a_stream_digests_as_a_stream_whatever_its_type_and_crosses_as_its_items():
+    assert wire.digest(((b for b in [1]),)) == wire.digest((iter([2, 3]),)) != wire.digest(([1],))
+    calls: list = []
+    fn = wire._recording("total", lambda blocks: sum(float(b.sum()) for b in blocks), calls)
+    buffer = np.zeros(2)
+
+    def stream():  # each block overwrites the last, as chapter 9's check delivers them
+        for k in range(3):
+            buffer[...] = k
+            yield buffer
+
+    assert fn(stream()) == 6.0  # the solved function still reads the stream once
+    [sent] = json.loads(json.dumps(calls))
+    [blocks] = wire.decode(sent["args"])
+    assert [b.tolist() for b in blocks] == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+
+
+def _rope_right(X, positions=None, base=10000.0):
+    from attncourse.positions import rope
+    return rope(X, positions, base)
+
+
+def _rope_backwards(X, positions=None, base=10000.0):
+    from attncourse.positions import rope
+    positions = np.arange(X.shape[-2], dtype=float) if positions is None else np.asarray(positions)
+    return rope(X, -positions, base)
+
+
+def _normaliser_right(blocks):
+    m = total = None
+    for block in blocks:
+        if m is None:
+            m, total = np.full(block.shape[:-1], -np.inf), np.zeros(block.shape[:-1])
+        new_m = np.maximum(m, block.max(axis=-1))
+        shift = np.where(np.isneginf(new_m), 0.0, new_m)
+        total = total * np.exp(m - shift) + np.exp(block - shift[..., None]).sum(axis=-1)
+        m = new_m
+    return m, total
+
+
+def _normaliser_not_rescaled(blocks):
+    m = total = None
+    for block in blocks:
+        if m is None:
+            m, total = np.full(block.shape[:-1], -np.inf), np.zeros(block.shape[:-1])
+        m = np.maximum(m, block.max(axis=-1))
+        total = total + np.exp(block - m[..., None]).sum(axis=-1)
+    return m, total
+
+
+@pytest.mark.parametrize(("label", "right", "wrong", "message"), [
+    ("ch8-rope", _rope_right, _rope_backwards, "every pair turns the wrong way"),
+    ("ch9-online-softmax", _normaliser_right, _normaliser_not_rescaled, "multiply it by exp(m - m')"),
+])
+def test_chapter_8_and_9_checks_are_judged_on_every_call_they_make(label, right, wrong, message):
+    """Chapter 8's check calls rope through a lambda with keywords, chapter 9's passes
+    online_normaliser a generator: a right answer passes, a wrong one fails saying why."""
+    result = verdict.judge_check(label, recorded(label, right))
+    assert result.status == checks.PASSED, result.message
+    result = verdict.judge_check(label, recorded(label, wrong))
+    assert result.status == checks.FAILED and message in result.message
+
+
+def test_the_replay_reads_the_checks_stream_as_far_as_the_function_did():
+    """Chapter 9's check watches its stream: a learner who keeps the blocks and reads them
+    at the end finds them all equal to the last, and the grader's replay must see that too."""
+    def keeps_the_blocks(blocks):
+        return _normaliser_right(iter([np.concatenate(list(blocks), axis=-1)]))
+
+    record = recorded("ch9-online-softmax", keeps_the_blocks)
+    assert all(call["drawn"] == [4] for call in record["calls"][:1])  # 3 blocks, then the end
+    result = verdict.judge_check("ch9-online-softmax", record)
+    assert result.status == checks.FAILED and "If you kept the blocks" in result.message
+
+
+def test_a_hidden_test_calls_from_the_notebook_only_the_functions_its_check_grades():
+    """A function a hidden test reads from the notebook is called in the sandbox as the
+    learner's: a helper read there (chapter 9's softmax) would be the learner's to forge,
+    and calling the course's own through it flags an honest learner. Helpers are imported
+    by the hidden test itself."""
+    import re
+    from pathlib import Path
+
+    from attncourse.instructor.tags import exercise_of, role_of
+
+    for path in sorted((Path(__file__).resolve().parent.parent / "chapters").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in (c for c in nb.cells if role_of(c) == "hidden-test"):
+            checked = {name for c in nb.cells if exercise_of(c) == exercise_of(cell) and role_of(c) == "check"
+                       for name in re.findall(r"\w+", c.source)}
+            called = {name for name in wire.free_names(cell.source) if re.search(rf"\b{name}\s*\(", cell.source)}
+            assert called - {"check"} <= checked, (path.name, called - checked)

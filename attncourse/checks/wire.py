@@ -19,7 +19,9 @@ What travels, as JSON (``SCHEMA``; the grader refuses anything else):
   in ``DTYPES``; a numpy scalar is an array of shape ``[]`` with ``"scalar": true``),
   ``{"$object": "TypeName", "fields": {...}}`` (a dataclass, namedtuple or namespace of
   values), ``{"$function": "name"}`` (a callable: the grader replays its recorded calls),
-  ``{"$opaque": "a description"}`` (anything else: not data, so never a pass).
+  ``{"$iterator": [value, ...]}`` (a stream of values, read once: only in the inputs file,
+  for a hidden test that passes a generator), ``{"$opaque": "a description"}`` (anything
+  else: not data, so never a pass).
 * a record (:data:`RECORD_MIMETYPE`, one per exercise, the output of the grader's cell)::
 
     {"schema": 1, "exercise": "ch1-stable-softmax",
@@ -29,12 +31,17 @@ What travels, as JSON (``SCHEMA``; the grader refuses anything else):
      "calls": [{"function": "answer:0" or "name:NAME", "args": DIGEST,
                 "outcome": {"returned": value} | {"raised": "Type: text", "not_implemented": bool}
                            | {"stopped": seconds},
-                "changed": [value or null, ...]},   # each argument after the call, if it changed
+                "changed": [value or null, ...],    # each argument after the call, if it changed
+                "drawn": [count or null, ...]},     # how often it asked each stream argument for an item
                ...],
      "references": ["attncourse.graph.attention_rollout", ...]}   # course functions it used
 
   ``DIGEST`` is :func:`digest` of the call's ``(args, kwargs)``: the grader looks a call up
-  by the digest of the inputs *it* computed, so the learner cannot choose the inputs.
+  by the digest of the inputs *it* computed, so the learner cannot choose the inputs. Every
+  call the check makes to the learner's function is recorded, however it makes it (through
+  a lambda, in a loop, with keywords). A stream (an iterator, a generator) is read by the
+  learner's function, not by the digest, so every stream digests alike: calls on streams
+  are matched in the order the check made them, the same order on both sides.
 * the inputs of the hidden tests (:data:`INPUTS_FILE`, read-only in the sandbox, written
   by the grader from :func:`discover`'s :data:`DISCOVERY_MIMETYPE` output)::
 
@@ -58,7 +65,7 @@ import math
 import symtable
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +204,8 @@ def decode(data: Any, depth: int = 0, functions: Callable[[str], Any] | None = N
                                         if str(k).isidentifier()})
     if tag == "$function" and isinstance(body, str):
         return functions(body) if functions else Function(body)
+    if tag == "$iterator" and isinstance(body, list):
+        return iter([decode(item, depth + 1, functions) for item in body])
     if tag == "$opaque" and isinstance(body, str):
         return core.Opaque(body[:200])
     raise WireError(f"an unknown value tag {tag[:40]!r}")
@@ -221,10 +230,16 @@ def _decode_array(body: dict):
     return array[()] if body.get("scalar") and array.ndim == 0 else array
 
 
+_STREAM = core.Opaque("a stream")
+
+
 def digest(args: tuple, kwargs: dict | None = None) -> str:
     """A digest of a call's inputs, equal wherever the inputs are equal (same dtype, shape
     and bytes for arrays): how the grader finds the output of the call it would make."""
-    encoded = encode((tuple(args), dict(sorted((kwargs or {}).items()))))
+    def unread(value):  # a stream's items are the learner's to read, once: never here
+        return _STREAM if isinstance(value, Iterator) else value
+
+    encoded = encode((tuple(unread(a) for a in args), {k: unread(v) for k, v in sorted((kwargs or {}).items())}))
     return hashlib.sha256(json.dumps(encoded, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -300,15 +315,10 @@ class _Recorder:
         One time budget for the whole check, as in the learner's own run of it."""
         core.load_chapter_of(label)  # the learner's notebook may not have used this check yet
         evaluate = core.CHECKS[label].__wrapped__  # type: ignore[attr-defined]  # functools.wraps sets it
+        watched = [self._recording(functions[id(a)], a) if id(a) in functions else a for a in answers]
 
-        def run(fn, *args, name=None):
-            key = functions.get(id(fn))
-            if key is None:  # the check's own helper, on the learner's value
-                return fn(*args)
-            value, outcome = self.outcome(key, fn, args, {})
-            if "returned" in outcome:
-                return value
-            raise core.Failed("")  # the check stops here; so will the grader's replay
+        def run(fn, *args, name=None):  # the calls are recorded where they reach the learner's function
+            return fn(*args)
 
         def every_input() -> None:
             """The check on its first input alone, then on each other one (a check that does
@@ -318,11 +328,24 @@ class _Recorder:
             index, count = 0, 1
             while index < count:
                 with core.one_input(index) as selection:
-                    _quietly(evaluate, run, *answers)
+                    _quietly(evaluate, run, *watched)
                 count = len(selection.described) if selection.described is not None else 0
                 index += 1
 
         core.call_with_deadline(every_input, core.time_budget(None))
+
+    def _recording(self, key: str, fn):
+        """``fn`` recording every call made to it, however the check reaches it: directly,
+        through a lambda or a helper, in a loop, with keyword arguments."""
+
+        def recorded(*args, **kwargs):
+            value, outcome = self.outcome(key, fn, args, kwargs)
+            if "returned" in outcome:
+                return value
+            raise core.Failed("")  # the check stops here; so will the grader's replay
+
+        recorded.__name__ = str(getattr(fn, "__name__", "the answer"))
+        return recorded
 
     def call(self, key: str, fn, args: tuple, kwargs: dict) -> None:
         """One call a hidden test makes, under a time budget of its own."""
@@ -332,14 +355,32 @@ class _Recorder:
         entry: dict[str, Any] = {"function": key, "args": digest(args, kwargs), "outcome": {"stopped": core.time_budget(None)}}
         self.record["calls"].append(entry)  # "stopped" stays if the budget runs out in the call
         copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
+        streams = tuple(_Counted(a) if isinstance(a, Iterator) else a for a in args)
         with _ReferenceWatcher(fn) as watcher:
-            value, outcome = _call(fn, args, kwargs)
+            value, outcome = _call(fn, streams, kwargs)
         entry["outcome"] = outcome
         changed = [None if c is None or _same(c, a) else encode(a) for c, a in zip(copies, args)]
         if any(item is not None for item in changed):
             entry["changed"] = changed
+        if any(isinstance(a, _Counted) for a in streams):
+            entry["drawn"] = [a.asked if isinstance(a, _Counted) else None for a in streams]
         self.record["references"] += [name for name in watcher.seen if name not in self.record["references"]]
         return value, outcome
+
+
+class _Counted:
+    """A stream the learner's function reads, counting how often it asks for an item, so
+    that the grader's replay reads the check's own stream as far (the check may watch it)."""
+
+    def __init__(self, stream: Iterator):
+        self.stream, self.asked = stream, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.asked += 1
+        return next(self.stream)
 
 
 def _call(fn, args, kwargs) -> tuple[Any, dict]:
@@ -441,10 +482,36 @@ def discover(label: str, source: str) -> None:
 
 def _recording(name: str, fn, calls: list):
     def recorded(*args, **kwargs):
-        calls.append({"function": name, "args": encode(tuple(args)), "kwargs": encode(dict(kwargs))})
-        return fn(*args, **kwargs)
+        args = tuple(_read_stream(a) for a in args)
+        kwargs = {k: _read_stream(v) for k, v in kwargs.items()}
+        calls.append({"function": name, "args": _encode_streams(args), "kwargs": _encode_streams(kwargs)})
+        return fn(*(_replayable(a) for a in args), **{k: _replayable(v) for k, v in kwargs.items()})
 
     return recorded
+
+
+class _Read(list):
+    """The items of a stream a hidden test passed, read (and copied) in the solved chapter."""
+
+
+def _read_stream(value):
+    if isinstance(value, Iterator):
+        return _Read(np.array(item, copy=True) if isinstance(item, np.ndarray) else item for item in value)
+    return value
+
+
+def _replayable(value):
+    return iter(value) if isinstance(value, _Read) else value
+
+
+def _encode_streams(values: tuple | dict):
+    """``encode(values)``, each stream among them as ``$iterator`` of its items."""
+    def one(value):
+        return {"$iterator": [encode(item, 1) for item in value]} if isinstance(value, _Read) else encode(value)
+
+    if isinstance(values, dict):
+        return {"$dict": [[encode(k), one(v)] for k, v in values.items()]}
+    return {"$tuple": [one(v) for v in values]}
 
 
 def free_names(source: str) -> list[str]:

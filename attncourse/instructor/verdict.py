@@ -4,8 +4,9 @@ data a learner's notebook recorded (``attncourse.checks.wire``).
 Nothing here runs a line of the learner's code. Each of the learner's functions is a
 replay: called with inputs, it looks up the output the notebook recorded for those inputs
 (by their digest, computed here from the inputs the check itself made), redoes what the
-function did to its arguments, and returns, raises or times out as the function did. A
-call the notebook did not record is not a pass or a fail: the exercise needs review.
+function did to its arguments (what it wrote into arrays, how far it read streams), and
+returns, raises or times out as the function did. A call the notebook did not record is
+not a pass or a fail: the exercise needs review.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import importlib
 import threading
 import types
 from collections import defaultdict, deque
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,8 @@ from attncourse import checks
 from attncourse.checks import core, predict, wire
 
 JUDGE_TIMEOUT = 120.0  # seconds for one check on data: trusted code, but chapter 7's runs a model
+MAX_DRAWN = 100_000  # items read from one stream: a record cannot make a replay read for ever
+_END = object()
 _ONE_AT_A_TIME = threading.Lock()  # a predict check counts its misses in the module
 
 
@@ -48,6 +52,12 @@ class Replay:
                 f"{fn.__name__}() was called on inputs whose output the notebook did not record "
                 "(the grader's cell did not run to its end, or the notebook changed what it records)")
         call = recorded.popleft() if len(recorded) > 1 else recorded[0]
+        drawn = call.get("drawn")
+        for argument, asked in zip(args, drawn if isinstance(drawn, list) else ()):
+            if isinstance(argument, Iterator) and isinstance(asked, int) and not isinstance(asked, bool):
+                for _ in range(min(asked, MAX_DRAWN)):  # read the check's stream as the function did
+                    if next(argument, _END) is _END:
+                        break
         for argument, after in zip(args, call.get("changed") or ()):
             if after is not None and isinstance(argument, np.ndarray):
                 changed = wire.decode(after)
