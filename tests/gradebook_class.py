@@ -34,6 +34,7 @@ from pathlib import Path
 
 import nbformat
 
+from attncourse.checks import core
 from attncourse.checks.predict import PREDICTIONS
 from attncourse.instructor import make_student_notebook
 from attncourse.instructor.tags import exercise_of, role_of
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_1 = ROOT / "chapters" / "01_dot_product_similarity.ipynb"
 SOFTMAX, DOUBLING, POOL = "ch1-stable-softmax", "ch1-predict-doubling", "ch1-pool-prefers-badminton"
 ASSIGNED = (SOFTMAX, DOUBLING, POOL)
+core.load_chapter_of(DOUBLING)  # chapter 1's checks and predictions, declared here too
 GUIDE = ROOT / "instructor_guide.md"
 WALKTHROUGH = "## The whole term, step by step"
 
