@@ -60,7 +60,7 @@ def view(fn) -> dict:
 
 
 def test_every_exercise_declares_its_points_next_to_its_check():
-    assert set(core.POINTS) == set(checks.load_all())
+    assert set(checks.load_all()) == set(core.POINTS)
     assert {label for label, worth in core.POINTS.items() if worth == 3} == IMPLEMENT
     assert all(core.POINTS[label] == 1 for label in checks.predict.PREDICTIONS)
     assert points.points_of("not-an-exercise") == 1  # the default
