@@ -38,6 +38,7 @@ from attncourse.checks import core
 from attncourse.checks.predict import PREDICTIONS
 from attncourse.instructor import make_student_notebook
 from attncourse.instructor.tags import exercise_of, role_of
+from tests.test_instructor_grading import CORRECT_SOFTMAX, NAIVE_SOFTMAX
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_1 = ROOT / "chapters" / "01_dot_product_similarity.ipynb"
@@ -56,15 +57,6 @@ from attncourse.examples import pool_beats_badminton
 sentence = pool_beats_badminton()
 X = sentence.X
 pool, beats, badminton = (sentence.index(word) for word in sentence.tokens)"""
-CORRECT_SOFTMAX = """\
-def stable_softmax(scores):
-    scores = np.asarray(scores, dtype=float)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)"""
-NAIVE_SOFTMAX = """\
-def stable_softmax(scores):
-    e = np.exp(scores)
-    return e / e.sum(axis=-1, keepdims=True)"""
 IDENTITY_SOFTMAX = """\
 def stable_softmax(scores):
     return np.asarray(scores, dtype=float)"""

@@ -260,16 +260,21 @@ class ReadoutGoal:
 GOALS: dict[str, Goal | SettingGoal | ReadoutGoal] = {}
 
 
+def _check_new_goal(label: str, comparisons: Sequence[str]) -> None:
+    """Refuse a second goal for ``label`` or a comparison the goals do not know."""
+    if label in GOALS:
+        raise ValueError(f"tune exercise {label!r} already has a goal")
+    for comparison in comparisons:
+        if comparison not in COMPARISONS:
+            raise ValueError(f"{label}: unknown comparison {comparison!r}; choose from {sorted(COMPARISONS)}")
+
+
 def tune_goal(label: str, sentence: str, conditions: Sequence[Condition], *, scale: float = 1.0,
               fixed_rows: Mapping[str, Sequence[float]] | None = None,
               bounds: Mapping[str, tuple[float, float]] | None = None) -> Goal:
     """Declare the goal of tune exercise ``label`` (once per label)."""
-    if label in GOALS:
-        raise ValueError(f"tune exercise {label!r} already has a goal")
+    _check_new_goal(label, [condition.comparison for condition in conditions])
     for condition in conditions:
-        if condition.comparison not in COMPARISONS:
-            raise ValueError(f"{label}: unknown comparison {condition.comparison!r}; "
-                             f"choose from {sorted(COMPARISONS)}")
         unknown = sorted({cell.view for cell in condition.cells()} - set(GOAL_VIEWS))
         if unknown:
             raise ValueError(f"{label}: unknown views {unknown}; choose from {sorted(GOAL_VIEWS)}")
@@ -285,10 +290,7 @@ def tune_setting_goal(label: str, sentence: str, *, setting: str, readout: tuple
                       fixed: Mapping[str, Sequence[float] | np.ndarray]) -> SettingGoal:
     """Declare the goal of tune exercise ``label`` on one setting (once per label).
     ``readout`` is the explorer's name for the number and the words the page shows for it."""
-    if label in GOALS:
-        raise ValueError(f"tune exercise {label!r} already has a goal")
-    if comparison not in COMPARISONS:
-        raise ValueError(f"{label}: unknown comparison {comparison!r}; choose from {sorted(COMPARISONS)}")
+    _check_new_goal(label, [comparison])
     low, high = (float(limit) for limit in search)
     if not low < high:
         raise ValueError(f"{label}: the search interval must have low < high, got {search}")
@@ -304,12 +306,7 @@ def tune_setting_goal(label: str, sentence: str, *, setting: str, readout: tuple
 def tune_readout_goal(label: str, sentence: str, *, settings: Sequence[str], conditions: Sequence[Readout],
                       fixed: Mapping[str, object], readouts_at: Callable[..., Mapping[str, float]]) -> ReadoutGoal:
     """Declare the goal of tune exercise ``label`` on an explorer's readouts (once per label)."""
-    if label in GOALS:
-        raise ValueError(f"tune exercise {label!r} already has a goal")
-    for condition in conditions:
-        if condition.comparison not in COMPARISONS:
-            raise ValueError(f"{label}: unknown comparison {condition.comparison!r}; "
-                             f"choose from {sorted(COMPARISONS)}")
+    _check_new_goal(label, [condition.comparison for condition in conditions])
     goal = ReadoutGoal(label, sentence, tuple(settings), tuple(conditions), dict(fixed), readouts_at)
     GOALS[label] = goal
     return goal
