@@ -132,6 +132,7 @@ def test_every_result_is_appended_to_the_log(capsys, monkeypatch, tmp_path):
 
 def test_exercise_registers_a_check_named_after_its_label(capsys, monkeypatch):
     monkeypatch.setattr(checks.core, "CHECKS", {})
+    monkeypatch.setattr(checks.core, "POINTS", {})
 
     @checks.exercise("ch9-half")
     def half(run, fn):
@@ -152,6 +153,7 @@ def test_exercise_registers_a_check_named_after_its_label(capsys, monkeypatch):
 
 def test_a_bug_in_a_check_is_reported_not_raised(capsys, monkeypatch):
     monkeypatch.setattr(checks.core, "CHECKS", {})
+    monkeypatch.setattr(checks.core, "POINTS", {})
 
     @checks.exercise("ch9-buggy")
     def buggy(run, answer):

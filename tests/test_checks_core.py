@@ -25,6 +25,7 @@ def learner_mode(monkeypatch):
     for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setattr(core, "CHECKS", {})
+    monkeypatch.setattr(core, "POINTS", {})
 
 
 def one_line(capsys, check, *answers) -> str:

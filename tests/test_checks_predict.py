@@ -12,6 +12,7 @@ from attncourse.checks import core, predict
 def declare(monkeypatch):
     """Declare predict exercises into empty registries (the course's stay untouched)."""
     monkeypatch.setattr(core, "CHECKS", {})
+    monkeypatch.setattr(core, "POINTS", {})
     monkeypatch.setattr(predict, "PREDICTIONS", {})
     monkeypatch.setattr(predict, "_misses", predict._MissCounter())
     for variable in (core.MODE_VARIABLE, core.LOG_VARIABLE, core.TIMEOUT_VARIABLE):
