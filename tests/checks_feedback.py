@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from attncourse import checks
-from attncourse.checks import predict
+from attncourse.checks import core, predict
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -22,6 +22,15 @@ def learner_mode(monkeypatch):
     for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setattr(predict, "_misses", predict._MissCounter())
+
+
+def empty_registries(monkeypatch) -> None:
+    """Empty exercise registries for a test's own declarations. Every chapter's checks are
+    loaded first: a chapter module imported while they are empty would declare itself into
+    them, and be lost to the tests after this one."""
+    checks.load_all()
+    monkeypatch.setattr(core, "CHECKS", {})
+    monkeypatch.setattr(core, "POINTS", {})
 
 
 def feedback(capsys, check, *answers, **options) -> str:

@@ -8,15 +8,16 @@ import pytest
 from ipywidgets.embed import embed_data
 
 import attncourse.explorers.answer_box as answer_box_module
-from attncourse.checks import core, predict
+from attncourse.checks import predict
 from attncourse.explorers.answer_box import AnswerBox, answer_box
+from tests.checks_feedback import empty_registries
 from tests.node_module import call_in_node
 
 
 @pytest.fixture
 def declared(monkeypatch):
     """One predict exercise declared into empty registries (the course's stay untouched)."""
-    monkeypatch.setattr(core, "CHECKS", {})
+    empty_registries(monkeypatch)
     monkeypatch.setattr(predict, "PREDICTIONS", {})
     predict.predict_exercise(
         "ch9-predict-weight", answer=0.123456, tolerance=0.005,
@@ -102,7 +103,7 @@ def test_the_box_and_the_check_give_the_same_verdict_and_text(answer, tolerance)
 
 
 def test_the_check_reads_a_prediction_typed_as_text_as_the_box_does(monkeypatch, capsys):
-    monkeypatch.setattr(core, "CHECKS", {})
+    empty_registries(monkeypatch)
     monkeypatch.setattr(predict, "PREDICTIONS", {})
     check = predict.predict_exercise("ch9-predict-count", answer=655_360, tolerance=0.5,
                                      hint="Count.", explanation="Four heads.")

@@ -25,7 +25,12 @@ from hypothesis.extra import numpy as hnp
 
 from attncourse import checks
 from attncourse.checks import CheckError
-from tests.checks_feedback import FUZZ, feedback, learner_mode  # noqa: F401 (an autouse fixture)
+from tests.checks_feedback import (  # noqa: F401 (an autouse fixture)
+    FUZZ,
+    empty_registries,
+    feedback,
+    learner_mode,
+)
 from tests.test_checks_ch1 import A, endless, naive_softmax, reference_softmax, stub
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -131,8 +136,7 @@ def test_every_result_is_appended_to_the_log(capsys, monkeypatch, tmp_path):
 
 
 def test_exercise_registers_a_check_named_after_its_label(capsys, monkeypatch):
-    monkeypatch.setattr(checks.core, "CHECKS", {})
-    monkeypatch.setattr(checks.core, "POINTS", {})
+    empty_registries(monkeypatch)
 
     @checks.exercise("ch9-half")
     def half(run, fn):
@@ -152,8 +156,7 @@ def test_exercise_registers_a_check_named_after_its_label(capsys, monkeypatch):
 
 
 def test_a_bug_in_a_check_is_reported_not_raised(capsys, monkeypatch):
-    monkeypatch.setattr(checks.core, "CHECKS", {})
-    monkeypatch.setattr(checks.core, "POINTS", {})
+    empty_registries(monkeypatch)
 
     @checks.exercise("ch9-buggy")
     def buggy(run, answer):

@@ -16,6 +16,7 @@ import pytest
 
 from attncourse import checks
 from attncourse.checks import core
+from tests.checks_feedback import empty_registries
 
 BUDGET = 0.3
 
@@ -24,8 +25,7 @@ BUDGET = 0.3
 def learner_mode(monkeypatch):
     for variable in (checks.MODE_VARIABLE, checks.LOG_VARIABLE, checks.TIMEOUT_VARIABLE):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr(core, "CHECKS", {})
-    monkeypatch.setattr(core, "POINTS", {})
+    empty_registries(monkeypatch)
 
 
 def one_line(capsys, check, *answers) -> str:

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 from attncourse.checks import core, predict
+from tests.checks_feedback import empty_registries
 
 
 @pytest.fixture
 def declare(monkeypatch):
     """Declare predict exercises into empty registries (the course's stay untouched)."""
-    monkeypatch.setattr(core, "CHECKS", {})
-    monkeypatch.setattr(core, "POINTS", {})
+    empty_registries(monkeypatch)
     monkeypatch.setattr(predict, "PREDICTIONS", {})
     monkeypatch.setattr(predict, "_misses", predict._MissCounter())
     for variable in (core.MODE_VARIABLE, core.LOG_VARIABLE, core.TIMEOUT_VARIABLE):

@@ -9,8 +9,9 @@ from playwright.sync_api import expect
 
 import tools
 from attncourse import checks
-from attncourse.checks import core, predict
+from attncourse.checks import predict
 from attncourse.explorers.answer_box import answer_box
+from tests.checks_feedback import empty_registries
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +22,7 @@ EXPLANATION = "Each row of weights sums to 1, so pool gets 0.3."
 
 @pytest.fixture
 def prediction(monkeypatch):
-    monkeypatch.setattr(core, "CHECKS", {})
+    empty_registries(monkeypatch)
     monkeypatch.setattr(predict, "PREDICTIONS", {})
     predict.predict_exercise(LABEL, answer=0.3, tolerance=0.01, hint=HINT,
                              explanation=EXPLANATION)
