@@ -41,12 +41,15 @@ def feedback(capsys, check, *answers, **options) -> str:
     return lines[0]
 
 
-def verdicts_hold_on_seeds(capsys, monkeypatch, module, cases: str, check, right, wrong, seeds=range(50)) -> None:
+def verdicts_hold_on_seeds(capsys, monkeypatch, module, cases: str, check, right, wrong, named=(),
+                           seeds=range(50)) -> None:
     """Issue #21 item 13: with ``module.<cases>`` (the check's draw of its inputs) drawn from
-    each seed in turn, ``check`` passes ``right`` and fails every answer of ``wrong``."""
+    each seed in turn, ``check`` passes ``right`` and fails every answer of ``wrong``, the
+    k-th naming its mistake with ``named[k]`` where given."""
     drawn = getattr(module, cases)
     for seed in seeds:
         monkeypatch.setattr(module, cases, lambda seed=seed: drawn(seed))
         assert "Passed." in feedback(capsys, check, right), seed
-        for answer in wrong:
-            assert "Not right yet." in feedback(capsys, check, answer), (seed, answer)
+        for k, answer in enumerate(wrong):
+            line = feedback(capsys, check, answer)
+            assert "Not right yet." in line and (k >= len(named) or named[k] in line), (seed, line)

@@ -16,7 +16,11 @@ from attncourse.pretrained import (
     layer_parameters,
     run_model,
 )
-from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
+from tests.checks_feedback import (  # noqa: F401 (an autouse fixture)
+    feedback,
+    learner_mode,
+    verdicts_hold_on_seeds,
+)
 
 # --- ch7-predict-rank ----------------------------------------------------------------------
 
@@ -115,11 +119,5 @@ def test_malformed_heads_get_a_friendly_line(capsys, answer, said):
 def test_layer_attention_verdicts_hold_on_50_draws_of_its_inputs(capsys, monkeypatch):
     """The check draws its layers from seed 7; no other seed may let a mistake pass or
     fail the solution."""
-    original = ch7._layer_cases
-    for seed in range(50):
-        monkeypatch.setattr(ch7, "_layer_cases", lambda seed=seed: original(seed))
-        assert "Passed." in feedback(capsys, checks.layer_attention, solution), seed
-        for mistake, named in [(no_biases, "biases are missing"), (unscaled, "not scaled"),
-                               (transposed, "transposed")]:
-            line = feedback(capsys, checks.layer_attention, mistake)
-            assert "Not right yet." in line and named in line, (seed, line)
+    verdicts_hold_on_seeds(capsys, monkeypatch, ch7, "_layer_cases", checks.layer_attention, solution,
+                           [no_biases, unscaled, transposed], ["biases are missing", "not scaled", "transposed"])

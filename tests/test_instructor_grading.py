@@ -22,11 +22,9 @@ import concurrent.futures
 import contextlib
 import copy
 import csv
-import fcntl
 import hashlib
 import json
 import os
-import pickle
 import re
 import shutil
 import socket
@@ -575,20 +573,9 @@ def _processes_with(token: str) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, worker_id):
-    """The class, graded once per test session. With pytest 9.2, pytest-xdist 3.8's
-    --dist loadgroup no longer keeps this module's tests on one worker (pytest-xdist
-    issue 1386): each worker would grade the class again. So the first worker grades it
-    and leaves the result for the others, which wait for it behind a lock."""
-    if worker_id == "master":  # no xdist
-        return _grade_the_class(tmp_path_factory)
-    shared = tmp_path_factory.getbasetemp().parent  # this session's, common to its workers
-    with open(shared / "graded.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        result = shared / "graded.pickle"
-        if not result.exists():
-            result.write_bytes(pickle.dumps(_grade_the_class(tmp_path_factory)))
-        return pickle.loads(result.read_bytes())
+def graded(tmp_path_factory) -> dict:
+    """The class, graded once: the module's tests share one xdist group, so one worker."""
+    return _grade_the_class(tmp_path_factory)
 
 
 def _grade_the_class(tmp_path_factory) -> dict:

@@ -14,37 +14,20 @@ import pytest
 
 from attncourse.instructor import FAILED, PASSED, grade_submissions, make_student_notebook
 from attncourse.instructor.tags import exercise_of, role_of
+from tests.ch8_ch9_learners import LEARNERS, as_stub
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grade-ch8-ch9")]  # one worker grades the class
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = {"ch8-rope": ROOT / "chapters" / "08_positions.ipynb",
             "ch9-online-softmax": ROOT / "chapters" / "09_attention_at_scale.ipynb"}
-WRONG = {
-    "ch8-rope": ("""\
-def rope(X, positions=None, base=10000.0):  # every pair turns the wrong way
-    from attncourse.positions import rope as course_rope
-    positions = np.arange(X.shape[-2], dtype=float) if positions is None else np.asarray(positions, dtype=float)
-    return course_rope(X, -positions, base)""", "every pair turns the wrong way"),
-    "ch9-online-softmax": ("""\
-def online_normaliser(blocks):  # the sum is never rescaled when the maximum grows
-    m = total = None
-    for block in blocks:
-        if m is None:
-            m, total = np.full(block.shape[:-1], -np.inf), np.zeros(block.shape[:-1])
-        m = np.maximum(m, block.max(axis=-1))
-        total = total + np.exp(block - m[..., None]).sum(axis=-1)
-    return m, total""", "multiply it by exp(m - m')"),
-}
-
-
 def wrong_learner(label: str) -> nbformat.NotebookNode:
     """Chapter ``label``'s student notebook cut to its stub and check, the stub wrong."""
     student = make_student_notebook(nbformat.read(CHAPTERS[label], as_version=4), [label])
     stub, check = ([c for c in student.cells if exercise_of(c) == label and role_of(c) == role][0]
                    for role in ("stub", "check"))
     stub = copy.deepcopy(stub)
-    stub.source = WRONG[label][0]
+    stub.source = as_stub(label, LEARNERS[label][2])
     student.cells = [nbformat.v4.new_code_cell("import numpy as np\nfrom attncourse import checks as check"),
                      stub, copy.deepcopy(check)]
     return student
@@ -71,4 +54,4 @@ def test_a_solved_chapter_8_or_9_passes_with_nothing_to_review(grades, label):
 @pytest.mark.parametrize("label", list(CHAPTERS))
 def test_a_wrong_rope_or_online_normaliser_fails_saying_why(grades, label):
     grade = grades["wrong", label]
-    assert grade.status == FAILED and WRONG[label][1] in grade.message, (grade.status, grade.message)
+    assert grade.status == FAILED and LEARNERS[label][3] in grade.message, (grade.status, grade.message)

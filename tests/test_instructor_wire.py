@@ -17,6 +17,7 @@ from attncourse import checks
 from attncourse.checks import wire
 from attncourse.instructor import verdict
 from attncourse.instructor.placement import Exercise, defined_names, notebook_to_run
+from tests.ch8_ch9_learners import LEARNERS, normaliser_right
 
 SOFTMAX = "ch1-stable-softmax"
 HIDDEN_CH1 = '''@check.hidden_test("ch1-stable-softmax")
@@ -285,46 +286,11 @@ def test_a_stream_digests_as_a_stream_whatever_its_type_and_crosses_as_its_items
     assert [b.tolist() for b in blocks] == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
 
 
-def _rope_right(X, positions=None, base=10000.0):
-    from attncourse.positions import rope
-    return rope(X, positions, base)
-
-
-def _rope_backwards(X, positions=None, base=10000.0):
-    from attncourse.positions import rope
-    positions = np.arange(X.shape[-2], dtype=float) if positions is None else np.asarray(positions)
-    return rope(X, -positions, base)
-
-
-def _normaliser_right(blocks):
-    m = total = None
-    for block in blocks:
-        if m is None:
-            m, total = np.full(block.shape[:-1], -np.inf), np.zeros(block.shape[:-1])
-        new_m = np.maximum(m, block.max(axis=-1))
-        shift = np.where(np.isneginf(new_m), 0.0, new_m)
-        total = total * np.exp(m - shift) + np.exp(block - shift[..., None]).sum(axis=-1)
-        m = new_m
-    return m, total
-
-
-def _normaliser_not_rescaled(blocks):
-    m = total = None
-    for block in blocks:
-        if m is None:
-            m, total = np.full(block.shape[:-1], -np.inf), np.zeros(block.shape[:-1])
-        m = np.maximum(m, block.max(axis=-1))
-        total = total + np.exp(block - m[..., None]).sum(axis=-1)
-    return m, total
-
-
-@pytest.mark.parametrize(("label", "right", "wrong", "message"), [
-    ("ch8-rope", _rope_right, _rope_backwards, "every pair turns the wrong way"),
-    ("ch9-online-softmax", _normaliser_right, _normaliser_not_rescaled, "multiply it by exp(m - m')"),
-])
-def test_chapter_8_and_9_checks_are_judged_on_every_call_they_make(label, right, wrong, message):
+@pytest.mark.parametrize("label", list(LEARNERS))
+def test_chapter_8_and_9_checks_are_judged_on_every_call_they_make(label):
     """Chapter 8's check calls rope through a lambda with keywords, chapter 9's passes
     online_normaliser a generator: a right answer passes, a wrong one fails saying why."""
+    _, right, wrong, message = LEARNERS[label]
     result = verdict.judge_check(label, recorded(label, right))
     assert result.status == checks.PASSED, result.message
     result = verdict.judge_check(label, recorded(label, wrong))
@@ -335,7 +301,7 @@ def test_the_replay_reads_the_checks_stream_as_far_as_the_function_did():
     """Chapter 9's check watches its stream: a learner who keeps the blocks and reads them
     at the end finds them all equal to the last, and the grader's replay must see that too."""
     def keeps_the_blocks(blocks):
-        return _normaliser_right(iter([np.concatenate(list(blocks), axis=-1)]))
+        return normaliser_right(iter([np.concatenate(list(blocks), axis=-1)]))
 
     record = recorded("ch9-online-softmax", keeps_the_blocks)
     assert all(call["drawn"] == [4] for call in record["calls"][:1])  # 3 blocks, then the end

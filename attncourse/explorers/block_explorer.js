@@ -7,7 +7,7 @@
 // naive_traffic = 4 N d + 4 N^2. A tune exercise's goal on the blocks shows above the
 // readouts. Every label is written with textContent, never as HTML.
 
-import { el, markScrollingBoxes } from "./dom.js";
+import { controlRow, el, inlineLabel, markScrollingBoxes, wholeNumberInput } from "./dom.js";
 import { goalView, readoutStatus } from "./goal.js";
 import { onChanges, saveChanges } from "./sync.js";
 
@@ -40,20 +40,11 @@ const MAX_SEQ = 1 << 20; // as block_explorer.py
 function render({ model, el: host }) {
   const root = el("div", "attn-explorer block-explorer");
   const goal = goalView(blockGoalStatus);
-  const form = el("div");
-  form.style.cssText = "display:flex;flex-wrap:wrap;gap:0.4em 1.2em;align-items:center;margin:0.3em 0";
+  const form = controlRow();
   const inputs = {};
   for (const [name, text] of FIELDS) {
-    const input = el("input");
-    Object.assign(input, { type: "number", min: "1", step: "1" });
-    input.dataset.role = name;
-    input.setAttribute("aria-label", text);
-    input.style.width = "6.5em";
-    const label = el("label");
-    label.style.cssText = "display:inline-flex;gap:0.4em;align-items:center";
-    label.append(el("span", "", text), input); // the label names the input
-    inputs[name] = input;
-    form.append(label);
+    inputs[name] = wholeNumberInput(name, text);
+    form.append(inlineLabel(text, inputs[name]));
   }
   const memory = el("p");
   memory.dataset.role = "footprint";

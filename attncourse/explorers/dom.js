@@ -23,6 +23,27 @@ export function svg(tag, attributes) {
   return node;
 }
 
+// A row of labelled controls that wraps on a narrow screen, each control wrapped in the
+// label that names it, and a whole-number input (min 1) for the calculators.
+export function controlRow() {
+  const row = el("div");
+  row.style.cssText = "display:flex;flex-wrap:wrap;gap:0.4em 1.2em;align-items:center;margin:0.3em 0";
+  return row;
+}
+
+export function inlineLabel(text, ...controls) {
+  const label = el("label");
+  label.style.cssText = "display:inline-flex;gap:0.4em;align-items:center";
+  label.append(el("span", "", text), ...controls);
+  return label;
+}
+
+export function wholeNumberInput(role, text) {
+  const input = element("input", { type: "number", min: "1", step: "1", "data-role": role, "aria-label": text });
+  input.style.width = "6.5em";
+  return input;
+}
+
 // Boxes of `root` that scroll sideways (a view or grid wider than the column, on a phone):
 // while one does, it is a Tab stop (the arrow keys then scroll it), a region named by its
 // caption "..., scrolls sideways", and a line under it says so. Checked whenever the

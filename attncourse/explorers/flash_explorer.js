@@ -7,7 +7,7 @@
 // (a query block at its first tile, a key and a value block at every tile) and written (the
 // output and lse at the block's last tile). Every label is written with textContent.
 
-import { el, markScrollingBoxes, svg } from "./dom.js";
+import { controlRow, el, inlineLabel, markScrollingBoxes, svg } from "./dom.js";
 import { onChanges, saveChanges } from "./sync.js";
 
 const CELL = 18; // pixels per score in the grid
@@ -113,16 +113,9 @@ function render({ model, el: host }) {
   previous.dataset.role = "previous";
   next.dataset.role = "next";
 
-  const controls = el("div");
-  controls.style.cssText = "display:flex;flex-wrap:wrap;gap:0.4em 1.2em;align-items:center;margin:0.3em 0";
-  const pair = (text, ...nodes) => {
-    const label = el("label");
-    label.style.cssText = "display:inline-flex;gap:0.4em;align-items:center";
-    label.append(el("span", "", text), ...nodes);
-    return label;
-  };
-  controls.append(pair("query block", blockQ), pair("key block", blockK), pair("causal", causal),
-    pair("row", row, rowText));
+  const controls = controlRow();
+  controls.append(inlineLabel("query block", blockQ), inlineLabel("key block", blockK),
+    inlineLabel("causal", causal), inlineLabel("row", row, rowText));
   const stepper = el("div");
   stepper.style.cssText = "display:flex;flex-wrap:wrap;gap:0.5em;align-items:center;margin:0.3em 0";
   const stepText = el("span");

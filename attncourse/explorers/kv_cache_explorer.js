@@ -3,7 +3,7 @@
 // with BigInt, exact however large, as attncourse.kv_cache.kv_cache_bytes does with Python's
 // integers. Every label is written with textContent.
 
-import { el } from "./dom.js";
+import { controlRow, el, inlineLabel, wholeNumberInput } from "./dom.js";
 
 import { onChanges, saveChanges } from "./sync.js";
 
@@ -54,25 +54,13 @@ function render({ model, el: host }) {
     precision.append(option);
   }
   const inputs = {};
-  const form = el("div");
-  form.style.cssText = "display:flex;flex-wrap:wrap;gap:0.4em 1.2em;align-items:center;margin:0.3em 0";
-  const pair = (text, node) => {
-    const label = el("label");
-    label.style.cssText = "display:inline-flex;gap:0.4em;align-items:center";
-    label.append(el("span", "", text), node);
-    return label;
-  };
-  form.append(pair("model", preset));
+  const form = controlRow();
+  form.append(inlineLabel("model", preset));
   for (const [name, text] of FIELDS) {
-    const input = el("input");
-    Object.assign(input, { type: "number", min: "1", step: "1" });
-    input.dataset.role = name;
-    input.setAttribute("aria-label", text);
-    input.style.width = "6em";
-    inputs[name] = input;
-    form.append(pair(text, input));
+    inputs[name] = wholeNumberInput(name, text);
+    form.append(inlineLabel(text, inputs[name]));
   }
-  form.append(pair("precision", precision));
+  form.append(inlineLabel("precision", precision));
   const result = el("p");
   result.dataset.role = "cache-bytes";
   result.setAttribute("aria-live", "polite"); // the new size, read out after each change

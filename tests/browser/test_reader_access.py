@@ -170,6 +170,34 @@ def test_inputs_and_scroll_boxes_say_what_they_hold(entry, visit, watched_page):
         assert "scroll" in box["name"].lower(), f"{entry}: a box that scrolls does not say so: {box}"
 
 
+# The element the keyboard's focus is on, and whether it shows that it is: an outline or a
+# ring (box shadow) that it would not have without the focus.
+_FOCUS_SHOWN = """() => {
+  const node = document.activeElement;
+  if (!node || node === document.body) return null;
+  const style = getComputedStyle(node);
+  const ring = (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 1) || style.boxShadow !== 'none';
+  return { what: `${node.tagName.toLowerCase()}.${String(node.className).split(' ')[0]} `
+                 + `"${(node.getAttribute('aria-label') || node.title || node.textContent || '').trim().slice(0, 30)}"`,
+           ring };
+}"""
+
+
+@pytest.mark.parametrize("entry", [PAGES[0], NOTEBOOK_PAGES[0]])
+def test_the_keyboard_focus_is_always_shown(entry, scheme, visit, watched_page):
+    """Tabbing from the top of a page through its header, sidebar and first controls: every
+    stop shows a focus ring, in both themes (WCAG 2.4.7)."""
+    page = watched_page
+    visit(f"{entry}.html")
+    unseen = []
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(_FOCUS_SHOWN)
+        if focused and not focused["ring"]:
+            unseen.append(focused["what"])
+    assert not unseen, f"{entry}, {scheme}: no focus ring on {sorted(set(unseen))}"
+
+
 def test_home_and_end_move_along_a_heatmap_row(visit, watched_page):
     page = watched_page
     visit(f"{NOTEBOOK_PAGES[0]}.html")
