@@ -48,12 +48,61 @@ def test_a_cell_that_may_change_what_the_answer_reads_runs(change):
 
 
 @pytest.mark.parametrize("global_state", [
-    "np.random.seed(1)", "np.random.normal(size=3)", "torch.manual_seed(0)", "layer = torch.nn.Linear(3, 3)",
-    "import random\nrandom.seed(0)", "torch.set_default_dtype(torch.float32)", "%matplotlib inline",
+    "torch.set_default_dtype(torch.float32)", "np.seterr(all='raise')", "%matplotlib inline",
     "global X", "exec('X = 1')", "f = lambda: None\nf()", "this is not python (",
 ])
 def test_a_cell_that_may_change_state_no_name_shows_runs(global_state):
     assert skipped(global_state) == []
+
+
+RANDOM = ["np.random.seed(1)", "np.random.normal(size=3)", "torch.manual_seed(0)", "layer = torch.nn.Linear(3, 3)",
+          "import random\nrandom.seed(0)", "torch.nn.functional.dropout(torch.ones(3))"]
+
+
+@pytest.mark.parametrize("draws", RANDOM)
+def test_a_cell_that_seeds_or_draws_from_a_global_generator_runs_when_an_answer_draws_too(draws):
+    """The global generators' state is read only by what draws from them (the course's own
+    functions seed their draws): an answer that draws needs every seed and draw before it."""
+    assert skipped(draws) == [draws]
+    for answer in ("answer = softmax(X) + np.random.normal(size=X.shape)",
+                   "answer = torch.nn.Linear(3, 3)(torch.as_tensor(X))", "import random\nanswer = random.random()"):
+        assert draws not in skipped(draws, learner=answer), answer
+
+
+def test_torch_functions_that_draw_nothing_change_nothing():
+    attention = "out = torch.nn.functional.scaled_dot_product_attention(*[torch.as_tensor(X)] * 3)"
+    assert skipped(attention) == [attention]
+
+
+def test_a_name_the_answer_binds_before_it_reads_it_needs_no_earlier_cell():
+    earlier = "h = float(np.abs(X).sum())"
+    for answer in ("answer = [softmax(X) * h for h in range(2)]",  # a comprehension's own variable
+                   "for h in range(2):\n    answer = softmax(X) * h",  # a loop's variable, in the loop
+                   "h = 2.0\nanswer = softmax(X) * h",  # assigned above
+                   "answer = (lambda h: softmax(X) * h)(2.0)"):  # a lambda's parameter
+        assert skipped(earlier, learner=answer) == [earlier], answer
+    for answer in ("answer = softmax(X) * h\nh = 0",  # read first, bound after
+                   "h += 1\nanswer = softmax(X) * h"):  # augmented: read, then bound
+        assert skipped(earlier, learner=answer) == [], answer
+
+
+def test_a_functions_own_names_are_not_the_notebooks():
+    helper = "def f(a):\n    X = a * 2\n    X.sort()\n    return X\n\nprint(f(np.ones(3)))"
+    assert skipped(helper) == [helper]  # f's X is its own
+    assert skipped("def g():\n    X.sort()\n\ng()") == []  # g changes the notebook's X
+
+
+def test_what_the_courses_functions_return_changes_only_by_its_own_mutators():
+    made = "w = softmax(X)"
+    answer = "answer = w + softmax(X)"
+    looked_at = "print(w.max(axis=0), w.T.mean())"
+    assert skipped(made, looked_at, learner=answer) == [looked_at]
+    for change in ("w.sort(axis=0)", "w.T.fill(0.0)", "torch.as_tensor(w).add_(1.0)", "w[0] = 0.0"):
+        assert skipped(made, change, learner=answer) == [], change
+    rebound = "w = X.copy()"  # not only the course's: any method may change it
+    assert skipped(made, looked_at, rebound, learner=answer) == [], "rebound"
+    widget = "from attncourse.explorers import AttentionExplorer\nw = AttentionExplorer(X=X)"
+    assert skipped(widget, "w.observe(print)", learner=answer) == [], "a class's object may change"
 
 
 def test_the_learners_own_cells_always_run_and_what_they_read_too():

@@ -8,10 +8,14 @@ character) only those that may change a name a later cell that runs reads.
 
 "May change" is read from the cell's source, erring towards running it: a name bound or
 deleted, an attribute or item assigned on it, a method called on it or any call it is
-passed to (except the course's own functions, which never change their arguments, and
-module functions other than in-place ones), and, through a function the notebook defines,
-whatever that function's body may change. A cell that may change state no name shows
-(a magic, ``global``, seeding or setting a module's state, a syntax error) always runs.
+passed to (except the course's own functions, which never change their arguments, module
+functions other than in-place ones, and methods other than mutators of what the course's
+functions returned), and, through a function the notebook defines, whatever that
+function's body may change of the notebook's names (its own are its own). Seeding or
+drawing from a global random generator changes a state of its own, needed only by a cell
+that draws too. A cell that may change state no name shows (a magic, ``global``, a
+module's setting, a syntax error) always runs. What a cell reads is what it does not bind
+first: a loop's variable inside its loop, a comprehension's, a lambda's own.
 
 A slice can only confirm: ``grading`` runs the whole notebook again for any exercise
 the sliced run did not pass or find unstarted (see ``grading._run_notebook``).
@@ -23,10 +27,16 @@ import ast
 import builtins
 import re
 
-# A module function that changes state no argument shows: seeding, a global setting, a draw
-# from a global random generator (numpy's, python's, torch's; torch.nn's layers draw theirs).
-_GLOBAL_STATE = re.compile(r"seed|^set_|^use_|filterwarnings|seterr|printoptions|^rand|^normal$|^bernoulli|^multinomial")
-_DRAWS = re.compile(r"(^|\.)(random|nn)(\.|$)")
+# A module function that changes state no argument shows: a global setting (opaque: any later
+# cell may depend on it), or seeding or drawing from a global random generator (numpy's,
+# python's, torch's; torch.nn's layers and init functions draw, as does dropout). The
+# generators' state is a name of its own, RANDOM_STATE, that every such call reads and
+# changes: a cell that draws needs the draws before it, and only a cell that draws does (the
+# course's functions seed their own draws: house rule).
+_SETTINGS = re.compile(r"^set_|^use_|filterwarnings|seterr|printoptions")
+_RANDOM = re.compile(r"seed|^rand|^normal$|^bernoulli|^multinomial|dropout")
+_DRAWS = re.compile(r"(^|\.)random(\.|$)|(^|\.)nn\.([A-Z]|init\.)")
+RANDOM_STATE = "<random state>"
 # Module functions that change an argument in place (torch's in-place functions end in "_").
 _IN_PLACE = {"fill_diagonal", "copyto", "put", "place", "putmask", "put_along_axis", "shuffle"}
 # Modules whose functions change no argument: the course's (house rule: pure functions), and display.
@@ -34,6 +44,10 @@ _PURE_MODULES = ("attncourse", "matplotlib", "IPython", "myst_nb")
 _UNSAFE_BUILTINS = {"exec", "eval", "setattr", "delattr", "globals", "locals", "vars", "__import__", "compile", "open",
                     "input", "breakpoint", "exit", "quit", "next", "iter"}
 _PURE_BUILTINS = frozenset(dir(builtins)) - _UNSAFE_BUILTINS
+# Methods that change their object, of what a course function may return: numpy's arrays and
+# Python's containers (torch's in-place methods end in "_").
+_MUTATORS = {"sort", "fill", "resize", "put", "itemset", "setflags", "partition", "byteswap", "append", "extend",
+             "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard", "popitem", "reverse"}
 
 
 class _Effects:
@@ -89,25 +103,27 @@ def modules_of(sources: list[str]) -> dict[str, str]:
     return found
 
 
-def effects(source: str, modules: dict[str, str], functions: dict[str, set[str]]) -> _Effects:
+def effects(source: str, modules: dict[str, str], functions: dict[str, set[str]],
+            made: frozenset[str] = frozenset()) -> _Effects:
     """The effects of a cell (``functions``: what each function or class the notebook has
-    defined so far may change when called; the cell's own definitions are added)."""
+    defined so far may change when called; the cell's own definitions are added; ``made``:
+    see ``made_by_the_course``)."""
     words = set(re.findall(r"[A-Za-z_]\w*", source))
     if any(line.lstrip().startswith(("%", "!")) for line in source.splitlines()):
         return _Effects(words, words, True)
     try:
-        return _effects_of(ast.parse(source).body, modules, functions)
+        return _effects_of(ast.parse(source).body, modules, functions, made)
     except (SyntaxError, RecursionError, ValueError):  # ValueError: a null byte
         return _Effects(words, words, True)
 
 
-def _effects_of(body: list[ast.stmt], modules: dict[str, str], functions: dict[str, set[str]]) -> _Effects:
-    tree = ast.Module(body=body, type_ignores=[])
+def _effects_of(body: list[ast.stmt], modules: dict[str, str], functions: dict[str, set[str]],
+                made: frozenset[str]) -> _Effects:
     for node in _definitions(body):  # a function changes, when called, what its body may change
         functions[node.name] = set()  # while its body is read (it may call itself)
-        inner = _effects_of(node.body, modules, dict(functions))
-        functions[node.name] = inner.writes | ({"*"} if inner.opaque else set())
-    reads = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        inner = _effects_of(node.body, modules, dict(functions), made)
+        functions[node.name] = (inner.writes - _local_names(node)) | ({"*"} if inner.opaque else set())
+    reads = _outer_reads(body)
     writes: set[str] = set()
     opaque = False
     for node in _run_now(body):
@@ -122,10 +138,111 @@ def _effects_of(body: list[ast.stmt], modules: dict[str, str], functions: dict[s
         elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
             writes.add(_root(node) or "*")
         elif isinstance(node, ast.Call):
-            changed, global_state = _call_effects(node, modules, functions)
+            changed, global_state = _call_effects(node, modules, functions, made)
             writes |= changed
             opaque = opaque or global_state
+    if RANDOM_STATE in writes:
+        reads.add(RANDOM_STATE)
     return _Effects(reads, writes, opaque or "*" in writes)
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _end(node: ast.AST) -> tuple[int, int]:
+    return node.end_lineno or 0, node.end_col_offset or 0
+
+
+def _outer_reads(body: list[ast.stmt]) -> set[str]:
+    """The names a cell reads from the cells before it: every name it reads, except where
+    the cell has bound it before reading it (a loop's variable read in its loop, a name
+    assigned above) and a function's, lambda's or comprehension's own names inside it.
+    A function's other names count as read now, though read when it is called."""
+    bound: dict[str, tuple[int, int]] = {}  # name -> where the cell first binds it
+    loads: list[tuple[str, tuple[int, int]]] = []  # the cell's own reads, where
+    inner: set[str] = set()  # what functions, lambdas and comprehensions read from outside
+
+    def bind(target: ast.AST, at: tuple[int, int]) -> None:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                bound[node.id] = min(bound.get(node.id, at), at)
+
+    def visit(node: ast.AST, local: frozenset[str] | None) -> None:
+        """``local``: the names of the function or comprehension ``node`` is in (None: the cell)."""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            arguments = node.args
+            for outer in [*getattr(node, "decorator_list", []), *arguments.defaults,
+                          *(d for d in arguments.kw_defaults if d)]:
+                visit(outer, local)
+            names = frozenset(a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                              arguments.vararg, arguments.kwarg] if a)
+            if isinstance(node, ast.Lambda):
+                visit(node.body, (local or frozenset()) | names)
+                return
+            if local is None:
+                bound.setdefault(node.name, _end(node))
+            for statement in node.body:
+                visit(statement, (local or frozenset()) | names | _local_names(node))
+            return
+        if isinstance(node, _COMPREHENSIONS):
+            visit(node.generators[0].iter, local)  # evaluated outside the comprehension
+            names = (local or frozenset()) | {n.id for g in node.generators for n in ast.walk(g.target)
+                                              if isinstance(n, ast.Name)}
+            parts = [*(g.iter for g in node.generators[1:]), *(c for g in node.generators for c in g.ifs)]
+            parts += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for part in parts:
+                visit(part, names)
+            return
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, (ast.Load, ast.Del)):
+                if local is None:
+                    loads.append((node.id, _start(node)))
+                elif node.id not in local:
+                    inner.add(node.id)
+            return
+        if local is None:
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                loads.append((node.target.id, _start(node)))  # x += 1 reads x first
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    bind(target, _end(node))
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                bind(node.target, _end(node.iter))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                bind(node.optional_vars, _end(node.context_expr))
+            elif isinstance(node, ast.NamedExpr):
+                bind(node.target, _end(node))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    name = (alias.asname or alias.name).split(".")[0]
+                    bound[name] = min(bound.get(name, _end(node)), _end(node))
+            elif isinstance(node, ast.ClassDef):
+                bound.setdefault(node.name, _end(node))
+        for child in ast.iter_child_nodes(node):
+            visit(child, local)
+
+    for statement in body:
+        visit(statement, None)
+    return inner | {name for name, at in loads if not (name in bound and bound[name] <= at)}
+
+
+def _local_names(definition) -> set[str]:
+    """The names a function's (or class's) body binds for itself: its parameters and what
+    it assigns. Changing them changes no name of the notebook's (a parameter's object is
+    its caller's argument, counted at the call; ``global`` makes the body opaque)."""
+    names = {node.id for node in _run_now(definition.body) if isinstance(node, ast.Name)
+             and isinstance(node.ctx, (ast.Store, ast.Del))}
+    names |= {node.name for node in _run_now(definition.body)
+              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = definition.args
+        names |= {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                  arguments.vararg, arguments.kwarg] if a}
+    return names
 
 
 def _run_now(body: list[ast.stmt]):
@@ -157,7 +274,8 @@ def _definitions(body: list[ast.stmt]) -> list:
     return found
 
 
-def _call_effects(call: ast.Call, modules: dict[str, str], functions: dict[str, set[str]]) -> tuple[set[str], bool]:
+def _call_effects(call: ast.Call, modules: dict[str, str], functions: dict[str, set[str]],
+                  made: frozenset[str]) -> tuple[set[str], bool]:
     """(the names a call may change, whether it may change unnamed state)."""
     arguments = set().union(*(_shared(a) for a in [*call.args, *(k.value for k in call.keywords)]))
     func = call.func
@@ -174,15 +292,29 @@ def _call_effects(call: ast.Call, modules: dict[str, str], functions: dict[str, 
         dotted = modules[root] + _dotted(func)[len(root):]
         if dotted.startswith(_PURE_MODULES):
             return set(), False
-        if _GLOBAL_STATE.search(func.attr) or (_DRAWS.search(dotted) and func.attr != "default_rng"):
+        if _SETTINGS.search(func.attr):
             return set(), True
         in_place = func.attr in _IN_PLACE or func.attr.endswith("_") or any(k.arg == "out" for k in call.keywords)
-        return (arguments if in_place else set()), False
+        changed = _names_in(call) if in_place else set()  # a view made in the call shares too
+        if _RANDOM.search(func.attr) or (_DRAWS.search(dotted) and func.attr != "default_rng"):
+            return changed | {RANDOM_STATE}, False
+        return changed, False
     if root is None and _made_by_a_call(func):
+        if isinstance(func, ast.Attribute) and (func.attr in _MUTATORS or func.attr.endswith("_")):
+            return arguments | {n.id for n in ast.walk(func.value) if isinstance(n, ast.Name)}, False  # a view's
         return arguments, False  # what a call just made, or its method: only its arguments are shared
     if root is None:
         return arguments, True
+    if (isinstance(func, ast.Attribute) and root in made
+            and func.attr not in _MUTATORS and not func.attr.endswith("_")):
+        return set(), False  # a method of what a course function returned, that changes nothing
     return arguments | {root}, False
+
+
+def _names_in(call: ast.Call) -> set[str]:
+    """Every name an argument of ``call`` reads (``f_(torch.as_tensor(X))`` may change X)."""
+    return {node.id for argument in [*call.args, *(k.value for k in call.keywords)]
+            for node in ast.walk(argument) if isinstance(node, ast.Name)}
 
 
 def _made_by_a_call(node: ast.AST) -> bool:
@@ -192,6 +324,39 @@ def _made_by_a_call(node: ast.AST) -> bool:
                              ast.Tuple, ast.ListComp, ast.Dict, ast.Compare))
 
 
+def made_by_the_course(sources: list[str], modules: dict[str, str]) -> frozenset[str]:
+    """The names every binding of which, in any cell, is the result of one of the course's
+    functions (``task = make_task(...)``, ``a, b = chapter_tasks()``; not of a class, such
+    as an explorer): the course's objects are frozen and their methods pure (house rule),
+    so only an array's or a container's own mutators (``_MUTATORS``) change one."""
+    made: set[str] = set()
+    other: set[str] = set()
+    course_targets: set[int] = set()  # the name nodes bound by a course function's result
+    for source in sources:
+        try:
+            body = ast.parse(source).body
+        except (SyntaxError, RecursionError, ValueError):
+            other.update(re.findall(r"[A-Za-z_]\w*", source))
+            continue
+        for node in _run_now(body):
+            value = getattr(node, "value", None)
+            callee = _dotted(value.func).rsplit(".", 1)[-1] if isinstance(value, ast.Call) else ""
+            by_course = (isinstance(node, ast.Assign) and isinstance(value, ast.Call) and not callee[:1].isupper()
+                         and modules.get(_root(value.func) or "", "").startswith("attncourse"))  # not a class: a widget
+            if by_course:
+                targets = [n for t in node.targets for n in ast.walk(t)]
+                if all(isinstance(n, (ast.Name, ast.Tuple, ast.Load, ast.Store)) for n in targets):
+                    made.update(n.id for n in targets if isinstance(n, ast.Name))
+                    course_targets.update(id(n) for n in targets)
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in course_targets:
+                other.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                other.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                other.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return frozenset(made - other)
+
+
 def cells_to_skip(cells: list[tuple[str, bool]], reads_after: list[set[str]]) -> set[int]:
     """The indices of the cells that need not run. ``cells[i]``: (the source of a code
     cell, or "" for markdown; whether it is one of the course's cells, which may be
@@ -199,7 +364,8 @@ def cells_to_skip(cells: list[tuple[str, bool]], reads_after: list[set[str]]) ->
     recording cell: the exercise's names)."""
     modules = modules_of([source for source, _ in cells])
     functions: dict[str, set[str]] = {}
-    found = [effects(source, modules, functions) for source, _ in cells]
+    made = made_by_the_course([source for source, _ in cells], modules)
+    found = [effects(source, modules, functions, made) for source, _ in cells]
     needed: set[str] = set()
     skipped: set[int] = set()
     for i in reversed(range(len(cells))):
