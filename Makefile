@@ -13,7 +13,8 @@ JB := $(BIN)/jupyter-book build . --all -W -n --keep-going
 .PHONY: book serve test unit lint typecheck notebooks test-student browser bench lock clean \
 	system-packages site-assets
 
-# Rebuild every page (--all; the execution cache keeps that fast) into a fresh _static:
+# Rebuild every page (--all; the execution cache keeps that fast) into a fresh _static.
+# The chapters run in "solved" mode: every exercise check must pass, or the build fails.
 # Sphinx skips an unchanged build entirely and never overwrites a static file it copied.
 # The execution cache keys on each notebook's own code, not on attncourse: chapter_cache
 # first drops the cached run of each chapter whose attncourse imports (modules, explorers'
@@ -21,17 +22,18 @@ JB := $(BIN)/jupyter-book build . --all -W -n --keep-going
 book: $(INSTALLED) site-assets
 	$(BIN)/python -m tools.chapter_cache
 	rm -rf $(SITE)/_static
-	$(JB)
+	ATTNCOURSE_CHECK_MODE=solved $(JB)
 	@echo "The site is in $(SITE)/index.html  (make serve: http://127.0.0.1:$(PORT))"
 
 serve: book
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory $(SITE) $(PORT)
 
-# Everything: lint and types, the build, every pytest test (unit, doctests, packaging,
-# browser), the chapters in "solved" mode and the student version in "student" mode.
+# Everything: lint and types, the build (which runs every chapter in "solved" mode: an
+# exercise check that does not pass fails it), every pytest test (unit, doctests, packaging,
+# browser) and the student version in "student" mode.
 test: lint typecheck book system-packages
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=30 tests attncourse
-	$(MAKE) --no-print-directory notebooks test-student
+	$(MAKE) --no-print-directory test-student
 
 # The unit tests and doctests in seconds: no book, no browser, no clean-venv install.
 unit: lint
