@@ -90,6 +90,8 @@ def test_a_functions_own_names_are_not_the_notebooks():
     helper = "def f(a):\n    X = a * 2\n    X.sort()\n    return X\n\nprint(f(np.ones(3)))"
     assert skipped(helper) == [helper]  # f's X is its own
     assert skipped("def g():\n    X.sort()\n\ng()") == []  # g changes the notebook's X
+    made = "class Made:\n    def __init__(self):\n        self.data = X\n        X.sort()\n\nMade()"
+    assert skipped(made) == []  # constructing runs __init__, which changes X
 
 
 def test_what_the_courses_functions_return_changes_only_by_its_own_mutators():

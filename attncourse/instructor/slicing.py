@@ -121,8 +121,12 @@ def _effects_of(body: list[ast.stmt], modules: dict[str, str], functions: dict[s
                 made: frozenset[str]) -> _Effects:
     for node in _definitions(body):  # a function changes, when called, what its body may change
         functions[node.name] = set()  # while its body is read (it may call itself)
-        inner = _effects_of(node.body, modules, dict(functions), made)
-        functions[node.name] = (inner.writes - _local_names(node)) | ({"*"} if inner.opaque else set())
+        scope = dict(functions)
+        inner = _effects_of(node.body, modules, scope, made)
+        methods = [scope[m.name] for m in node.body if isinstance(node, ast.ClassDef)
+                   and isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]  # a class's call may run any
+        functions[node.name] = ((inner.writes - _local_names(node)) | set().union(*methods)
+                                | ({"*"} if inner.opaque else set()))
     reads = _outer_reads(body)
     writes: set[str] = set()
     opaque = False
