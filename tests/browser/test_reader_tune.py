@@ -12,9 +12,12 @@ import pytest
 from playwright.sync_api import expect
 
 import tools
+from attncourse import checks
 from attncourse.checks import ch6, tune
 from attncourse.examples import pool_beats_badminton, tennis_sentence
 from attncourse.explorers.attention_explorer import explorer_view
+
+checks.load_all()  # every chapter's tune goals declared, whichever tests ran before
 
 pytestmark = pytest.mark.browser
 
