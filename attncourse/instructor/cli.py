@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 
 from attncourse import checks
-from attncourse.instructor.grading import SKIPPED, grade_submissions
-from attncourse.instructor.ledger import Ledger
+from attncourse.instructor.grading import SKIPPED, grade_submissions, learners_in
+from attncourse.instructor.ledger import Ledger, lock
 from attncourse.instructor.points import points_of
 from attncourse.instructor.report import write_report
 from attncourse.instructor.sandbox import (
@@ -226,21 +226,27 @@ def _grade(args, assign: list[str] | None) -> None:
         return ledger.finished(learner, keys[learner])
 
     skipped: list[str] = []
+    present = learners_in(args.submissions) if args.submissions.is_dir() else set()
 
     def done(learner, rows, notes):
         ledger.save(learner, keys[learner], rows, notes)
-        write_report(*ledger.everything(skipped), args.out)
+        write_report(*ledger.everything(skipped, present), args.out)
 
     learners = [name.strip() for name in args.learners.split(",")] if args.learners else None
-    _, problems = grade_submissions(
-        args.submissions, args.chapters, assign, args.time_limit, args.check_timeout,
-        executed_dir=args.out / "executed", jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox,
-        limits=limits, score_predictions=args.score_predictions, cache=args.out / ".cache",
-        learners=learners, done=done, finished=finished, contained=args.container,
-    )
-    skipped += problems.get(SKIPPED, [])
-    table, text = write_report(*ledger.everything(skipped), args.out)
+    with lock(args.out):
+        _, problems = grade_submissions(
+            args.submissions, args.chapters, assign, args.time_limit, args.check_timeout,
+            executed_dir=args.out / "executed", jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox,
+            limits=limits, score_predictions=args.score_predictions, cache=args.out / ".cache",
+            learners=learners, done=done, finished=finished, contained=args.container,
+        )
+        skipped += problems.get(SKIPPED, [])
+        grades, notes = ledger.everything(skipped, present)
+        table, text = write_report(grades, notes, args.out)
     print(text.read_text(encoding="utf-8"))
+    for learner in sorted({g.learner for g in grades if g.learner not in present}):
+        print(f"warning: {learner!r} is in {args.out} but no longer in {args.submissions}: their rows are kept, "
+              "flagged for review", file=sys.stderr)
     print(f"wrote {table} and {text}")
 
 

@@ -71,6 +71,14 @@ TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bi
                                r"|^\s*[\w.]*\bdisplay\s*=[^=]|\bCHECKS\b|__wrapped__", re.MULTILINE)
 
 
+# What a learner's cell raises when the sandbox lacks what the learner's own machine had:
+# the files beside the notebook, a module the course does not install, the network, a
+# keyboard. An answer that fails after one of these may be right: the grader cannot tell.
+MISSING_IN_THE_SANDBOX = frozenset({
+    "ModuleNotFoundError", "ImportError", "FileNotFoundError", "NotADirectoryError", "IsADirectoryError",
+    "PermissionError", "OSError", "URLError", "ConnectionError", "gaierror", "StdinNotImplementedError"})
+
+
 @dataclass(frozen=True)
 class Grade:
     """One row of the report: how ``learner`` did on ``exercise``."""
@@ -266,13 +274,31 @@ def _grade_exercise(run: _Run, label: str, course: Course) -> tuple[str, str, st
     if review:
         return NEEDS_REVIEW, review[0].message, "; ".join([review[0].message, *notes])
     failed = [r for r in results if r.status == checks.FAILED]
-    if failed:
-        message = " ".join(("hidden test: " if r.kind == "hidden" else "") + r.message for r in failed)
-        return FAILED, message, "; ".join(notes)
     not_started = [r for r in results if r.status == checks.NOT_IMPLEMENTED]
-    if not_started:
-        return NOT_ATTEMPTED, not_started[0].message, "; ".join(notes)
-    return PASSED, results[0].message, "; ".join(notes)
+    if failed:
+        status, message = FAILED, " ".join(("hidden test: " if r.kind == "hidden" else "") + r.message for r in failed)
+    elif not_started:
+        status, message = NOT_ATTEMPTED, not_started[0].message
+    else:
+        return PASSED, results[0].message, "; ".join(notes)
+    lacking = _missing_in_the_sandbox(run, placed, course)
+    if lacking:
+        why = (f"{status} ({message}), but {lacking}: grade runs the notebook alone, without the files beside it, "
+               "modules the course does not install, the network or a keyboard, so the answer may be right")
+        return NEEDS_REVIEW, why, "; ".join([why, *notes])
+    return status, message, "; ".join(notes)
+
+
+def _missing_in_the_sandbox(run: _Run, placed: Placed, course: Course) -> str:
+    """Which of the learner's cells before ``placed`` raised for want of something the
+    sandbox does not give (``MISSING_IN_THE_SANDBOX``), as "cell N raised ...", or ""."""
+    for index, cell in enumerate(run.executed.cells[: placed.index]):
+        if cell.cell_type != "code" or "attncourse" in cell.metadata or cell.source.strip() in course.sources:
+            continue  # the grader's cells, and the course's as handed out
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error" and output.get("ename") in MISSING_IN_THE_SANDBOX:
+                return f"cell {index + 1} raised {output.get('ename')}: {str(output.get('evalue', ''))[:200]}"
+    return ""
 
 
 def _learners_code(submitted, course: Course) -> list:
@@ -435,6 +461,11 @@ def _learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
     return by_learner, skipped
 
 
+def learners_in(folder: Path) -> set[str]:
+    """The learners of a submissions folder (as ``grade_submissions`` names them)."""
+    return set(_learners(Path(folder))[0])
+
+
 def shown(name: str) -> str:
     """A file name as text: bytes that are not UTF-8 (which Python keeps as lone surrogates,
     and no report can write) shown as ``\\xff``."""
@@ -513,6 +544,10 @@ def grade_submissions(
         raise ValueError(f"{submissions} is not a folder")
     found, skipped = _learners(submissions)
     if learners is not None:
+        unknown = sorted(set(learners) - set(found))
+        if unknown:  # a misspelt name would be left as it was, silently
+            raise ValueError(f"no learner {', '.join(map(repr, unknown))} in {submissions}; it has: "
+                             + ", ".join(sorted(found)))
         found = {name: paths for name, paths in found.items() if name in set(learners)}
     if not found:
         raise ValueError(f"no submissions in {submissions}: expected LEARNER.ipynb files or LEARNER/ folders")

@@ -5,14 +5,22 @@ of what they were graded on (a digest of their notebooks, the course and the opt
 crash of the grader leaves every finished learner's file; grading again into the same
 folder skips the learners whose key has not changed and regrades the others, and the
 report is rebuilt from every file: regrading some learners keeps everyone else's rows.
+Rows that may no longer be right are kept, and flagged in the report: a learner no longer
+in the submissions folder (renamed, removed), and one graded with other options or
+another version of the course than the last grading (``--learners`` after a change).
+One grading at a time writes into a folder (``lock``); every file is replaced whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from attncourse.instructor.grading import SKIPPED, Grade
@@ -45,17 +53,21 @@ class Ledger:
         except (OSError, ValueError):
             return False
 
+    def _options_digest(self) -> str:
+        return hashlib.sha256(self.options.encode()).hexdigest()
+
     def save(self, learner: str, key: str, grades: list[Grade], problems: list[str]) -> None:
         """Write the learner's file whole or not at all (a rename is atomic)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self._path(learner)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps({"learner": learner, "key": key, "problems": problems,
-                                         "grades": [dataclasses.asdict(g) for g in grades]}), encoding="utf-8")
-        os.replace(temporary, path)
+        write_whole(self._path(learner), json.dumps({
+            "learner": learner, "key": key, "options": self._options_digest(), "problems": problems,
+            "grades": [dataclasses.asdict(g) for g in grades]}))
 
-    def everything(self, skipped: list[str]) -> tuple[list[Grade], dict[str, list[str]]]:
-        """Every learner's rows and problems on disk, learners in name order."""
+    def everything(self, skipped: list[str], present: set[str] | None = None) -> tuple[list[Grade], dict[str, list[str]]]:
+        """Every learner's rows and problems on disk, learners in name order. Given the
+        learners ``present`` in the submissions folder now, the rows of a learner who is not
+        (renamed, removed), or who was graded with other options or another version of the
+        course, are kept and flagged for review (their ``review`` says why)."""
         grades: list[Grade] = []
         problems: dict[str, list[str]] = {SKIPPED: skipped} if skipped else {}
         entries = []
@@ -65,6 +77,41 @@ class Ledger:
             except (OSError, ValueError):
                 continue
         for entry in sorted(entries, key=lambda e: e.get("learner", "")):
-            grades += [Grade(**row) for row in entry.get("grades", [])]
-            problems[entry["learner"]] = entry.get("problems", [])
+            stale = "" if present is None else (
+                "no longer in the submissions folder (renamed or removed?): rows of an earlier grading"
+                if entry["learner"] not in present else
+                "graded with other options or another version of the course than the last grading: "
+                "grade again without --learners" if entry.get("options", self._options_digest()) != self._options_digest()
+                else "")
+            rows = [Grade(**row) for row in entry.get("grades", [])]
+            grades += [dataclasses.replace(g, review="; ".join(filter(None, [g.review, stale]))) for g in rows]
+            problems[entry["learner"]] = entry.get("problems", []) + ([stale] if stale else [])
         return grades, problems
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: a grader killed mid-write, or two
+    writing at once, leave the old file or the new one, never a part."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def lock(out: Path) -> Iterator[None]:
+    """Hold ``out`` for one grading: a second grading into the same folder is refused while
+    this one runs (two at once would grade every learner twice and overwrite each other's
+    report). The operating system releases the lock when the process ends, however it ends."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with open(Path(out) / ".lock", "a") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"another grading is writing into {out}: wait for it to end, or choose another --out") from None
+        yield
