@@ -11,7 +11,7 @@ import nbformat
 
 from attncourse import checks
 from attncourse.instructor.grading import SKIPPED, grade_submissions, learners_in
-from attncourse.instructor.ledger import Ledger, lock
+from attncourse.instructor.ledger import Ledger, lock, stale_rows
 from attncourse.instructor.points import points_of
 from attncourse.instructor.report import write_report
 from attncourse.instructor.sandbox import (
@@ -229,8 +229,9 @@ def _grade(args, assign: list[str] | None) -> None:
     present = learners_in(args.submissions) if args.submissions.is_dir() else set()
 
     def done(learner, rows, notes):
+        ledger.begin(present)  # once grading has started: a grading refused at its start changes nothing
         ledger.save(learner, keys[learner], rows, notes)
-        write_report(*ledger.everything(skipped, present), args.out)
+        write_report(*ledger.everything(skipped), args.out)
 
     learners = [name.strip() for name in args.learners.split(",")] if args.learners else None
     with lock(args.out):
@@ -241,12 +242,12 @@ def _grade(args, assign: list[str] | None) -> None:
             learners=learners, done=done, finished=finished, contained=args.container,
         )
         skipped += problems.get(SKIPPED, [])
-        grades, notes = ledger.everything(skipped, present)
+        ledger.begin(present)
+        grades, notes = ledger.everything(skipped)
         table, text = write_report(grades, notes, args.out)
     print(text.read_text(encoding="utf-8"))
-    for learner in sorted({g.learner for g in grades if g.learner not in present}):
-        print(f"warning: {learner!r} is in {args.out} but no longer in {args.submissions}: their rows are kept, "
-              "flagged for review", file=sys.stderr)
+    for warning in stale_rows(grades):
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {table} and {text}")
 
 

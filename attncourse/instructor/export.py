@@ -28,7 +28,7 @@ from typing import Any
 from attncourse.instructor import points
 from attncourse.instructor.feedback import learner_message, write_feedback
 from attncourse.instructor.grading import Grade
-from attncourse.instructor.ledger import Ledger
+from attncourse.instructor.ledger import Ledger, stale_rows
 from attncourse.instructor.report import csv_cell
 from attncourse.instructor.tags import exercise_labels, exercise_title, read_chapters
 
@@ -196,7 +196,7 @@ def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"),
     """Write ``report``'s grades as ``fmt`` (one of FORMATS) to ``out``: (files written, problems)."""
     rows = load(report, overrides)
     titles = titles_of(chapters)
-    problems = unmatched_overrides(rows, overrides) if overrides else []
+    problems = stale_rows([row.grade for row in rows]) + (unmatched_overrides(rows, overrides) if overrides else [])
     if fmt == "csv":
         return [write_csv(rows, titles, out)], problems
     if fmt == "json":

@@ -26,6 +26,10 @@ from pathlib import Path
 from attncourse.instructor.grading import SKIPPED, Grade
 
 FOLDER = "learners"
+LAST = "last_grading.json"  # the last grading's options and learners
+STALE_LEARNER = "no longer in the submissions folder (renamed or removed?): rows of an earlier grading"
+STALE_OPTIONS = ("graded with other options or another version of the course than the last grading: "
+                 "grade again without --learners")
 
 
 class Ledger:
@@ -56,6 +60,12 @@ class Ledger:
     def _options_digest(self) -> str:
         return hashlib.sha256(self.options.encode()).hexdigest()
 
+    def begin(self, present: set[str]) -> None:
+        """Note a grading's options and the learners of its submissions folder (``LAST``):
+        what rows graded before are measured against, in the report and the exports."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_whole(self.folder.parent / LAST, json.dumps({"options": self._options_digest(), "present": sorted(present)}))
+
     def save(self, learner: str, key: str, grades: list[Grade], problems: list[str]) -> None:
         """Write the learner's file whole or not at all (a rename is atomic)."""
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -63,11 +73,11 @@ class Ledger:
             "learner": learner, "key": key, "options": self._options_digest(), "problems": problems,
             "grades": [dataclasses.asdict(g) for g in grades]}))
 
-    def everything(self, skipped: list[str], present: set[str] | None = None) -> tuple[list[Grade], dict[str, list[str]]]:
-        """Every learner's rows and problems on disk, learners in name order. Given the
-        learners ``present`` in the submissions folder now, the rows of a learner who is not
-        (renamed, removed), or who was graded with other options or another version of the
-        course, are kept and flagged for review (their ``review`` says why)."""
+    def everything(self, skipped: list[str]) -> tuple[list[Grade], dict[str, list[str]]]:
+        """Every learner's rows and problems on disk, learners in name order. The rows of a
+        learner who is not in the submissions folder of the last grading (renamed, removed),
+        or who was graded with other options or another version of the course than it, are
+        kept and flagged for review (their ``review`` says why)."""
         grades: list[Grade] = []
         problems: dict[str, list[str]] = {SKIPPED: skipped} if skipped else {}
         entries = []
@@ -76,17 +86,28 @@ class Ledger:
                 entries.append(json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError):
                 continue
+        try:
+            last = json.loads((self.folder.parent / LAST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            last = None  # a report of an older grade: nothing to measure against
         for entry in sorted(entries, key=lambda e: e.get("learner", "")):
-            stale = "" if present is None else (
-                "no longer in the submissions folder (renamed or removed?): rows of an earlier grading"
-                if entry["learner"] not in present else
-                "graded with other options or another version of the course than the last grading: "
-                "grade again without --learners" if entry.get("options", self._options_digest()) != self._options_digest()
-                else "")
+            stale = "" if last is None else (
+                STALE_LEARNER if entry["learner"] not in last["present"] else
+                STALE_OPTIONS if entry.get("options", last["options"]) != last["options"] else "")
             rows = [Grade(**row) for row in entry.get("grades", [])]
             grades += [dataclasses.replace(g, review="; ".join(filter(None, [g.review, stale]))) for g in rows]
             problems[entry["learner"]] = entry.get("problems", []) + ([stale] if stale else [])
         return grades, problems
+
+
+def stale_rows(grades: list[Grade]) -> list[str]:
+    """One line per reason some learners' rows are flagged as of an earlier grading."""
+    lines = []
+    for reason in (STALE_LEARNER, STALE_OPTIONS):
+        learners = list(dict.fromkeys(g.learner for g in grades if g.review.endswith(reason)))
+        if learners:
+            lines.append(f"{', '.join(map(repr, learners))}: {reason}")
+    return lines
 
 
 def write_whole(path: Path, text: str) -> None:

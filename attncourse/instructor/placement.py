@@ -237,7 +237,8 @@ def _names_read(source: str) -> set[str]:
                                    for line in source.splitlines()))
     except (SyntaxError, ValueError, RecursionError):
         return set()
-    read, bound = set(), set()
+    read: set[str] = set()
+    bound: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
