@@ -15,11 +15,14 @@ import nbformat
 import pytest
 
 from attncourse import instructor
-from attncourse.instructor import export, grading, ledger, report
+from attncourse.instructor import export, grading, ledger, make_student_notebook, report
 from attncourse.instructor.grading import Grade
 from attncourse.instructor.placement import Exercise, notebook_to_run
+from attncourse.instructor.tags import role_of
+from tests.test_instructor_grading import DOUBLING, ROOT
 
 SOFTMAX = "ch1-stable-softmax"
+WEIGHT_BACK = "ch2-predict-weight-back"
 EXERCISE = Exercise(SOFTMAX, ("stable_softmax",), ("stable_softmax",))
 STUB = "def stable_softmax(scores):\n    raise NotImplementedError"
 ANSWER = "def stable_softmax(scores):\n    return _shifted(scores) / _shifted(scores).sum()"
@@ -70,6 +73,20 @@ def test_an_answer_run_out_of_order_is_graded_not_the_untouched_stub(where):
 def test_a_stub_the_learner_filled_in_is_graded_as_before():
     before, note = _recorded(_notebook((ANSWER, "stub"), (CHECK, "check"), ("def stable_softmax(s):\n    return s", None)))
     assert before == [ANSWER] and note == ""  # the answer the learner checked, not one played with after
+
+
+def test_two_chapters_stripped_of_their_tags_each_answer_their_own_exercises():
+    course = grading.course_of(ROOT / "chapters", [DOUBLING, WEIGHT_BACK])  # predictions: no hidden test to run
+    answered = {}
+    for label, chapter in ((DOUBLING, "01_dot_product_similarity"), (WEIGHT_BACK, "02_reciprocity_problem")):
+        nb = make_student_notebook(nbformat.read(ROOT / "chapters" / f"{chapter}.ipynb", as_version=4), [label])
+        for cell in nb.cells:
+            cell.source = "prediction = 0.2" if role_of(cell) == "stub" else cell.source
+            cell.metadata = {}  # as an editor that drops cell metadata saves it
+        answered[label] = grading._answered(nb, course)
+    assert answered == {DOUBLING: [DOUBLING], WEIGHT_BACK: [WEIGHT_BACK]}  # not each both: an error, 0 points
+    from_scratch = _notebook(("prediction = 0.2", None))  # no cell of any chapter: it may answer any
+    assert grading._answered(from_scratch, course) == [DOUBLING, WEIGHT_BACK]
 
 
 # --- D: every file of the folder graded or listed --------------------------------------

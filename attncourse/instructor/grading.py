@@ -118,6 +118,7 @@ class Course:
     hidden: dict[str, list[str]]  # label -> the sources of its hidden-test cells
     inputs: dict[str, dict]  # label -> its hidden tests' modules, names and inputs (discovery)
     sources: frozenset[str] = frozenset()  # every code cell of the chapters: the course's, not the learner's
+    chapters: dict[str, frozenset[str]] = field(default_factory=dict)  # "ch1" -> its chapter's code cells
 
 
 # ---------------------------------------------------------------------------------------
@@ -209,10 +210,21 @@ def _answered(submitted, course: Course) -> list[str]:
     its tags): an exercise whose tags an editor dropped or the learner misspelt is graded
     like the others."""
     tagged = set(exercise_labels(submitted)) & set(course.exercises)
-    chapters = {label.split("-", 1)[0] for label in tagged}
+    chapters = {label.split("-", 1)[0] for label in tagged} or _chapters_by_cells(submitted, course)
     defined = set().union(*(defined_names(c.source) for c in submitted.cells if c.cell_type == "code"))
     return [label for label, e in course.exercises.items()
             if label in tagged or (set(e.names) & defined and (not chapters or label.split("-", 1)[0] in chapters))]
+
+
+def _chapters_by_cells(submitted, course: Course) -> set[str]:
+    """The chapters a notebook stripped of its tags is a copy of: those whose code cells, as
+    handed out, it holds the most of (none if it holds none: then it may be any). Two
+    chapters in one learner's folder, both stripped, each answer their own exercises, not
+    every exercise whose names they define (``prediction``)."""
+    own = {cell.source.strip() for cell in submitted.cells if cell.cell_type == "code"}
+    shared = {chapter: len(own & code) for chapter, code in course.chapters.items()}
+    most = max(shared.values(), default=0)
+    return {chapter for chapter, count in shared.items() if count == most and most > 0}
 
 
 def _run_safely(submissions: Path, relative: Path, *args, **kwargs) -> _Run:
@@ -499,8 +511,9 @@ def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None =
     inputs = hidden_inputs(sources, discovered, cache)
     exercises = {label: exercise_of_course(label, checks_cells[label], inputs.get(label, {}))
                  for label in order if label in checks_cells}
-    course_code = frozenset(c.source.strip() for nb in sources.values() for c in nb.cells if c.cell_type == "code")
-    return Course(order, exercises, hidden, inputs, course_code)
+    code = {path: frozenset(c.source.strip() for c in nb.cells if c.cell_type == "code") for path, nb in sources.items()}
+    by_chapter = {exercise_labels(nb)[0].split("-", 1)[0]: code[path] for path, nb in sources.items() if exercise_labels(nb)}
+    return Course(order, exercises, hidden, inputs, frozenset().union(*code.values()), by_chapter)
 
 
 def grade_submissions(
