@@ -18,6 +18,7 @@ from attncourse import instructor
 from attncourse.instructor import export, grading, ledger, make_student_notebook, report
 from attncourse.instructor.grading import Grade
 from attncourse.instructor.placement import Exercise, notebook_to_run
+from attncourse.instructor.sandbox import Limits
 from attncourse.instructor.tags import role_of
 from tests.test_instructor_grading import DOUBLING, ROOT
 
@@ -87,6 +88,21 @@ def test_two_chapters_stripped_of_their_tags_each_answer_their_own_exercises():
     assert answered == {DOUBLING: [DOUBLING], WEIGHT_BACK: [WEIGHT_BACK]}  # not each both: an error, 0 points
     from_scratch = _notebook(("prediction = 0.2", None))  # no cell of any chapter: it may answer any
     assert grading._answered(from_scratch, course) == [DOUBLING, WEIGHT_BACK]
+
+
+def test_saved_outputs_do_not_count_against_the_size_a_notebook_is_read_to(tmp_path):
+    limits = Limits(output=10_000)
+    logged = _notebook((ANSWER, "stub"))
+    logged.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="loss 0.25 " * 3000)]  # a long log
+    nbformat.write(logged, tmp_path / "logged.ipynb")
+    assert grading.read_submitted(tmp_path / "logged.ipynb", limits).cells[0].source == ANSWER
+    nbformat.write(_notebook(("# " + "x" * 10_000, None)), tmp_path / "long.ipynb")
+    with pytest.raises(ValueError, match="its cells hold .* besides their outputs; grade reads notebooks of up to"):
+        grading.read_submitted(tmp_path / "long.ipynb", limits)
+    with open(tmp_path / "huge.ipynb", "wb") as file:
+        file.truncate(grading.SAVED_OUTPUTS_FACTOR * 10_000 + 1)  # not read at all
+    with pytest.raises(ValueError, match="^it is .*; grade reads notebooks of up to"):
+        grading.read_submitted(tmp_path / "huge.ipynb", limits)
 
 
 # --- D: every file of the folder graded or listed --------------------------------------

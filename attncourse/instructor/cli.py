@@ -10,7 +10,12 @@ from pathlib import Path
 import nbformat
 
 from attncourse import checks
-from attncourse.instructor.grading import SKIPPED, grade_submissions, learners_in
+from attncourse.instructor.grading import (
+    SAVED_OUTPUTS_FACTOR,
+    SKIPPED,
+    grade_submissions,
+    learners_in,
+)
 from attncourse.instructor.ledger import Ledger, lock, stale_rows
 from attncourse.instructor.points import points_of
 from attncourse.instructor.report import write_report
@@ -104,8 +109,9 @@ def _parser() -> argparse.ArgumentParser:
                     f"{DEFAULT_LIMITS.processes} processes and threads, "
                     f"{DEFAULT_LIMITS.disk // MiB} MiB of files (its working folder, home and "
                     f"temporary folder), {DEFAULT_LIMITS.output // MiB} MiB of output (past it, "
-                    "the notebook is stopped and its output cut), and notebooks of up to "
-                    f"{DEFAULT_LIMITS.output // MiB} MiB are read.",
+                    "the notebook is stopped and its output cut), and notebooks whose cells hold up to "
+                    f"{DEFAULT_LIMITS.output // MiB} MiB are read (a file of up to "
+                    f"{SAVED_OUTPUTS_FACTOR * DEFAULT_LIMITS.output // MiB} MiB with its saved outputs).",
         epilog=TAG_CONVENTION,
     )
     grade.add_argument("submissions", type=Path, help="folder of submitted notebooks")

@@ -156,6 +156,25 @@ def read_leniently(path: Path):
     return nbformat.v4.new_notebook(cells=cells, metadata=notebook_metadata)
 
 
+SAVED_OUTPUTS_FACTOR = 5  # a notebook file may be this many output limits: saved outputs are not run
+
+
+def read_submitted(path: Path, limits: Limits):
+    """``read_leniently``, for a notebook whose cells hold at most ``limits.output`` bytes
+    of code and text; its saved outputs (a long training log, figures), which grade clears
+    before running it, may take ``SAVED_OUTPUTS_FACTOR`` times as much. Raises ValueError
+    past either."""
+    size, largest = path.stat().st_size, SAVED_OUTPUTS_FACTOR * limits.output
+    if size > largest:
+        raise ValueError(f"it is {megabytes(size)}; grade reads notebooks of up to {megabytes(largest)}")
+    nb = read_leniently(path)
+    cells = sum(len(cell.source.encode("utf-8", "surrogatepass")) for cell in nb.cells)
+    if cells > limits.output:
+        raise ValueError(f"its cells hold {megabytes(cells)} besides their outputs; grade reads notebooks of up to "
+                         f"{megabytes(limits.output)}")
+    return nb
+
+
 # ---------------------------------------------------------------------------------------
 # Running one notebook
 
@@ -166,10 +185,7 @@ def _run_notebook(submissions: Path, relative: Path, course: Course, sandbox: Sa
     path = submissions / relative
     limits = sandbox.limits
     try:
-        if path.stat().st_size > limits.output:
-            raise ValueError(f"it is {megabytes(path.stat().st_size)}; grade reads notebooks of up to "
-                             f"{megabytes(limits.output)}")
-        run.submitted = read_leniently(path)
+        run.submitted = read_submitted(path, limits)
         labels = [label for label in course.exercises if label in _answered(run.submitted, course)]
         exercises = [course.exercises[label] for label in labels]
         sliced, run.placed = notebook_to_run(run.submitted, exercises, course.sources)
@@ -585,7 +601,7 @@ def grade_submissions(
             done(learner, rows, notes)
 
     with prepared_sandbox(unsafe_no_sandbox, limits, contained) as sandbox:  # a sandbox that cannot start: before discovery
-        course = course_of(chapters, assign, cache, _chapters_submitted(submissions, tasks))
+        course = course_of(chapters, assign, cache, _chapters_submitted(submissions, tasks, limits))
         run_one = functools.partial(_run_safely, submissions, course=course, sandbox=sandbox,
                                     time_limit=time_limit, check_timeout=check_timeout)
         remaining = {learner: len(paths) for learner, paths in todo.items()}
@@ -606,13 +622,13 @@ def grade_submissions(
     return grades, problems
 
 
-def _chapters_submitted(submissions: Path, tasks: list[tuple[str, Path]]) -> set[str] | None:
+def _chapters_submitted(submissions: Path, tasks: list[tuple[str, Path]], limits: Limits) -> set[str] | None:
     """The exercise labels the submissions are tagged with (None if one notebook has no
     tags left, or cannot be read: every chapter's exercises may then be in it)."""
     labels: set[str] = set()
     for _, path in tasks:
         try:
-            found = exercise_labels(read_leniently(submissions / path))
+            found = exercise_labels(read_submitted(submissions / path, limits))
         except Exception:  # read again, and reported, when it runs
             return None
         if not found:

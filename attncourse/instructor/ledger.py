@@ -46,7 +46,8 @@ class Ledger:
         for relative in sorted(notebooks):
             digest.update(os.fsencode(relative) + b"\0")
             try:
-                digest.update(hashlib.sha256((submissions / relative).read_bytes()).digest())
+                with open(submissions / relative, "rb") as file:  # in pieces: a file may be larger than memory
+                    digest.update(hashlib.file_digest(file, "sha256").digest())
             except OSError:
                 digest.update(b"unreadable")
         return digest.hexdigest()
