@@ -129,11 +129,20 @@ def write_whole(path: Path, text: str) -> None:
 def lock(out: Path) -> Iterator[None]:
     """Hold ``out`` for one grading: a second grading into the same folder is refused while
     this one runs (two at once would grade every learner twice and overwrite each other's
-    report). The operating system releases the lock when the process ends, however it ends."""
-    Path(out).mkdir(parents=True, exist_ok=True)
-    with open(Path(out) / ".lock", "a") as file:
-        try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ValueError(f"another grading is writing into {out}: wait for it to end, or choose another --out") from None
-        yield
+    report). The operating system releases the lock when the process ends, however it ends.
+    A folder made for the lock is removed again if the grading wrote nothing into it."""
+    out = Path(out)
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(out / ".lock", "a") as file:
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ValueError(f"another grading is writing into {out}: wait for it to end, or choose another "
+                                 "--out") from None
+            yield
+    finally:
+        if made and [path.name for path in out.iterdir()] == [".lock"]:  # refused before grading anything
+            (out / ".lock").unlink()
+            out.rmdir()
