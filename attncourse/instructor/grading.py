@@ -18,6 +18,8 @@ import concurrent.futures
 import datetime
 import functools
 import json
+import math
+import numbers
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -26,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import numpy as np
 
 from attncourse import checks
 from attncourse.checks import wire
 from attncourse.checks.core import describe
-from attncourse.checks.predict import ATTEMPTS_MIMETYPE, PREDICTIONS
+from attncourse.checks.predict import ATTEMPTS_MIMETYPE, PREDICTIONS, read_number
 from attncourse.instructor import points, verdict
 from attncourse.instructor.discovery import hidden_inputs
 from attncourse.instructor.execution import Execution, execute, megabytes
@@ -74,8 +77,9 @@ TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bi
 # What a learner's cell raises when the sandbox lacks what the learner's own machine had:
 # the files beside the notebook, a module the course does not install, the network, a
 # keyboard. An answer that fails after one of these may be right: the grader cannot tell.
+# (An ImportError of a name from a module the sandbox has is the learner's own, anywhere.)
 MISSING_IN_THE_SANDBOX = frozenset({
-    "ModuleNotFoundError", "ImportError", "FileNotFoundError", "NotADirectoryError", "IsADirectoryError",
+    "ModuleNotFoundError", "FileNotFoundError", "NotADirectoryError", "IsADirectoryError",
     "PermissionError", "OSError", "URLError", "ConnectionError", "gaierror", "StdinNotImplementedError"})
 
 
@@ -309,7 +313,7 @@ def _grade_exercise(run: _Run, label: str, course: Course) -> tuple[str, str, st
         status, message = NOT_ATTEMPTED, not_started[0].message
     else:
         return PASSED, results[0].message, "; ".join(notes)
-    lacking = _missing_in_the_sandbox(run, placed, course)
+    lacking = _missing_in_the_sandbox(run, placed, course, after_the_stub=status == NOT_ATTEMPTED)
     if lacking:
         why = (f"{status} ({message}), but {lacking}: grade runs the notebook alone, without the files beside it, "
                "modules the course does not install, the network or a keyboard, so the answer may be right")
@@ -317,11 +321,18 @@ def _grade_exercise(run: _Run, label: str, course: Course) -> tuple[str, str, st
     return status, message, "; ".join(notes)
 
 
-def _missing_in_the_sandbox(run: _Run, placed: Placed, course: Course) -> str:
+def _missing_in_the_sandbox(run: _Run, placed: Placed, course: Course, after_the_stub: bool) -> str:
     """Which of the learner's cells before ``placed`` raised for want of something the
-    sandbox does not give (``MISSING_IN_THE_SANDBOX``), as "cell N raised ...", or ""."""
-    for index, cell in enumerate(run.executed.cells[: placed.index]):
-        if cell.cell_type != "code" or "attncourse" in cell.metadata or cell.source.strip() in course.sources:
+    sandbox does not give (``MISSING_IN_THE_SANDBOX``), as "cell N raised ...", or "".
+    ``after_the_stub``: only a cell after the last definition of the exercise's names (an
+    answer left as handed out is not attempted, whatever failed above it)."""
+    cells = run.executed.cells[: placed.index]
+    names = set(course.exercises[placed.label].names)
+    first = max((i for i, cell in enumerate(cells) if cell.cell_type == "code" and defined_names(cell.source) & names),
+                default=-1) if after_the_stub else -1
+    for index, cell in enumerate(cells):
+        if index <= first or cell.cell_type != "code" or "attncourse" in cell.metadata \
+                or cell.source.strip() in course.sources:
             continue  # the grader's cells, and the course's as handed out
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error" and output.get("ename") in MISSING_IN_THE_SANDBOX:
@@ -351,9 +362,26 @@ def _predicted(run: _Run, label: str, status: str, message: str, review: str, sc
     if attempts:
         first = attempts[0]
         message = f"{message} (first attempt: {first.get('value')!r}, {len(attempts)} in all)"
-    if not score and status in (PASSED, FAILED):
-        status = COMPLETED
+    if not score and (status == PASSED or (status == FAILED and _gave_a_number(run, label))):
+        status = COMPLETED  # a wrong number counts; no number (undefined, a word, a tuple) does not
     return status, message, "; ".join(notes)
+
+
+def _gave_a_number(run: _Run, label: str) -> bool:
+    """Whether the notebook recorded a number as the prediction of ``label``."""
+    placed = next((p for p in run.placed if p.label == label), None)
+    record, _ = _record(run, placed) if placed is not None and run.executed is not None else (None, "")
+    if not record or record.get("missing") or not record.get("answers"):
+        return False
+    try:
+        value = wire.decode(record["answers"][0])
+    except wire.WireError:
+        return False
+    if isinstance(value, str):
+        return read_number(value)[0] is not None
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _attempts(submitted, label: str) -> list[dict]:
