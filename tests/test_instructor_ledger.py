@@ -170,4 +170,4 @@ def test_a_misspelt_learner_is_refused_and_rows_of_a_renamed_learner_or_other_op
     assert f"'bob': {ledger.STALE_LEARNER}" in capsys.readouterr().err
     assert instructor.main(["export", "csv", "--report", str(tmp_path / "report"), "--out",
                             str(tmp_path / "points.csv"), "--chapters", str(CHAPTERS)]) == 0
-    assert f"'ada': {ledger.STALE_OPTIONS}" in capsys.readouterr().err  # the export says so too
+    assert f"'ada', 'cy': {ledger.STALE_OPTIONS}" in capsys.readouterr().err  # the export says so too
