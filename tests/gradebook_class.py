@@ -71,7 +71,7 @@ X_tuned[badminton] = [0.8, 0.0, 0.0, 0.0]"""
 WRONG_TUNE = """\
 X_tuned = X.copy()
 X_tuned[badminton] = [0.1, 0.0, 0.0, 0.0]"""
-READ_PREDICTION = "from attncourse.checks import PREDICTIONS\nprediction = PREDICTIONS['ch1-predict-doubling'].answer"
+READ_PREDICTION = "from attncourse.checks.predict import PREDICTIONS\nprediction = PREDICTIONS['ch1-predict-doubling'].answer"
 
 LEARNERS = {  # learner -> (softmax, prediction, tune): None keeps the stub as handed out
     "ada": (CORRECT_SOFTMAX, f"prediction = {PREDICTIONS[DOUBLING].answer!r}", RIGHT_TUNE),

@@ -545,6 +545,7 @@ def stable_softmax(scores):
         "method/ch1.ipynb": answered_as_a_method(),
         "Upper.IPYNB": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
         "folder.ipynb/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
+        **red_team_c_learners(),  # honest learners the grader must not zero, files it must list (redC)
     }
 
 
@@ -1181,3 +1182,64 @@ def test_the_time_limit_counts_processor_time_not_waiting():
     with pytest.raises(grading_execution._OutOfTime):  # no process: only the wall-clock backstop
         run_in_own_thread(grading_execution._watch_the_clock(Stuck(), 0.5, started))
     assert time.monotonic() - started >= grading_execution.WALL_CLOCK_FACTOR * 0.5
+
+
+# --- red team C and D (redC): honest learners written as people write, files beside them --
+
+
+def red_team_c_learners() -> dict[str, object]:
+    """Right answers where a learner puts them: a helper below the answer (above the check),
+    the answer below the check with the stub left as handed out, an answer imported from a
+    module beside the notebook (which the sandbox does not hold), and a notebook as
+    JupyterLab 4 or VS Code saves it."""
+    helper = submission("def stable_softmax(scores):\n    return _stable(scores)", RIGHT_PREDICTION)
+    stub = next(i for i, cell in enumerate(helper.cells) if exercise_of(cell) == SOFTMAX and role_of(cell) == "stub")
+    helper.cells.insert(stub + 1, nbformat.v4.new_code_cell(CORRECT_SOFTMAX.replace("def stable_softmax", "def _stable")))
+    after = submission(prediction=RIGHT_PREDICTION)
+    check = next(i for i, cell in enumerate(after.cells) if exercise_of(cell) == SOFTMAX and role_of(cell) == "check")
+    after.cells.insert(check + 1, nbformat.v4.new_code_cell(CORRECT_SOFTMAX))
+    return {
+        "redc-helper-below/ch1.ipynb": helper,
+        "redc-after-check/ch1.ipynb": after,
+        "redc-beside/ch1.ipynb": submission("from mymodule import stable_softmax", RIGHT_PREDICTION),
+        "redc-beside/mymodule.py": f"import numpy as np\n\n{CORRECT_SOFTMAX}\n".encode(),
+        "redc-editor/ch1.ipynb": saved_by_jupyterlab_or_vscode(),
+    }
+
+
+def saved_by_jupyterlab_or_vscode() -> bytes:
+    """Right answers (the softmax's under ``%%time``), saved with every cell's id the same
+    (a copy and paste), execution counts and long outputs kept, a markdown cell with an
+    attachment, widget state, and a kernel named after the learner's environment."""
+    nb = json.loads(nbformat.writes(submission("%%time\n" + CORRECT_SOFTMAX, RIGHT_PREDICTION)))
+    for count, cell in enumerate(nb["cells"], start=1):
+        cell["id"] = "4f6a"
+        if cell["cell_type"] == "code":
+            cell["execution_count"] = count
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["loss 0.25\n"] * 2000}]
+    nb["cells"].insert(0, {"cell_type": "markdown", "id": "4f6a", "metadata": {}, "source": ["![](attachment:a.png)"],
+                           "attachments": {"a.png": {"image/png": "iVBORw0KGgo="}}})
+    nb["metadata"] = {"kernelspec": {"name": ".venv", "display_name": ".venv", "language": "python"},
+                      "language_info": {"name": "python", "version": "3.12.3"}, "vscode": {"interpreter": {"hash": "0"}},
+                      "widgets": {"application/vnd.jupyter.widget-state+json": {
+                          "state": {}, "version_major": 2, "version_minor": 0}}}
+    nb["nbformat_minor"] = 5
+    return json.dumps(nb, indent=1).encode()
+
+
+def test_red_team_c_answers_are_recorded_where_the_learners_own_run_had_them(graded):
+    grades = graded["grades"]
+    for learner in ("redc-helper-below", "redc-after-check", "redc-editor"):
+        for label in (SOFTMAX, DOUBLING):
+            assert grades[learner, label].status == PASSED, (learner, grades[learner, label])
+    assert "graded on the learner's own, cell" in grades["redc-after-check", SOFTMAX].review  # and flagged
+
+
+def test_red_team_c_an_answer_that_needs_a_file_beside_the_notebook_needs_review(graded):
+    beside = graded["grades"]["redc-beside", SOFTMAX]
+    assert beside.status == NEEDS_REVIEW and beside.review.startswith("redc-beside/ch1.ipynb: ")
+    assert "raised ModuleNotFoundError: No module named 'mymodule'" in beside.message
+    assert "without the files beside it" in beside.message
+    assert "redc-beside/mymodule.py: not a notebook (.ipynb)" in graded["problems"][SKIPPED]
+    assert graded["grades"]["redc-beside", DOUBLING].status == PASSED
+

@@ -14,7 +14,7 @@ import pytest
 
 from attncourse import instructor
 from attncourse.checks.predict import ATTEMPTS_MIMETYPE
-from attncourse.instructor import COMPLETED, FAILED, NOT_ATTEMPTED, PASSED, grading
+from attncourse.instructor import COMPLETED, FAILED, NOT_ATTEMPTED, PASSED, grading, ledger
 from tests.test_instructor_grading import (
     CHAPTER_1,
     CORRECT_SOFTMAX,
@@ -148,3 +148,26 @@ def test_the_ledger_holds_one_file_per_learner(class_of_two):
     files = sorted((tmp_path / "report" / "learners").glob("*.json"))
     assert [json.loads(f.read_text())["learner"] for f in files] == ["ada", "bob"]
     assert CHAPTER_1.exists()
+
+
+def test_a_misspelt_learner_is_refused_and_rows_of_a_renamed_learner_or_other_options_are_flagged(
+        class_of_two, capsys):
+    """Red team E (redC): a regrade names learners that exist; nothing graded is dropped, and
+    what may be out of date says so in the report and the exports."""
+    tmp_path = class_of_two
+    nbformat.write(submission(CORRECT_SOFTMAX, 'prediction = "about 0.4"'), tmp_path / "subs" / "cy.ipynb")
+    assert grade(tmp_path) == 0
+    assert rows(tmp_path)["cy", DOUBLING]["status"] == FAILED  # not a number: not completed
+    (tmp_path / "subs" / "bob.ipynb").rename(tmp_path / "subs" / "rob.ipynb")  # bob renamed his file
+    capsys.readouterr()
+    assert grade(tmp_path, "--learners", "robb") == 2  # a typo: nothing graded, nothing changed
+    assert "no learner 'robb' in" in capsys.readouterr().err
+    assert grade(tmp_path, "--learners", "rob", "--score-predictions") == 0  # and a changed option
+    graded = rows(tmp_path)
+    assert set(graded) == {(n, e) for n in ("ada", "bob", "cy", "rob") for e in (SOFTMAX, DOUBLING)}  # nothing lost
+    assert graded["bob", SOFTMAX]["review"] == ledger.STALE_LEARNER
+    assert graded["ada", SOFTMAX]["review"] == ledger.STALE_OPTIONS and graded["rob", SOFTMAX]["review"] == ""
+    assert f"'bob': {ledger.STALE_LEARNER}" in capsys.readouterr().err
+    assert instructor.main(["export", "csv", "--report", str(tmp_path / "report"), "--out",
+                            str(tmp_path / "points.csv"), "--chapters", str(CHAPTERS)]) == 0
+    assert f"'ada', 'cy': {ledger.STALE_OPTIONS}" in capsys.readouterr().err  # the export says so too

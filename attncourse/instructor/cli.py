@@ -10,8 +10,13 @@ from pathlib import Path
 import nbformat
 
 from attncourse import checks
-from attncourse.instructor.grading import SKIPPED, grade_submissions
-from attncourse.instructor.ledger import Ledger
+from attncourse.instructor.grading import (
+    SAVED_OUTPUTS_FACTOR,
+    SKIPPED,
+    grade_submissions,
+    learners_in,
+)
+from attncourse.instructor.ledger import Ledger, lock, stale_rows
 from attncourse.instructor.points import points_of
 from attncourse.instructor.report import write_report
 from attncourse.instructor.sandbox import (
@@ -104,8 +109,9 @@ def _parser() -> argparse.ArgumentParser:
                     f"{DEFAULT_LIMITS.processes} processes and threads, "
                     f"{DEFAULT_LIMITS.disk // MiB} MiB of files (its working folder, home and "
                     f"temporary folder), {DEFAULT_LIMITS.output // MiB} MiB of output (past it, "
-                    "the notebook is stopped and its output cut), and notebooks of up to "
-                    f"{DEFAULT_LIMITS.output // MiB} MiB are read.",
+                    "the notebook is stopped and its output cut), and notebooks whose cells hold up to "
+                    f"{DEFAULT_LIMITS.output // MiB} MiB are read (a file of up to "
+                    f"{SAVED_OUTPUTS_FACTOR * DEFAULT_LIMITS.output // MiB} MiB with its saved outputs).",
         epilog=TAG_CONVENTION,
     )
     grade.add_argument("submissions", type=Path, help="folder of submitted notebooks")
@@ -226,21 +232,28 @@ def _grade(args, assign: list[str] | None) -> None:
         return ledger.finished(learner, keys[learner])
 
     skipped: list[str] = []
+    present = learners_in(args.submissions) if args.submissions.is_dir() else set()
 
     def done(learner, rows, notes):
+        ledger.begin(present)  # once grading has started: a grading refused at its start changes nothing
         ledger.save(learner, keys[learner], rows, notes)
         write_report(*ledger.everything(skipped), args.out)
 
     learners = [name.strip() for name in args.learners.split(",")] if args.learners else None
-    _, problems = grade_submissions(
-        args.submissions, args.chapters, assign, args.time_limit, args.check_timeout,
-        executed_dir=args.out / "executed", jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox,
-        limits=limits, score_predictions=args.score_predictions, cache=args.out / ".cache",
-        learners=learners, done=done, finished=finished, contained=args.container,
-    )
-    skipped += problems.get(SKIPPED, [])
-    table, text = write_report(*ledger.everything(skipped), args.out)
+    with lock(args.out):
+        _, problems = grade_submissions(
+            args.submissions, args.chapters, assign, args.time_limit, args.check_timeout,
+            executed_dir=args.out / "executed", jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox,
+            limits=limits, score_predictions=args.score_predictions, cache=args.out / ".cache",
+            learners=learners, done=done, finished=finished, contained=args.container,
+        )
+        skipped += problems.get(SKIPPED, [])
+        ledger.begin(present)
+        grades, notes = ledger.everything(skipped)
+        table, text = write_report(grades, notes, args.out)
     print(text.read_text(encoding="utf-8"))
+    for warning in stale_rows(grades):
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {table} and {text}")
 
 

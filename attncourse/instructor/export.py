@@ -28,7 +28,7 @@ from typing import Any
 from attncourse.instructor import points
 from attncourse.instructor.feedback import learner_message, write_feedback
 from attncourse.instructor.grading import Grade
-from attncourse.instructor.ledger import Ledger
+from attncourse.instructor.ledger import Ledger, stale_rows
 from attncourse.instructor.report import csv_cell
 from attncourse.instructor.tags import exercise_labels, exercise_title, read_chapters
 
@@ -196,17 +196,26 @@ def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"),
     """Write ``report``'s grades as ``fmt`` (one of FORMATS) to ``out``: (files written, problems)."""
     rows = load(report, overrides)
     titles = titles_of(chapters)
+    problems = stale_rows([row.grade for row in rows]) + (unmatched_overrides(rows, overrides) if overrides else [])
     if fmt == "csv":
-        return [write_csv(rows, titles, out)], []
+        return [write_csv(rows, titles, out)], problems
     if fmt == "json":
-        return [write_json(rows, titles, out)], []
+        return [write_json(rows, titles, out)], problems
     if fmt == "gradescope":
-        return write_gradescope(rows, titles, out, learner, visibility), []
+        return write_gradescope(rows, titles, out, learner, visibility), problems
     if fmt == "feedback":
-        return write_feedback(rows, titles, out), []
+        return write_feedback(rows, titles, out), problems
     if fmt == "canvas":
         if roster is None or not assignment:
             raise ValueError("canvas needs --roster (the gradebook CSV exported from Canvas) and "
                              "--assignment 'NAME (ID)' (the assignment's column title)")
-        return [Path(out)], write_canvas(rows, roster, assignment, out, match)
+        return [Path(out)], problems + write_canvas(rows, roster, assignment, out, match)
     raise ValueError(f"unknown format {fmt!r}; the formats are {', '.join(FORMATS)}")
+
+
+def unmatched_overrides(rows: list[points.Scored], overrides: Path) -> list[str]:
+    """The instructor's decisions that name no row of the report (a misspelt learner or
+    label, a learner never graded): each would be lost without a word."""
+    graded = {(row.learner, row.exercise) for row in rows}
+    return [f"{overrides}: the override of {learner!r}, {label!r} matches no row of the report: not applied"
+            for learner, label in points.read_overrides(overrides) if (learner, label) not in graded]

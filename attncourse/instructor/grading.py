@@ -18,6 +18,8 @@ import concurrent.futures
 import datetime
 import functools
 import json
+import math
+import numbers
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -26,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import numpy as np
 
 from attncourse import checks
 from attncourse.checks import wire
 from attncourse.checks.core import describe
-from attncourse.checks.predict import ATTEMPTS_MIMETYPE, PREDICTIONS
+from attncourse.checks.predict import ATTEMPTS_MIMETYPE, PREDICTIONS, read_number
 from attncourse.instructor import points, verdict
 from attncourse.instructor.discovery import hidden_inputs
 from attncourse.instructor.execution import Execution, execute, megabytes
@@ -69,6 +72,15 @@ READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|
 TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bimport\s+(wire|core)\b|\bexport\s*\("
                                r"|\bsys\s*\.\s*(setprofile|settrace)\b|\bevents\s*\.\s*register\b"
                                r"|^\s*[\w.]*\bdisplay\s*=[^=]|\bCHECKS\b|__wrapped__", re.MULTILINE)
+
+
+# What a learner's cell raises when the sandbox lacks what the learner's own machine had:
+# the files beside the notebook, a module the course does not install, the network, a
+# keyboard. An answer that fails after one of these may be right: the grader cannot tell.
+# (An ImportError of a name from a module the sandbox has is the learner's own, anywhere.)
+MISSING_IN_THE_SANDBOX = frozenset({
+    "ModuleNotFoundError", "FileNotFoundError", "NotADirectoryError", "IsADirectoryError",
+    "PermissionError", "OSError", "URLError", "ConnectionError", "gaierror", "StdinNotImplementedError"})
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,7 @@ class Course:
     hidden: dict[str, list[str]]  # label -> the sources of its hidden-test cells
     inputs: dict[str, dict]  # label -> its hidden tests' modules, names and inputs (discovery)
     sources: frozenset[str] = frozenset()  # every code cell of the chapters: the course's, not the learner's
+    chapters: dict[str, frozenset[str]] = field(default_factory=dict)  # "ch1" -> its chapter's code cells
 
 
 # ---------------------------------------------------------------------------------------
@@ -147,6 +160,25 @@ def read_leniently(path: Path):
     return nbformat.v4.new_notebook(cells=cells, metadata=notebook_metadata)
 
 
+SAVED_OUTPUTS_FACTOR = 5  # a notebook file may be this many output limits: saved outputs are not run
+
+
+def read_submitted(path: Path, limits: Limits):
+    """``read_leniently``, for a notebook whose cells hold at most ``limits.output`` bytes
+    of code and text; its saved outputs (a long training log, figures), which grade clears
+    before running it, may take ``SAVED_OUTPUTS_FACTOR`` times as much. Raises ValueError
+    past either."""
+    size, largest = path.stat().st_size, SAVED_OUTPUTS_FACTOR * limits.output
+    if size > largest:
+        raise ValueError(f"it is {megabytes(size)}; grade reads notebooks of up to {megabytes(largest)}")
+    nb = read_leniently(path)
+    cells = sum(len(cell.source.encode("utf-8", "surrogatepass")) for cell in nb.cells)
+    if cells > limits.output:
+        raise ValueError(f"its cells hold {megabytes(cells)} besides their outputs; grade reads notebooks of up to "
+                         f"{megabytes(limits.output)}")
+    return nb
+
+
 # ---------------------------------------------------------------------------------------
 # Running one notebook
 
@@ -157,10 +189,7 @@ def _run_notebook(submissions: Path, relative: Path, course: Course, sandbox: Sa
     path = submissions / relative
     limits = sandbox.limits
     try:
-        if path.stat().st_size > limits.output:
-            raise ValueError(f"it is {megabytes(path.stat().st_size)}; grade reads notebooks of up to "
-                             f"{megabytes(limits.output)}")
-        run.submitted = read_leniently(path)
+        run.submitted = read_submitted(path, limits)
         labels = [label for label in course.exercises if label in _answered(run.submitted, course)]
         exercises = [course.exercises[label] for label in labels]
         sliced, run.placed = notebook_to_run(run.submitted, exercises, course.sources)
@@ -201,10 +230,21 @@ def _answered(submitted, course: Course) -> list[str]:
     its tags): an exercise whose tags an editor dropped or the learner misspelt is graded
     like the others."""
     tagged = set(exercise_labels(submitted)) & set(course.exercises)
-    chapters = {label.split("-", 1)[0] for label in tagged}
+    chapters = {label.split("-", 1)[0] for label in tagged} or _chapters_by_cells(submitted, course)
     defined = set().union(*(defined_names(c.source) for c in submitted.cells if c.cell_type == "code"))
     return [label for label, e in course.exercises.items()
             if label in tagged or (set(e.names) & defined and (not chapters or label.split("-", 1)[0] in chapters))]
+
+
+def _chapters_by_cells(submitted, course: Course) -> set[str]:
+    """The chapters a notebook stripped of its tags is a copy of: those whose code cells, as
+    handed out, it holds the most of (none if it holds none: then it may be any). Two
+    chapters in one learner's folder, both stripped, each answer their own exercises, not
+    every exercise whose names they define (``prediction``)."""
+    own = {cell.source.strip() for cell in submitted.cells if cell.cell_type == "code"}
+    shared = {chapter: len(own & code) for chapter, code in course.chapters.items()}
+    most = max(shared.values(), default=0)
+    return {chapter for chapter, count in shared.items() if count == most and most > 0}
 
 
 def _run_safely(submissions: Path, relative: Path, *args, **kwargs) -> _Run:
@@ -266,13 +306,38 @@ def _grade_exercise(run: _Run, label: str, course: Course) -> tuple[str, str, st
     if review:
         return NEEDS_REVIEW, review[0].message, "; ".join([review[0].message, *notes])
     failed = [r for r in results if r.status == checks.FAILED]
-    if failed:
-        message = " ".join(("hidden test: " if r.kind == "hidden" else "") + r.message for r in failed)
-        return FAILED, message, "; ".join(notes)
     not_started = [r for r in results if r.status == checks.NOT_IMPLEMENTED]
-    if not_started:
-        return NOT_ATTEMPTED, not_started[0].message, "; ".join(notes)
-    return PASSED, results[0].message, "; ".join(notes)
+    if failed:
+        status, message = FAILED, " ".join(("hidden test: " if r.kind == "hidden" else "") + r.message for r in failed)
+    elif not_started:
+        status, message = NOT_ATTEMPTED, not_started[0].message
+    else:
+        return PASSED, results[0].message, "; ".join(notes)
+    lacking = _missing_in_the_sandbox(run, placed, course, after_the_stub=status == NOT_ATTEMPTED)
+    if lacking:
+        why = (f"{status} ({message}), but {lacking}: grade runs the notebook alone, without the files beside it, "
+               "modules the course does not install, the network or a keyboard, so the answer may be right")
+        return NEEDS_REVIEW, why, "; ".join([why, *notes])
+    return status, message, "; ".join(notes)
+
+
+def _missing_in_the_sandbox(run: _Run, placed: Placed, course: Course, after_the_stub: bool) -> str:
+    """Which of the learner's cells before ``placed`` raised for want of something the
+    sandbox does not give (``MISSING_IN_THE_SANDBOX``), as "cell N raised ...", or "".
+    ``after_the_stub``: only a cell after the last definition of the exercise's names (an
+    answer left as handed out is not attempted, whatever failed above it)."""
+    cells = run.executed.cells[: placed.index]
+    names = set(course.exercises[placed.label].names)
+    first = max((i for i, cell in enumerate(cells) if cell.cell_type == "code" and defined_names(cell.source) & names),
+                default=-1) if after_the_stub else -1
+    for index, cell in enumerate(cells):
+        if index <= first or cell.cell_type != "code" or "attncourse" in cell.metadata \
+                or cell.source.strip() in course.sources:
+            continue  # the grader's cells, and the course's as handed out
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error" and output.get("ename") in MISSING_IN_THE_SANDBOX:
+                return f"cell {index + 1} raised {output.get('ename')}: {str(output.get('evalue', ''))[:200]}"
+    return ""
 
 
 def _learners_code(submitted, course: Course) -> list:
@@ -297,9 +362,26 @@ def _predicted(run: _Run, label: str, status: str, message: str, review: str, sc
     if attempts:
         first = attempts[0]
         message = f"{message} (first attempt: {first.get('value')!r}, {len(attempts)} in all)"
-    if not score and status in (PASSED, FAILED):
-        status = COMPLETED
+    if not score and (status == PASSED or (status == FAILED and _gave_a_number(run, label))):
+        status = COMPLETED  # a wrong number counts; no number (undefined, a word, a tuple) does not
     return status, message, "; ".join(notes)
+
+
+def _gave_a_number(run: _Run, label: str) -> bool:
+    """Whether the notebook recorded a number as the prediction of ``label``."""
+    placed = next((p for p in run.placed if p.label == label), None)
+    record, _ = _record(run, placed) if placed is not None and run.executed is not None else (None, "")
+    if not record or record.get("missing") or not record.get("answers"):
+        return False
+    try:
+        value = wire.decode(record["answers"][0])
+    except wire.WireError:
+        return False
+    if isinstance(value, str):
+        return read_number(value)[0] is not None
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _attempts(submitted, label: str) -> list[dict]:
@@ -435,6 +517,11 @@ def _learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
     return by_learner, skipped
 
 
+def learners_in(folder: Path) -> set[str]:
+    """The learners of a submissions folder (as ``grade_submissions`` names them)."""
+    return set(_learners(Path(folder))[0])
+
+
 def shown(name: str) -> str:
     """A file name as text: bytes that are not UTF-8 (which Python keeps as lone surrogates,
     and no report can write) shown as ``\\xff``."""
@@ -468,8 +555,9 @@ def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None =
     inputs = hidden_inputs(sources, discovered, cache)
     exercises = {label: exercise_of_course(label, checks_cells[label], inputs.get(label, {}))
                  for label in order if label in checks_cells}
-    course_code = frozenset(c.source.strip() for nb in sources.values() for c in nb.cells if c.cell_type == "code")
-    return Course(order, exercises, hidden, inputs, course_code)
+    code = {path: frozenset(c.source.strip() for c in nb.cells if c.cell_type == "code") for path, nb in sources.items()}
+    by_chapter = {exercise_labels(nb)[0].split("-", 1)[0]: code[path] for path, nb in sources.items() if exercise_labels(nb)}
+    return Course(order, exercises, hidden, inputs, frozenset().union(*code.values()), by_chapter)
 
 
 def grade_submissions(
@@ -513,6 +601,10 @@ def grade_submissions(
         raise ValueError(f"{submissions} is not a folder")
     found, skipped = _learners(submissions)
     if learners is not None:
+        unknown = sorted(set(learners) - set(found))
+        if unknown:  # a misspelt name would be left as it was, silently
+            raise ValueError(f"no learner {', '.join(map(repr, unknown))} in {submissions}; it has: "
+                             + ", ".join(sorted(found)))
         found = {name: paths for name, paths in found.items() if name in set(learners)}
     if not found:
         raise ValueError(f"no submissions in {submissions}: expected LEARNER.ipynb files or LEARNER/ folders")
@@ -537,7 +629,7 @@ def grade_submissions(
             done(learner, rows, notes)
 
     with prepared_sandbox(unsafe_no_sandbox, limits, contained) as sandbox:  # a sandbox that cannot start: before discovery
-        course = course_of(chapters, assign, cache, _chapters_submitted(submissions, tasks))
+        course = course_of(chapters, assign, cache, _chapters_submitted(submissions, tasks, limits))
         run_one = functools.partial(_run_safely, submissions, course=course, sandbox=sandbox,
                                     time_limit=time_limit, check_timeout=check_timeout)
         remaining = {learner: len(paths) for learner, paths in todo.items()}
@@ -558,13 +650,13 @@ def grade_submissions(
     return grades, problems
 
 
-def _chapters_submitted(submissions: Path, tasks: list[tuple[str, Path]]) -> set[str] | None:
+def _chapters_submitted(submissions: Path, tasks: list[tuple[str, Path]], limits: Limits) -> set[str] | None:
     """The exercise labels the submissions are tagged with (None if one notebook has no
     tags left, or cannot be read: every chapter's exercises may then be in it)."""
     labels: set[str] = set()
     for _, path in tasks:
         try:
-            found = exercise_labels(read_leniently(submissions / path))
+            found = exercise_labels(read_submitted(submissions / path, limits))
         except Exception:  # read again, and reported, when it runs
             return None
         if not found:

@@ -5,19 +5,31 @@ of what they were graded on (a digest of their notebooks, the course and the opt
 crash of the grader leaves every finished learner's file; grading again into the same
 folder skips the learners whose key has not changed and regrades the others, and the
 report is rebuilt from every file: regrading some learners keeps everyone else's rows.
+Rows that may no longer be right are kept, and flagged in the report: a learner no longer
+in the submissions folder (renamed, removed), and one graded with other options or
+another version of the course than the last grading (``--learners`` after a change).
+One grading at a time writes into a folder (``lock``); every file is replaced whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from attncourse.instructor.grading import SKIPPED, Grade
 
 FOLDER = "learners"
+LAST = "last_grading.json"  # the last grading's options and learners
+STALE_LEARNER = "no longer in the submissions folder (renamed or removed?): rows of an earlier grading"
+STALE_OPTIONS = ("graded with other options or another version of the course than the last grading: "
+                 "grade again without --learners")
 
 
 class Ledger:
@@ -34,7 +46,8 @@ class Ledger:
         for relative in sorted(notebooks):
             digest.update(os.fsencode(relative) + b"\0")
             try:
-                digest.update(hashlib.sha256((submissions / relative).read_bytes()).digest())
+                with open(submissions / relative, "rb") as file:  # in pieces: a file may be larger than memory
+                    digest.update(hashlib.file_digest(file, "sha256").digest())
             except OSError:
                 digest.update(b"unreadable")
         return digest.hexdigest()
@@ -45,17 +58,27 @@ class Ledger:
         except (OSError, ValueError):
             return False
 
+    def _options_digest(self) -> str:
+        return hashlib.sha256(self.options.encode()).hexdigest()
+
+    def begin(self, present: set[str]) -> None:
+        """Note a grading's options and the learners of its submissions folder (``LAST``):
+        what rows graded before are measured against, in the report and the exports."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_whole(self.folder.parent / LAST, json.dumps({"options": self._options_digest(), "present": sorted(present)}))
+
     def save(self, learner: str, key: str, grades: list[Grade], problems: list[str]) -> None:
         """Write the learner's file whole or not at all (a rename is atomic)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self._path(learner)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps({"learner": learner, "key": key, "problems": problems,
-                                         "grades": [dataclasses.asdict(g) for g in grades]}), encoding="utf-8")
-        os.replace(temporary, path)
+        write_whole(self._path(learner), json.dumps({
+            "learner": learner, "key": key, "options": self._options_digest(), "problems": problems,
+            "grades": [dataclasses.asdict(g) for g in grades]}))
 
     def everything(self, skipped: list[str]) -> tuple[list[Grade], dict[str, list[str]]]:
-        """Every learner's rows and problems on disk, learners in name order."""
+        """Every learner's rows and problems on disk, learners in name order. The rows of a
+        learner who is not in the submissions folder of the last grading (renamed, removed),
+        or who was graded with other options or another version of the course than it, are
+        kept and flagged for review (their ``review`` says why)."""
         grades: list[Grade] = []
         problems: dict[str, list[str]] = {SKIPPED: skipped} if skipped else {}
         entries = []
@@ -64,7 +87,62 @@ class Ledger:
                 entries.append(json.loads(path.read_text(encoding="utf-8")))
             except (OSError, ValueError):
                 continue
+        try:
+            last = json.loads((self.folder.parent / LAST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            last = None  # a report of an older grade: nothing to measure against
         for entry in sorted(entries, key=lambda e: e.get("learner", "")):
-            grades += [Grade(**row) for row in entry.get("grades", [])]
-            problems[entry["learner"]] = entry.get("problems", [])
+            stale = "" if last is None else (
+                STALE_LEARNER if entry["learner"] not in last["present"] else
+                STALE_OPTIONS if entry.get("options", last["options"]) != last["options"] else "")
+            rows = [Grade(**row) for row in entry.get("grades", [])]
+            grades += [dataclasses.replace(g, review="; ".join(filter(None, [g.review, stale]))) for g in rows]
+            problems[entry["learner"]] = entry.get("problems", []) + ([stale] if stale else [])
         return grades, problems
+
+
+def stale_rows(grades: list[Grade]) -> list[str]:
+    """One line per reason some learners' rows are flagged as of an earlier grading."""
+    lines = []
+    for reason in (STALE_LEARNER, STALE_OPTIONS):
+        learners = list(dict.fromkeys(g.learner for g in grades if g.review.endswith(reason)))
+        if learners:
+            lines.append(f"{', '.join(map(repr, learners))}: {reason}")
+    return lines
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: a grader killed mid-write, or two
+    writing at once, leave the old file or the new one, never a part."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def lock(out: Path) -> Iterator[None]:
+    """Hold ``out`` for one grading: a second grading into the same folder is refused while
+    this one runs (two at once would grade every learner twice and overwrite each other's
+    report). The operating system releases the lock when the process ends, however it ends.
+    A folder made for the lock is removed again if the grading wrote nothing into it."""
+    out = Path(out)
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(out / ".lock", "a") as file:
+            try:
+                fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ValueError(f"another grading is writing into {out}: wait for it to end, or choose another "
+                                 "--out") from None
+            yield
+    finally:
+        if made and [path.name for path in out.iterdir()] == [".lock"]:  # refused before grading anything
+            (out / ".lock").unlink()
+            out.rmdir()

@@ -12,6 +12,7 @@ the grade says so ("needs review"), never a silent zero.
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import re
 from dataclasses import dataclass
@@ -95,9 +96,10 @@ def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozen
     defines = [defined_names(cell.source) if cell.cell_type == "code" else set() for cell in cells]
     checks_of = [_checks_called(cell) for cell in cells]
     after: dict[int, list[tuple[Exercise, str]]] = {}
+    handed_out = [cell.cell_type == "code" and cell.source.strip() in course_sources for cell in cells]
     checked = [_as_checked(cells, checks_of, exercise) for exercise in exercises]
     for exercise, own in checked:
-        position, note = _position(cells, defines, checks_of, exercise, [e for e, _ in checked])
+        position, note = _position(cells, defines, checks_of, exercise, [e for e, _ in checked], handed_out)
         after.setdefault(position, []).append((exercise, "; ".join(filter(None, [note, own]))))
     run = nbformat.v4.new_notebook(metadata=copy.deepcopy(submitted.metadata))
     placed: list[Placed] = []
@@ -175,8 +177,17 @@ def _checks_called(cell) -> set[str]:
     return {"name:" + name for name in calls} if calls and len(calls) == len(lines) else set()
 
 
-def _position(cells, defines, checks_of, exercise: Exercise, exercises: list[Exercise]) -> tuple[int, str]:
-    """(the index of the cell after which ``exercise`` is recorded, a note for review)."""
+def _position(cells, defines, checks_of, exercise: Exercise, exercises: list[Exercise],
+              handed_out: list[bool]) -> tuple[int, str]:
+    """(the index of the cell after which ``exercise`` is recorded, a note for review).
+
+    The answer is the last definition of the exercise's names before the learner's last
+    call of its check, recorded where that check was (so that what the answer uses and the
+    notebook defines after it, a helper, a global, is there, as in the learner's own run),
+    or the last definition, with no check. Where that definition is the course's cell as
+    handed out (the stub) but the learner wrote one of their own elsewhere in the
+    exercise's part (above the stub, after the check: run out of order), the learner's is
+    graded, and the note says so."""
     names = set(exercise.names)
     tagged = [i for i, cell in enumerate(cells) if exercise_of(cell) == exercise.label]
     sharing = {e.label for e in exercises if e.label != exercise.label and names & set(e.names)}
@@ -188,12 +199,49 @@ def _position(cells, defines, checks_of, exercise: Exercise, exercises: list[Exe
     defining = [i for i in range(start, end) if defines[i] & names]
     before_check = [i for i in defining if own_checks and i < own_checks[-1]]
     defining = before_check or defining  # the last definition before its last check, if any
+    written = [i for i in range(start if sharing else 0, end) if defines[i] & names and not handed_out[i]]
     listed = ", ".join(sorted(names)) or "(none)"
+    if defining and handed_out[defining[-1]] and written:
+        return _after_what_it_reads(cells, defines, written[-1], end), (
+            f"its check reads {listed} from cell {defining[-1] + 1}, the course's as handed out; graded on the "
+            f"learner's own, cell {written[-1] + 1} (run in order, the notebook would check the course's)")
+    position = defining[-1] if defining else -1
+    if own_checks and own_checks[-1] > position >= 0:
+        position = own_checks[-1]  # where the learner's own check read the answer
+    elif defining:
+        position = _after_what_it_reads(cells, defines, position, end)
     if not tagged and sharing and defining:
-        return defining[-1], (f"the notebook has no cell tagged for this exercise and {listed} also answers "
-                              f"{', '.join(sorted(sharing))}: graded on the last definition, which may be the other's")
+        return position, (f"the notebook has no cell tagged for this exercise and {listed} also answers "
+                          f"{', '.join(sorted(sharing))}: graded on the last definition, which may be the other's")
     if defining:
-        return defining[-1], ""
+        return position, ""
     if tagged:
         return tagged[-1], ""
     return len(cells) - 1, f"no cell of the notebook defines {listed}: graded at its end"
+
+
+def _after_what_it_reads(cells, defines, position: int, end: int) -> int:
+    """``position``, or the later cell (before ``end``) that defines the last of the names
+    the answer in cell ``position`` reads that no cell up to it defines (a helper written
+    below the answer, which the learner's function calls)."""
+    needed = _names_read(cells[position].source) - set().union(*defines[: position + 1]) - set(dir(builtins))
+    later = [i for i in range(position + 1, end) if defines[i] & needed]
+    return later[-1] if later else position
+
+
+def _names_read(source: str) -> set[str]:
+    """The names a cell reads that it does not bind itself (anywhere in it: a function's
+    arguments and locals are its own)."""
+    try:
+        tree = ast.parse("\n".join("pass" if line.lstrip().startswith(("%", "!")) else line
+                                   for line in source.splitlines()))
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
+    read: set[str] = set()
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return read - bound

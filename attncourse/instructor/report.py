@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import csv
+import io
 import re
 from dataclasses import astuple, fields
 from pathlib import Path
 
 from attncourse.instructor.grading import PASSED, SKIPPED, Grade
+from attncourse.instructor.ledger import write_whole
 
 
 def csv_cell(text: str) -> str:
@@ -82,9 +84,10 @@ def write_report(grades: list[Grade], problems: dict[str, list[str]], out: Path)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     table, text = out / "grades.csv", out / "summary.md"
-    with open(table, "w", newline="", encoding="utf-8") as file:
-        writer = csv.writer(file)
-        writer.writerow([f.name for f in fields(Grade)])
-        writer.writerows([csv_cell(str(value)) for value in astuple(grade)] for grade in grades)
-    text.write_text(summary(grades, problems), encoding="utf-8")
+    rows = io.StringIO(newline="")
+    writer = csv.writer(rows)
+    writer.writerow([f.name for f in fields(Grade)])
+    writer.writerows([csv_cell(str(value)) for value in astuple(grade)] for grade in grades)
+    write_whole(table, rows.getvalue())  # a grader killed mid-write leaves the last whole report
+    write_whole(text, summary(grades, problems))
     return table, text

@@ -1,0 +1,201 @@
+"""Red-team cases of the grading-integrity issue (classes C, D and E) that need no kernel:
+where an honest learner's answer is recorded (``attncourse.instructor.placement``), which
+files of a submissions folder are graded or listed (``grading._learners``), and the
+bookkeeping of a report folder (``ledger``, ``report``, the overrides of an export). The
+same learners graded in the sandbox are in tests/test_instructor_grading.py's hostile
+class (``redC``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import nbformat
+import pytest
+
+from attncourse import instructor
+from attncourse.instructor import export, grading, ledger, make_student_notebook, report
+from attncourse.instructor.grading import Grade
+from attncourse.instructor.placement import Exercise, notebook_to_run
+from attncourse.instructor.sandbox import Limits
+from attncourse.instructor.tags import role_of
+from tests.test_instructor_grading import DOUBLING, ROOT
+
+SOFTMAX = "ch1-stable-softmax"
+WEIGHT_BACK = "ch2-predict-weight-back"
+EXERCISE = Exercise(SOFTMAX, ("stable_softmax",), ("stable_softmax",))
+STUB = "def stable_softmax(scores):\n    raise NotImplementedError"
+ANSWER = "def stable_softmax(scores):\n    return _shifted(scores) / _shifted(scores).sum()"
+HELPER = "def _shifted(scores):\n    return np.exp(scores - scores.max())"
+CHECK = "check.stable_softmax(stable_softmax)"
+
+
+def _notebook(*cells) -> nbformat.NotebookNode:
+    """Code cells (source, role or None), the roles tagged for the softmax exercise."""
+    nb = nbformat.v4.new_notebook()
+    for source, role in cells:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata["tags"] = [role, f"exercise:{SOFTMAX}"] if role else []
+        nb.cells.append(cell)
+    return nb
+
+
+def _recorded(nb) -> tuple[list[str], str]:
+    """(the sources the grader's recording cell comes after, its note), the stub and the
+    check being the course's cells as handed out."""
+    run, placed = notebook_to_run(nb, [EXERCISE], frozenset({STUB, CHECK}))
+    (only,) = placed
+    return [cell.source for cell in run.cells[: only.index]], only.note
+
+
+def test_a_helper_written_below_the_answer_is_defined_when_the_answer_is_recorded():
+    with_check = _notebook(("import numpy as np", None), (ANSWER, "stub"), (HELPER, None), (CHECK, "check"))
+    without_check = _notebook(("import numpy as np", None), (ANSWER, "stub"), (HELPER, None), ("x = 1", None))
+    for nb in (with_check, without_check):
+        before, note = _recorded(nb)
+        assert before[-2:] == [ANSWER, HELPER] and note == ""
+
+
+def test_an_answer_no_cell_names_is_recorded_where_the_learner_checked_it():
+    for defined in (f"exec({ANSWER!r})", "from helpers import *", "globals()['stable_softmax'] = len"):
+        before, note = _recorded(_notebook((STUB, "stub"), (defined, None), (CHECK, "check"), ("y = 2", None)))
+        assert before == [STUB, defined] and note == ""
+
+
+@pytest.mark.parametrize("where", ["after the check", "above the stub"])
+def test_an_answer_run_out_of_order_is_graded_not_the_untouched_stub(where):
+    cells = [(STUB, "stub"), (CHECK, "check"), (ANSWER, None)] if where == "after the check" \
+        else [(ANSWER, None), (STUB, "stub"), (CHECK, "check")]
+    before, note = _recorded(_notebook(*cells))
+    assert before[-1] == ANSWER and "the course's as handed out; graded on the learner's own" in note
+
+
+def test_a_stub_the_learner_filled_in_is_graded_as_before():
+    before, note = _recorded(_notebook((ANSWER, "stub"), (CHECK, "check"), ("def stable_softmax(s):\n    return s", None)))
+    assert before == [ANSWER] and note == ""  # the answer the learner checked, not one played with after
+
+
+def test_two_chapters_stripped_of_their_tags_each_answer_their_own_exercises():
+    course = grading.course_of(ROOT / "chapters", [DOUBLING, WEIGHT_BACK])  # predictions: no hidden test to run
+    answered = {}
+    for label, chapter in ((DOUBLING, "01_dot_product_similarity"), (WEIGHT_BACK, "02_reciprocity_problem")):
+        nb = make_student_notebook(nbformat.read(ROOT / "chapters" / f"{chapter}.ipynb", as_version=4), [label])
+        for cell in nb.cells:
+            cell.source = "prediction = 0.2" if role_of(cell) == "stub" else cell.source
+            cell.metadata = {}  # as an editor that drops cell metadata saves it
+        answered[label] = grading._answered(nb, course)
+    assert answered == {DOUBLING: [DOUBLING], WEIGHT_BACK: [WEIGHT_BACK]}  # not each both: an error, 0 points
+    from_scratch = _notebook(("prediction = 0.2", None))  # no cell of any chapter: it may answer any
+    assert grading._answered(from_scratch, course) == [DOUBLING, WEIGHT_BACK]
+
+
+def test_saved_outputs_do_not_count_against_the_size_a_notebook_is_read_to(tmp_path):
+    limits = Limits(output=10_000)
+    logged = _notebook((ANSWER, "stub"))
+    logged.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="loss 0.25 " * 3000)]  # a long log
+    nbformat.write(logged, tmp_path / "logged.ipynb")
+    assert grading.read_submitted(tmp_path / "logged.ipynb", limits).cells[0].source == ANSWER
+    nbformat.write(_notebook(("# " + "x" * 10_000, None)), tmp_path / "long.ipynb")
+    with pytest.raises(ValueError, match="its cells hold .* besides their outputs; grade reads notebooks of up to"):
+        grading.read_submitted(tmp_path / "long.ipynb", limits)
+    with open(tmp_path / "huge.ipynb", "wb") as file:
+        file.truncate(grading.SAVED_OUTPUTS_FACTOR * 10_000 + 1)  # not read at all
+    with pytest.raises(ValueError, match="^it is .*; grade reads notebooks of up to"):
+        grading.read_submitted(tmp_path / "huge.ipynb", limits)
+
+
+# --- D: every file of the folder graded or listed --------------------------------------
+
+
+def test_archives_nested_folders_links_and_sockets_are_graded_or_listed(tmp_path):
+    folder = tmp_path / "subs"
+    for name in ("ada/week 1/part a/ch1.ipynb", "Zoë Smith/ch1 (1).ipynb", "CAPS.IPYNB", "cy/empty.ipynb"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("{}")
+    (folder / "bob").mkdir()
+    os.link(folder / "ada/week 1/part a/ch1.ipynb", folder / "bob" / "ch1.ipynb")  # a hard link: a file like any other
+    (folder / "ada.zip").write_bytes(b"PK\x05\x06" + bytes(18))
+    (folder / "cy" / "__MACOSX").mkdir()
+    (folder / "cy" / "__MACOSX" / "._ch1.ipynb").write_bytes(b"\0")
+    (folder / "cy" / "gone").symlink_to(tmp_path / "nowhere")
+    (folder / "empty").mkdir()
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(folder / "bob" / "sock.ipynb"))
+        found, skipped = grading._learners(folder)
+    assert {name: [p.as_posix() for p in paths] for name, paths in found.items()} == {
+        "CAPS": ["CAPS.IPYNB"], "Zoë Smith": ["Zoë Smith/ch1 (1).ipynb"], "ada": ["ada/week 1/part a/ch1.ipynb"],
+        "bob": ["bob/ch1.ipynb"], "cy": ["cy/empty.ipynb"], "empty": []}
+    assert sorted(skipped) == [
+        "ada.zip: not a notebook (.ipynb)", "bob/sock.ipynb: not a regular file",
+        "cy/__MACOSX/._ch1.ipynb: a hidden file (its name starts with a dot)",
+        "cy/gone: a symbolic link that leaves the submissions folder"]
+
+
+# --- E: bookkeeping --------------------------------------------------------------------
+
+
+def test_regrading_a_learner_who_is_not_in_the_folder_is_refused(tmp_path):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "eve.ipynb").write_text("{}")
+    with pytest.raises(ValueError, match="no learner 'evee' in .*it has: eve"):
+        grading.grade_submissions(tmp_path / "subs", learners=["evee"], unsafe_no_sandbox=True)
+
+
+def _row(learner: str, status: str = "passed") -> Grade:
+    return Grade(learner, SOFTMAX, status, "", f"{learner}.ipynb", "", "2026-11-26T02:00:00+00:00")
+
+
+def test_rows_of_a_renamed_learner_or_of_other_options_are_kept_and_flagged(tmp_path):
+    ledger.Ledger(tmp_path, "assign one").save("ada", "k1", [_row("ada")], [])
+    ledger.Ledger(tmp_path, "assign one").save("bob", "k2", [_row("bob")], [])
+    assert [g.review for g in ledger.Ledger(tmp_path, "").everything([])[0]] == ["", ""]  # an older report: as it is
+    now = ledger.Ledger(tmp_path, "assign two")
+    now.begin({"bob", "cy"})  # ada renamed; bob graded before the options changed, not since
+    now.save("cy", "k3", [_row("cy")], [])
+    grades, problems = ledger.Ledger(tmp_path, "").everything([])  # as the exports read it
+    review = {g.learner: g.review for g in grades}
+    assert review == {"ada": ledger.STALE_LEARNER, "bob": ledger.STALE_OPTIONS, "cy": ""}
+    assert problems["ada"] == [ledger.STALE_LEARNER]
+    assert ledger.stale_rows(grades) == [f"'ada': {ledger.STALE_LEARNER}", f"'bob': {ledger.STALE_OPTIONS}"]
+    stored = [json.loads(path.read_text())["grades"][0]["review"] for path in (tmp_path / "learners").glob("*.json")]
+    assert stored == ["", "", ""]  # flagged in what is read, never written into the rows
+
+
+def test_a_report_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    report.write_report([_row("ada")], {}, tmp_path)
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+
+    def killed(*args):
+        raise KeyboardInterrupt  # the grader stopped mid-write, its new report written but not in place
+
+    monkeypatch.setattr(ledger.os, "replace", killed)
+    with pytest.raises(KeyboardInterrupt):
+        report.write_report([_row("ada"), _row("bob", "failed")], {}, tmp_path)
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before  # the last whole report, no temporary
+
+
+def test_a_second_grading_into_the_same_folder_is_refused_while_one_runs(tmp_path, capsys):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "ada.ipynb").write_text("{}")
+    with ledger.lock(tmp_path / "out"):
+        assert instructor.main(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out")]) == 2
+        assert "another grading is writing into" in capsys.readouterr().err
+    with ledger.lock(tmp_path / "out"):  # released when the first ends
+        pass
+
+
+def test_an_override_that_matches_no_row_is_reported_not_dropped(tmp_path):
+    ledger.Ledger(tmp_path / "report", "").save("dee", "k", [_row("dee")], [])
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text("learner,exercise,points,note\n"
+                         f"Dee,{SOFTMAX},0,calls the course's softmax\n"
+                         f"dee,ch1-stable-sofmax,0,misspelt\n"
+                         f"dee,{SOFTMAX},1,applied\n", encoding="utf-8")
+    written, problems = export.export("json", tmp_path / "report", tmp_path / "points.json", tmp_path / "none",
+                                      overrides=overrides)
+    assert [p.split(": ", 1)[1] for p in problems] == [
+        f"the override of 'Dee', '{SOFTMAX}' matches no row of the report: not applied",
+        "the override of 'dee', 'ch1-stable-sofmax' matches no row of the report: not applied"]
+    learners = json.loads(written[0].read_text())["learners"]
+    assert [(row["points"], row["override"]) for row in learners[0]["exercises"]] == [(1.0, "applied")]
