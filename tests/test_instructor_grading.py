@@ -388,7 +388,7 @@ tried = []
 for what, attempt in [("signal pid 1", lambda: os.kill(1, signal.SIGKILL)),
                       ("raise the memory limit", lambda: resource.setrlimit(resource.RLIMIT_AS, (-1, -1))),
                       ("raise the process limit", lambda: resource.setrlimit(resource.RLIMIT_NPROC, (10**6, 10**6))),
-                      ("read pid 1's environment", lambda: open("/proc/1/environ", "rb").read())]:
+                      ("read the environment of pid 1", lambda: open("/proc/1/environ", "rb").read())]:
     try:
         attempt()
         tried.append(f"{what}: done")
@@ -1042,7 +1042,9 @@ def test_class_b_output_that_claims_no_cell_or_comes_in_one_huge_message_is_boun
     assert flooded.status == CRASHED and flooded.message.startswith("its output passed the limit of 10 MiB in cell 2")
     assert "sent 16 MiB" not in executed_text(graded, "foreign-flooder/ch1.ipynb")
     huge = graded["grades"]["huge-message", SOFTMAX]  # refused before it is read, and said so
-    assert huge.status == CRASHED and huge.message.startswith("one message of its output passed 20 MiB in cell 2")
+    assert huge.status == CRASHED and huge.message.startswith(
+        "its output passed the limit of 10 MiB in cell 2 (one message larger than 20 MiB, refused unread)")
+    assert "[grade: output cut off here, past the limit of 10 MiB]" in executed_text(graded, "huge-message/ch1.ipynb")
 
 
 def test_class_b_signals_limits_and_tracing_beyond_the_sandbox_are_refused(graded):
@@ -1050,7 +1052,7 @@ def test_class_b_signals_limits_and_tracing_beyond_the_sandbox_are_refused(grade
     for attempt in ("signal pid 1", "raise the memory limit", "raise the process limit"):
         assert f"{attempt}: refused" in text, attempt
     if os.geteuid() == 0:  # pid 1 is root's bubblewrap, the kernel nobody
-        assert "read pid 1's environment: refused" in text and "trace pid 1: refused" in text
+        assert "read the environment of pid 1: refused" in text and "trace pid 1: refused" in text
     assert graded["grades"]["escaper", SOFTMAX].status == graded["grades"]["escaper", DOUBLING].status == PASSED
 
 

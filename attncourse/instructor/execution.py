@@ -97,15 +97,14 @@ def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, runni
     """(the cell where the run stopped, why), after the run raised ``error`` (None: it
     ended, but its output was cut)."""
     if client.cut_in is not None:
+        refused = f" (one message larger than {megabytes(2 * limits.output)}, refused unread)" \
+            if isinstance(error, _TooLarge) else ""
         return client.cut_in, (f"its output passed the limit of {megabytes(limits.output)} in cell "
-                               f"{client.cut_in + 1}: the rest was not kept and the notebook was stopped there")
+                               f"{client.cut_in + 1}{refused}: the rest was not kept and the notebook was stopped there")
     if isinstance(error, _OutOfMemory):
         return error.cell_index, (f"ran out of memory in cell {error.cell_index + 1} ({error}): the memory "
                                   f"limit is {megabytes(limits.memory)} per process (--memory-limit)")
     where = f"in cell {running + 1}"
-    if isinstance(error, _TooLarge):
-        return running, (f"one message of its output passed {megabytes(2 * limits.output)} {where} (twice the "
-                         f"output limit of {megabytes(limits.output)}): it was refused and the notebook was stopped there")
     if isinstance(error, _OutOfTime):  # the kernel dies as it is stopped
         waited = "" if error.cpu_seconds >= time_limit else (
             f", after {elapsed:.0f} s, most of them waiting for the processor")
@@ -231,6 +230,8 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
     except Exception as error:  # the learner's notebook may break the run in any way
         elapsed = time.monotonic() - started
         run.timed_out = isinstance(error, _OutOfTime)
+        if isinstance(error, _TooLarge) and client.cut_in is None:  # output past the limit, unread
+            client.cut_in = current["cell"]
         run.cpu_seconds = error.cpu_seconds if run.timed_out else 0.0
         run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], elapsed, time_limit, limits,
                                                       km.out_of_memory())
