@@ -518,9 +518,9 @@ def _fingerprint(code: types.CodeType) -> tuple:
             tuple(_fingerprint(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts))
 
 
-@functools.lru_cache(maxsize=64)
 def _course_code(names: frozenset[str]) -> dict[tuple, str]:
-    """The fingerprints of the course's functions called ``names``, in its modules loaded."""
+    """The fingerprints of the course's functions called ``names``, in its modules loaded
+    now (found afresh for each call: a learner may import one between two calls)."""
     found = {}
     for module_name, module in list(sys.modules.items()):
         if not _of_the_course(module_name):
