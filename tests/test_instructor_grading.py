@@ -1334,7 +1334,7 @@ def test_the_time_limit_counts_processor_time_not_waiting():
     assert grading_execution.cpu_seconds(os.getpid()) - before >= 0.25
 
     class Stuck:
-        process = None
+        process, ending = None, False
 
         async def dropped(self):
             return False

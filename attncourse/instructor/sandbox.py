@@ -312,6 +312,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.client_context.setsockopt(zmq.MAXMSGSIZE, largest_message)
         self.client_context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)
         self.clients: list = []
+        self.ending = False  # set when the kernel is being shut down (its channels then close)
 
     def client(self, **kwargs):
         """A client whose channels count every message they receive (``received``)."""
@@ -322,10 +323,12 @@ class SandboxedKernelManager(AsyncKernelManager):
         return self.clients[-1]
 
     async def dropped(self) -> bool:
-        """Whether a channel's connection to the kernel was closed while it ran."""
+        """Whether a channel's connection to the kernel closed while the others stayed open
+        (a kernel that ends closes them all): it refused a message too large."""
         channels = [getattr(client, f"_{name}_channel", None) for client in self.clients
                     for name in ("shell", "iopub", "stdin", "control")]
-        return any([await channel.dropped() for channel in channels if isinstance(channel, _CountedChannel)])
+        closed = [await channel.dropped() for channel in channels if isinstance(channel, _CountedChannel)]
+        return any(closed) and not all(closed)
 
     def close_clients(self) -> None:
         """Stop the clients' channels (nbclient leaves them running when it does not own the
