@@ -319,6 +319,86 @@ except OSError as error:
     print("/dev refused:", error.strerror)"""
 
 
+# A third hostile class (redA). A: forged passes and flags escaped by what the answer is.
+PARTIAL_REFERENCE = """\
+import functools
+from attncourse.attention import softmax
+stable_softmax = functools.partial(softmax)  # the course's reference, under no name of its own"""
+THREADED_COPY = """\
+import threading, types
+from attncourse import attention
+helper = types.FunctionType(attention.softmax.__code__.replace(co_name="helper"), {**vars(attention), "__name__": "mine"},
+                            None, attention.softmax.__defaults__)
+
+def stable_softmax(scores):  # the course's code under another name, in a thread of its own
+    out = []
+    worker = threading.Thread(target=lambda: out.append(helper(scores)))
+    worker.start()
+    worker.join()
+    return out[0]"""
+CLASS_LIAR = """\
+class Liar:  # isinstance(Liar(), float) is True, and float's own methods refuse it
+    @property
+    def __class__(self):
+        return float
+
+def stable_softmax(scores):
+    return Liar()"""
+# B: processor time, the host's disk and the grader's memory, by routes the limits missed.
+CPU_HIDER = """\
+import os, signal, time
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # Linux reaps the children: their time is in no process's
+alive = lambda: sum(name.isdigit() for name in os.listdir("/proc"))
+before = alive()
+for pair in range(8):  # 16 children, 0.5 s of processor time each
+    for child in range(2):
+        if os.fork() == 0:
+            end = time.process_time() + 0.5
+            while time.process_time() < end:
+                pass
+            os._exit(0)
+    time.sleep(0.5)
+while alive() > before:
+    time.sleep(0.1)
+print("the children burnt 8 s of processor time")"""
+CONNECTION_WRITER = """\
+import sys
+connection = sys.argv[sys.argv.index("-f") + 1]  # the kernel's connection file, on the host's disk
+try:
+    with open(connection, "ab") as file:
+        file.write(b" " * 2**20)
+    print("connection file written")
+except OSError as error:
+    print("connection file refused:", type(error).__name__)"""
+FOREIGN_FLOODER = """\
+kernel = get_ipython().kernel
+elsewhere = {"header": {"msg_id": "no-cell", "msg_type": "execute_request", "session": "", "username": "",
+                        "date": "2026-01-01T00:00:00Z", "version": "5.3"}}
+for message in range(16):  # 16 MiB of output that claims a cell nbclient does not run
+    kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": "x" * 2**20}, parent=elsewhere)
+print("sent 16 MiB")"""
+HUGE_MESSAGE = """\
+from IPython.display import display
+display({"text/plain": "x" * 25 * 2**20}, raw=True)  # one message of 25 MiB: read whole, it could be 1.5 GB
+print("sent")"""
+# Attacks the sandbox already holds, kept so that it goes on holding them.
+ESCAPER = """\
+import ctypes, os, resource, signal
+tried = []
+for what, attempt in [("signal pid 1", lambda: os.kill(1, signal.SIGKILL)),
+                      ("raise the memory limit", lambda: resource.setrlimit(resource.RLIMIT_AS, (-1, -1))),
+                      ("raise the process limit", lambda: resource.setrlimit(resource.RLIMIT_NPROC, (10**6, 10**6))),
+                      ("read the environment of pid 1", lambda: open("/proc/1/environ", "rb").read())]:
+    try:
+        attempt()
+        tried.append(f"{what}: done")
+    except (OSError, ValueError):
+        tried.append(f"{what}: refused")
+libc = ctypes.CDLL(None, use_errno=True)
+tried.append("trace pid 1: " + ("done" if libc.ptrace(16, 1, None, None) == 0 else "refused"))  # PTRACE_ATTACH
+print(tried)"""
+
+
 def with_misspelt_tags():
     """Right answers; the softmax's cells tagged ``exercise:ch1-stable-sofmax`` (the other
     exercise's tags intact)."""
@@ -545,6 +625,15 @@ def stable_softmax(scores):
         "method/ch1.ipynb": answered_as_a_method(),
         "Upper.IPYNB": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
         "folder.ipynb/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
+        # A third hostile class (redA)
+        "partial-reference/ch1.ipynb": submission(PARTIAL_REFERENCE, RIGHT_PREDICTION),
+        "threaded-copy/ch1.ipynb": submission(THREADED_COPY, RIGHT_PREDICTION),
+        "class-liar/ch1.ipynb": submission(CLASS_LIAR, RIGHT_PREDICTION),
+        "cpu-hider/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=CPU_HIDER),
+        "connection-writer/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=CONNECTION_WRITER),
+        "foreign-flooder/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=FOREIGN_FLOODER),
+        "huge-message/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=HUGE_MESSAGE),
+        "escaper/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=ESCAPER),
         **red_team_c_learners(),  # honest learners the grader must not zero, files it must list (redC)
     }
 
@@ -616,10 +705,14 @@ def _grade_the_class(tmp_path_factory) -> dict:
     spans = []  # when each notebook ran
     run_notebook = grading._run_notebook
 
+    cpu = {}  # notebook -> the processor time grade counted for it
+
     def timed_run(*args, **kwargs):
         started = time.monotonic()
         try:
-            return run_notebook(*args, **kwargs)
+            run = run_notebook(*args, **kwargs)
+            cpu[run.notebook] = run.execution.cpu_seconds if run.execution else 0.0
+            return run
         finally:
             spans.append((started, time.monotonic()))
 
@@ -641,7 +734,7 @@ def _grade_the_class(tmp_path_factory) -> dict:
         "text": text, "report": report, "folder": folder, "spans": spans, "before": before,
         "after": {"submissions": _tree(submissions), "chapters": _tree(chapters), "package": _tree(ROOT / "attncourse")},
         "report_written": report_written, "connections": connections, "scratch_roots": scratch_roots,
-        "groups": cgroups.available(),
+        "groups": cgroups.available(), "cpu": cpu,
     }
 
 
@@ -913,6 +1006,57 @@ def test_the_class_was_graded_in_parallel_up_to_the_jobs_asked_for(graded):
     assert len(graded["spans"]) == notebooks and max(running) == 2  # jobs=2, each notebook run once
 
 
+# --- a third hostile class (redA) --------------------------------------------------------
+
+
+def test_class_a_the_courses_reference_is_flagged_through_a_partial_a_thread_or_a_copy(graded):
+    grades = graded["grades"]
+    partial = grades["partial-reference", SOFTMAX]
+    assert partial.status == PASSED and "called the course's own attncourse.attention.softmax" in partial.review
+    copy_in_a_thread = grades["threaded-copy", SOFTMAX]
+    assert copy_in_a_thread.status == PASSED
+    assert "called the course's own attncourse.attention.softmax (a copy of its code)" in copy_in_a_thread.review
+
+
+def test_class_a_an_answer_that_breaks_its_reading_is_not_data_not_a_timeout(graded):
+    liar = graded["grades"]["class-liar", SOFTMAX]
+    assert liar.status == FAILED and "returned a Liar that could not be read (TypeError) (not data)" in liar.message
+    assert "time budget" not in liar.message
+
+
+def test_class_b_processor_time_of_children_reaped_by_linux_is_counted(graded):
+    if graded["groups"] is None or graded["groups"].cpuacct is None and graded["groups"].version == 1:
+        pytest.skip("no control group counts processor time here: children reaped by Linux are not counted")
+    assert "the children burnt 8 s" in executed_text(graded, "cpu-hider/ch1.ipynb")
+    assert graded["cpu"]["cpu-hider/ch1.ipynb"] >= 8.0  # 0.5 s or so without the group's count
+    assert graded["grades"]["cpu-hider", SOFTMAX].status == PASSED
+
+
+def test_class_b_the_connection_file_is_not_the_kernels_to_write(graded):
+    if os.geteuid() == 0:  # as another user, the kernel could write its runtime folder anyway (instructor guide)
+        assert "connection file refused: PermissionError" in executed_text(graded, "connection-writer/ch1.ipynb")
+    assert graded["grades"]["connection-writer", SOFTMAX].status == PASSED
+
+
+def test_class_b_output_that_claims_no_cell_or_comes_in_one_huge_message_is_bounded(graded):
+    flooded = graded["grades"]["foreign-flooder", SOFTMAX]
+    assert flooded.status == CRASHED and flooded.message.startswith("its output passed the limit of 10 MiB in cell 2")
+    assert "sent 16 MiB" not in executed_text(graded, "foreign-flooder/ch1.ipynb")
+    huge = graded["grades"]["huge-message", SOFTMAX]  # refused before it is read, and said so
+    assert huge.status == CRASHED and huge.message.startswith(
+        "its output passed the limit of 10 MiB in cell 2 (one message larger than 20 MiB, refused unread)")
+    assert "[grade: output cut off here, past the limit of 10 MiB]" in executed_text(graded, "huge-message/ch1.ipynb")
+
+
+def test_class_b_signals_limits_and_tracing_beyond_the_sandbox_are_refused(graded):
+    text = executed_text(graded, "escaper/ch1.ipynb")
+    for attempt in ("signal pid 1", "raise the memory limit", "raise the process limit"):
+        assert f"{attempt}: refused" in text, attempt
+    if os.geteuid() == 0:  # pid 1 is root's bubblewrap, the kernel nobody
+        assert "read the environment of pid 1: refused" in text and "trace pid 1: refused" in text
+    assert graded["grades"]["escaper", SOFTMAX].status == graded["grades"]["escaper", DOUBLING].status == PASSED
+
+
 # --- learners who bomb the grader's machine -----------------------------------------
 
 
@@ -1100,6 +1244,21 @@ def test_a_control_group_is_joined_before_the_sandbox_starts(tmp_path):
     assert not any(folder.exists() for folder in group.folders)
 
 
+def test_a_control_group_counts_the_processor_time_of_processes_that_ended(tmp_path):
+    (tmp_path / "cpuacct").mkdir()
+    (tmp_path / "cpuacct" / "cpuacct.usage").write_text("2500000000\n")  # nanoseconds (version 1)
+    (tmp_path / "unified").mkdir()
+    (tmp_path / "unified" / "cpu.stat").write_text("usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n")
+    assert cgroups.Group((tmp_path / "memory",), 1, tmp_path / "cpuacct").cpu_seconds() == 2.5
+    assert cgroups.Group((tmp_path / "unified",), 2, tmp_path / "unified").cpu_seconds() == 1.5
+    assert cgroups.Group((tmp_path / "memory",), 1).cpu_seconds() is None  # no cpuacct: /proc is read instead
+
+    class Counted:
+        group, process = cgroups.Group((tmp_path / "memory",), 1, tmp_path / "cpuacct"), None
+
+    assert grading_execution.used_seconds(Counted()) == 2.5 and grading_execution.used_seconds(Counted(), 3.0) == 3.0
+
+
 def test_without_a_writable_hierarchy_there_is_no_control_group(tmp_path, monkeypatch):
     mounts, own = tmp_path / "mounts", tmp_path / "cgroup"
     mounts.write_text("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n")
@@ -1176,7 +1335,10 @@ def test_the_time_limit_counts_processor_time_not_waiting():
     assert grading_execution.cpu_seconds(os.getpid()) - before >= 0.25
 
     class Stuck:
-        process = None
+        process, ending = None, False
+
+        async def dropped(self):
+            return False
 
     started = time.monotonic()
     with pytest.raises(grading_execution._OutOfTime):  # no process: only the wall-clock backstop

@@ -15,7 +15,7 @@ import pytest
 
 from attncourse import checks
 from attncourse.checks import wire
-from attncourse.instructor import verdict
+from attncourse.instructor import points, verdict
 from attncourse.instructor.placement import Exercise, defined_names, notebook_to_run
 from tests.ch8_ch9_learners import LEARNERS, normaliser_right
 
@@ -326,3 +326,49 @@ def test_a_hidden_test_calls_from_the_notebook_only_the_functions_its_check_grad
                        for name in re.findall(r"\w+", c.source)}
             called = {name for name in wire.free_names(cell.source) if re.search(rf"\b{name}\s*\(", cell.source)}
             assert called - {"check"} <= checked, (path.name, called - checked)
+
+
+# --- a third hostile class (redA), without kernels -----------------------------------------
+
+
+def test_partial_credit_replays_each_input_its_own_calls_streams_included():
+    """Calls on streams all digest alike: each input is judged on the calls made on it,
+    not on the first input's (which gave a learner wrong on the first input alone 0 of 6)."""
+    def all_but_the_first(blocks):
+        blocks = [np.array(block) for block in blocks]
+        m, total = normaliser_right(iter(blocks))
+        return (m, total + 1.0) if blocks[0].shape == (1,) and blocks[0][0] == 1.0 else (m, total)
+
+    record = recorded("ch9-online-softmax", all_but_the_first)
+    assert [call["input"] for call in record["calls"]] == list(range(len(record["calls"])))
+    statuses, described = points.judge_inputs("ch9-online-softmax", record)
+    assert statuses == [checks.FAILED] + [checks.PASSED] * (len(described) - 1)
+
+
+def test_the_courses_code_run_again_under_another_name_is_flagged():
+    import inspect
+
+    from attncourse import attention
+
+    scope = {**vars(attention), "__name__": "mine"}
+    source = inspect.getsource(attention.softmax).replace("def softmax", "def helper", 1)
+    exec("from __future__ import annotations\n" + source, scope)  # noqa: S102 (a learner's copy)
+    record = recorded(SOFTMAX, lambda scores: scope["helper"](scores))
+    assert record["references"] == ["attncourse.attention.softmax (a copy of its code)"]
+    assert recorded(SOFTMAX, right)["references"] == []  # an answer of one's own is not a copy
+
+
+@pytest.mark.parametrize("forged", [
+    {"$iterator": [1.0, 2.0]},
+    {"$array": {"dtype": "float64", "shape": [0, 2**40], "base64": ""}},
+    {"$object": "Weights", "fields": {"shape": [3], "sum": {"$function": "sum"}}},
+    {"$tuple": [{"$function": "stable_softmax"}, 1.0]},
+])
+def test_outputs_forged_of_odd_values_fail_in_the_grader(forged):
+    """Tags a learner's return value cannot take (a stream, an empty array of a huge shape,
+    a namespace with functions) forged into a record: the check fails them, at once."""
+    record = recorded(SOFTMAX, right)
+    for call in record["calls"]:
+        call["outcome"] = {"returned": forged}
+    result = verdict.judge_check(SOFTMAX, record)
+    assert result.status == checks.FAILED and result.message

@@ -32,7 +32,8 @@ What travels, as JSON (``SCHEMA``; the grader refuses anything else):
                 "outcome": {"returned": value} | {"raised": "Type: text", "not_implemented": bool}
                            | {"stopped": seconds},
                 "changed": [value or null, ...],    # each argument after the call, if it changed
-                "drawn": [count or null, ...]},     # how often it asked each stream argument for an item
+                "drawn": [count or null, ...],      # how often it asked each stream argument for an item
+                "input": k},                        # the check's input it was made on (core.inputs)
                ...],
      "references": ["attncourse.graph.attention_rollout", ...]}   # course functions it used
 
@@ -59,11 +60,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import math
 import symtable
 import sys
+import threading
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -93,7 +96,15 @@ class WireError(ValueError):
 
 def encode(value: Any, depth: int = 0) -> Any:
     """``value`` as JSON-able data (see the module doc). Never raises for a strange object:
-    what is not data becomes ``$opaque``."""
+    what is not data becomes ``$opaque``, and so does an object that breaks the reading
+    (one that claims to be a ``float`` through ``__class__``, a field that raises)."""
+    try:
+        return _encode(value, depth)
+    except Exception as error:  # noqa: BLE001 (whatever the learner's object raised; Stop passes)
+        return {"$opaque": f"a {type(value).__name__} that could not be read ({type(error).__name__})"}
+
+
+def _encode(value: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         return {"$opaque": "a value nested too deeply"}
     if value is None or isinstance(value, bool):
@@ -308,6 +319,8 @@ class _Recorder:
 
     def __init__(self, record: dict):
         self.record = record
+        self.input: int | None = None  # the check's input being swept, while it is
+        self.exercise_name = ""  # the name the check gives the function it grades
 
     def check(self, label: str, answers: list, functions: dict[int, str]) -> None:
         """Run the course's check of ``label`` here, only to learn which calls it makes to
@@ -315,6 +328,7 @@ class _Recorder:
         One time budget for the whole check, as in the learner's own run of it."""
         core.load_chapter_of(label)  # the learner's notebook may not have used this check yet
         evaluate = core.CHECKS[label].__wrapped__  # type: ignore[attr-defined]  # functools.wraps sets it
+        self.exercise_name = evaluate.__name__
         watched = [self._recording(functions[id(a)], a) if id(a) in functions else a for a in answers]
 
         def run(fn, *args, name=None):  # the calls are recorded where they reach the learner's function
@@ -327,12 +341,16 @@ class _Recorder:
             An input that runs out of time ends the sweep."""
             index, count = 0, 1
             while index < count:
+                self.input = index  # each call names its input: calls on streams digest alike
                 with core.one_input(index) as selection:
                     _quietly(evaluate, run, *watched)
                 count = len(selection.described) if selection.described is not None else 0
                 index += 1
 
-        core.call_with_deadline(every_input, core.time_budget(None))
+        try:
+            core.call_with_deadline(every_input, core.time_budget(None))
+        finally:
+            self.input = None
 
     def _recording(self, key: str, fn):
         """``fn`` recording every call made to it, however the check reaches it: directly,
@@ -353,10 +371,13 @@ class _Recorder:
 
     def outcome(self, key: str, fn, args: tuple, kwargs: dict) -> tuple[Any, dict]:
         entry: dict[str, Any] = {"function": key, "args": digest(args, kwargs), "outcome": {"stopped": core.time_budget(None)}}
+        if self.input is not None and key.startswith("answer:"):
+            entry["input"] = self.input
         self.record["calls"].append(entry)  # "stopped" stays if the budget runs out in the call
         copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
         streams = tuple(_Counted(a) if isinstance(a, Iterator) else a for a in args)
-        with _ReferenceWatcher(fn) as watcher:
+        graded_as = key.removeprefix("name:") if key.startswith("name:") else self.exercise_name
+        with _ReferenceWatcher(fn, graded_as) as watcher:
             value, outcome = _call(fn, streams, kwargs)
         entry["outcome"] = outcome
         changed = [None if c is None or _same(c, a) else encode(a) for c, a in zip(copies, args)]
@@ -412,35 +433,104 @@ def _same(before: np.ndarray, after) -> bool:
 
 
 class _ReferenceWatcher:
-    """Notes, as best it can, the course's functions that share the learner's function's
-    name (its reference): calling ``attncourse.graph.attention_rollout`` inside
-    ``attention_rollout`` is using the answer, not writing it. A learner who hides the call
+    """Notes, as best it can, the course's functions that share the name of the function
+    being graded (its reference): calling ``attncourse.graph.attention_rollout`` inside
+    ``attention_rollout`` is using the answer, not writing it. The names come from the
+    exercise (the name its check grades the function as, ``graded_as``) as well as from the
+    learner's object, seen through ``functools.partial``, bound methods and ``__wrapped__``.
+    A call is noted when the course's code runs, whatever the learner named it: in the
+    course's module under its name, or anywhere as a copy of its code (the same names and
+    constants, its docstring among them: its source run again, or its code object under
+    another name); in
+    the thread that calls the function and in any thread started during the call. A
+    learner who hides the call (a thread started before, another process, an edited copy)
     escapes it: the grader flags, it does not prevent."""
 
-    def __init__(self, fn):
-        name = str(getattr(fn, "__name__", ""))
-        self.names = {name, name.removeprefix("my_"), name.removeprefix("stable_")} - {""}
+    def __init__(self, fn, graded_as: str = ""):
+        fn = _unwrapped(fn)
+        names = {str(getattr(fn, "__name__", "") or ""), graded_as}
+        self.names = {variant for name in names for variant in (name, name.removeprefix("my_"),
+                                                                   name.removeprefix("stable_"))} - {""}
+        self.copies = _course_code(frozenset(self.names))  # fingerprint of its code -> its name
         self.seen: list[str] = []
+        self.known: dict[int, tuple[Any, str | None]] = {}  # id(code) -> (code, its course name or None)
         module = str(getattr(fn, "__module__", "") or "")
-        if module.startswith("attncourse.") and not module.startswith("attncourse.checks"):
-            self.seen.append(f"{module}.{name}")  # the answer is the course's own function
+        if _of_the_course(module) and getattr(fn, "__name__", None):
+            self.seen.append(f"{module}.{fn.__name__}")  # the answer is the course's own function
+        elif (found := self._course_name(getattr(fn, "__code__", None), module)) is not None:
+            self.seen.append(found)
+
+    def _course_name(self, code, module: str) -> str | None:
+        """The course's function ``code`` is (or is a copy of), if one of the watched names."""
+        if not isinstance(code, types.CodeType):
+            return None
+        if _of_the_course(module) and code.co_name in self.names:
+            return f"{module}.{code.co_name}"
+        copied = self.copies.get(_fingerprint(code))
+        return f"{copied} (a copy of its code)" if copied else None
+
+    def _note(self, frame) -> None:
+        code = frame.f_code
+        known = self.known.get(id(code))
+        if known is None or known[0] is not code:
+            known = self.known[id(code)] = (code, self._course_name(code, str(frame.f_globals.get("__name__", ""))))
+        if known[1] is not None and known[1] not in self.seen:
+            self.seen.append(known[1])
 
     def __enter__(self):
         def profile(frame, event, arg):
             if event == "call":
-                module = frame.f_globals.get("__name__", "")
-                if (module.startswith("attncourse.") and not module.startswith("attncourse.checks")
-                        and frame.f_code.co_name in self.names):
-                    found = f"{module}.{frame.f_code.co_name}"
-                    if found not in self.seen:
-                        self.seen.append(found)
+                self._note(frame)
 
         sys.setprofile(profile)  # this thread's: the worker the call runs in
+        threading.setprofile(profile)  # and every thread started during the call
         return self
 
     def __exit__(self, *exc):
         sys.setprofile(None)
+        threading.setprofile(None)
         return False
+
+
+def _of_the_course(module: str) -> bool:
+    return module.startswith("attncourse.") and not module.startswith("attncourse.checks")
+
+
+def _unwrapped(fn):
+    """The function behind a ``functools.partial``, a bound method or a decorator."""
+    for _ in range(MAX_DEPTH):
+        try:
+            inner = (fn.func if isinstance(fn, functools.partial) else getattr(fn, "__func__", None)
+                     or getattr(fn, "__wrapped__", None))
+        except Exception:  # noqa: BLE001 (a learner's object may raise on any attribute)
+            return fn
+        if inner is None or inner is fn:
+            return fn
+        fn = inner
+    return fn
+
+
+def _fingerprint(code: types.CodeType) -> tuple:
+    """What a copy of ``code`` keeps however it was made: the names it reads and its
+    constants, its docstring and messages among them (not its name, file, line numbers,
+    variables' names or bytecode, which the compiler's flags change)."""
+    return (code.co_names,
+            tuple(_fingerprint(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts))
+
+
+def _course_code(names: frozenset[str]) -> dict[tuple, str]:
+    """The fingerprints of the course's functions called ``names``, in its modules loaded
+    now (found afresh for each call: a learner may import one between two calls)."""
+    found = {}
+    for module_name, module in list(sys.modules.items()):
+        if not _of_the_course(module_name):
+            continue
+        for name in names:
+            fn = vars(module).get(name)
+            if (isinstance(fn, types.FunctionType) and fn.__module__ == module_name
+                    and any(isinstance(c, str) for c in fn.__code__.co_consts)):  # its own text: not a one-liner
+                found[_fingerprint(fn.__code__)] = f"{module_name}.{name}"
+    return found
 
 
 # ---------------------------------------------------------------------------------------

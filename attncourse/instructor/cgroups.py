@@ -10,6 +10,12 @@ version 1 (a hierarchy per controller, as on the machines this course is tested 
 version 2 (one hierarchy; usable here only where the controllers are delegated to
 ``grade``'s group). Where neither can be written, ``available`` is None and the
 per-process limits are all there is (the instructor guide says what that leaves open).
+
+The group also counts the processor time of every process that was ever in it
+(``cpuacct`` in version 1, ``cpu.stat`` in version 2): a process's own times, read in
+/proc, vanish when it ends, and so do its children's when Linux reaps them for a parent
+that ignores SIGCHLD, so a notebook that burns its time in children that end would never
+reach its time limit.
 """
 
 from __future__ import annotations
@@ -33,10 +39,12 @@ class Hierarchy:
     version: int
     memory: Path  # the folder new groups for the memory controller go in
     pids: Path  # the same for the pids controller (the same folder in version 2)
+    cpuacct: Path | None = None  # the same for the processor time (version 1; None: not mounted)
 
     def make(self, name: str, memory: int, processes: int) -> Group:
         """A new group ``name`` holding at most ``memory`` bytes and ``processes`` tasks."""
-        folders = list(dict.fromkeys([self.memory / name, self.pids / name]))
+        cpu = (self.cpuacct / name if self.cpuacct else None) if self.version == 1 else self.memory / name
+        folders = list(dict.fromkeys([self.memory / name, self.pids / name, *([cpu] if cpu else [])]))
         for folder in folders:
             folder.mkdir()
         if self.version == 1:
@@ -49,13 +57,27 @@ class Hierarchy:
             with contextlib.suppress(OSError):
                 _write(self.memory / name / "memory.swap.max", 0)
             _write(self.pids / name / "pids.max", processes)
-        return Group(tuple(folders), self.version)
+        return Group(tuple(folders), self.version, cpu)
 
 
 @dataclass(frozen=True)
 class Group:
     folders: tuple[Path, ...]
     version: int
+    cpu: Path | None = None  # the folder that counts its processor time, if any
+
+    def cpu_seconds(self) -> float | None:
+        """The processor time every process ever in the group has used, or None if the
+        group does not count it."""
+        if self.cpu is None:
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            if self.version == 1:
+                return int((self.cpu / "cpuacct.usage").read_text()) / 1e9  # nanoseconds
+            for line in (self.cpu / "cpu.stat").read_text().splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+        return None
 
     def join_then(self) -> list[str]:
         """A command line prefix: the shell puts itself in the group, then becomes the rest
@@ -98,13 +120,14 @@ def available() -> Hierarchy | None:
     except OSError:
         return None
     v1 = {controller: Path(fields[1]) for fields in mounts if fields[2] == "cgroup"
-          for controller in fields[3].split(",") if controller in ("memory", "pids")}
+          for controller in fields[3].split(",") if controller in ("memory", "pids", "cpuacct")}
     where = {controller: path.strip() for _, controllers, path in own for controller in controllers.split(",")}
     if {"memory", "pids"} <= set(v1) and {"memory", "pids"} <= set(where):
         memory = v1["memory"] / where["memory"].lstrip("/")
         pids = v1["pids"] / where["pids"].lstrip("/")
+        cpuacct = v1["cpuacct"] / where["cpuacct"].lstrip("/") if {"cpuacct"} <= set(v1) & set(where) else None
         if _usable(memory, "memory.limit_in_bytes") and _usable(pids, "pids.max"):
-            return Hierarchy(1, memory, pids)
+            return Hierarchy(1, memory, pids, cpuacct if cpuacct and _usable(cpuacct, "cpuacct.usage", 0) else None)
     unified = [Path(fields[1]) for fields in mounts if fields[2] == "cgroup2"]
     if unified and "" in where:
         folder = unified[0] / where[""].lstrip("/")
@@ -115,15 +138,16 @@ def available() -> Hierarchy | None:
     return None
 
 
-def _usable(folder: Path, limit_file: str) -> bool:
-    """Whether a group can be made in ``folder`` and limited (tried, then removed)."""
+def _usable(folder: Path, limit_file: str, mode: int = os.W_OK) -> bool:
+    """Whether a group can be made in ``folder`` and limited (tried, then removed); with
+    ``mode`` 0, whether its ``limit_file`` (a count) is there to read."""
     trial = folder / f"ag-probe-{os.getpid()}"
     try:
         trial.mkdir()
     except OSError:
         return False
     try:
-        return (trial / limit_file).exists() and os.access(trial / limit_file, os.W_OK)
+        return (trial / limit_file).exists() and (not mode or os.access(trial / limit_file, mode))
     finally:
         with contextlib.suppress(OSError):
             trial.rmdir()

@@ -48,48 +48,48 @@ def _stop_when_out_of_memory(cell, cell_index: int, execute_reply: dict) -> None
         raise _OutOfMemory(cell_index, f"MemoryError: {content.get('evalue', '')}"[:200])
 
 
-def _size(content: Any) -> int:
-    """About how many bytes a message's decoded JSON takes (the lengths of its strings).
-    Iterative: the nesting is the learner's to choose."""
-    total, pending = 0, [content]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, dict):
-            pending += [*item.keys(), *item.values()]
-        elif isinstance(item, list | tuple):
-            pending += item
-        elif isinstance(item, str | bytes):
-            total += len(item)
-        else:
-            total += 8
-    return total
-
-
 class _OutputLimitedClient(NotebookClient):
-    """An nbclient that keeps at most ``output_limit`` bytes of a notebook's output (text,
-    images, widget messages). Past it, it keeps nothing more, notes in the cell where it
-    cut, and kills the sandbox: the run ends in ``cut_in``, a cell that prints without
-    end stops at once instead of at the time limit, and the executed copy stays small."""
+    """An nbclient that receives at most ``output_limit`` bytes of a notebook's messages
+    (text, images, widget messages, and messages that claim no cell or another's: counted
+    as they arrive, on every channel). Past it, it keeps nothing more, notes in the cell
+    where it cut, and kills the sandbox: the run ends in ``cut_in``, a cell that prints
+    without end stops at once instead of at the time limit, and the executed copy and what
+    the grader reads stay small."""
 
     def __init__(self, nb, km: SandboxedKernelManager, output_limit: int, **kwargs):
         super().__init__(nb, km=km, **kwargs)
         self.kill_sandbox = km.kill_sandbox
         self.output_limit = output_limit
         self.received = 0
+        self.running = 0  # the cell being run
         self.cut_in: int | None = None
+        km.received = self.count
+
+    def count(self, message: dict, size: int) -> None:
+        if message.get("msg_type") in ("status", "execute_input"):  # not output
+            return
+        self.received += size
+        if self.received > self.output_limit and self.cut_in is None:
+            self.cut_in = self.running
+            self.kill_sandbox()
+
+    async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
+        self.running = cell_index
+        return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+
+    async def _async_cleanup_kernel(self) -> None:
+        self.km.ending = True  # the kernel is shut down: its channels close, no message was refused
+        await super()._async_cleanup_kernel()
 
     def process_message(self, msg, cell, cell_index):
         if self.cut_in is not None:
             return None
-        if msg.get("msg_type") not in ("status", "execute_input"):  # what becomes output
-            self.received += _size(msg.get("content")) + sum(memoryview(b).nbytes for b in msg.get("buffers") or ())
-        if self.received > self.output_limit:
-            self.cut_in = cell_index
-            cell.outputs.append(nbformat.v4.new_output(
-                "stream", name="stderr", text=f"[grade: output cut off here, past the limit of {megabytes(self.output_limit)}]\n"))
-            self.kill_sandbox()
-            return None
         return super().process_message(msg, cell, cell_index)
+
+    def note_the_cut(self) -> None:
+        if self.cut_in is not None:
+            self.nb.cells[self.cut_in].outputs.append(nbformat.v4.new_output(
+                "stream", name="stderr", text=f"[grade: output cut off here, past the limit of {megabytes(self.output_limit)}]\n"))
 
 
 def megabytes(size: int) -> str:
@@ -101,8 +101,10 @@ def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, runni
     """(the cell where the run stopped, why), after the run raised ``error`` (None: it
     ended, but its output was cut)."""
     if client.cut_in is not None:
+        refused = f" (one message larger than {megabytes(2 * limits.output)}, refused unread)" \
+            if isinstance(error, _TooLarge) else ""
         return client.cut_in, (f"its output passed the limit of {megabytes(limits.output)} in cell "
-                               f"{client.cut_in + 1}: the rest was not kept and the notebook was stopped there")
+                               f"{client.cut_in + 1}{refused}: the rest was not kept and the notebook was stopped there")
     if isinstance(error, _OutOfMemory):
         return error.cell_index, (f"ran out of memory in cell {error.cell_index + 1} ({error}): the memory "
                                   f"limit is {megabytes(limits.memory)} per process (--memory-limit)")
@@ -121,6 +123,10 @@ def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, runni
     return running, f"could not run {where}: {describe(error)}"
 
 
+class _TooLarge(Exception):
+    """A message from the kernel was larger than a channel takes: its connection closed."""
+
+
 class _OutOfTime(Exception):
     """The notebook's processes used their processor time, or the wall-clock backstop ran out."""
 
@@ -137,18 +143,35 @@ async def _watch_the_clock(km: SandboxedKernelManager, time_limit: float, starte
     time, or ``WALL_CLOCK_FACTOR`` time limits have passed. Counted in processor time, a
     notebook starved by its neighbours (processes that each start a session of their own
     each get a share of the processor) is not out of time, and an endless one is stopped
-    once, at its own limit, and never run again."""
+    once, at its own limit, and never run again. Raises _TooLarge when a message larger
+    than a channel takes closed its connection while the kernel runs on."""
     used = 0.0
     while used < time_limit and time.monotonic() - started < WALL_CLOCK_FACTOR * time_limit:
         await asyncio.sleep(1.0)
-        if km.process is not None:
-            used = cpu_seconds(km.process.pid)
+        used = used_seconds(km, used)
+        if await km.dropped():  # what it sent after would be lost: stop here
+            await asyncio.sleep(0.5)  # unless the kernel is ending, which closes every channel in turn
+            if await km.dropped() and not km.ending and km.process is not None and km.process.poll() is None:
+                raise _TooLarge()
     raise _OutOfTime(used)
+
+
+def used_seconds(km: SandboxedKernelManager, last: float = 0.0) -> float:
+    """The processor time the sandbox's processes have used: its control group's count
+    where it has one (every process that ever ran in it, ended ones included), else the
+    processes alive now under the kernel's (``cpu_seconds``); never less than ``last``."""
+    group = getattr(km, "group", None)
+    counted = group.cpu_seconds() if group is not None else None
+    if counted is None and km.process is not None:
+        counted = cpu_seconds(km.process.pid)
+    return max(last, counted or 0.0)
 
 
 def cpu_seconds(root: int) -> float:
     """The processor time used so far by process ``root`` and every process below it (read
-    from /proc: the sandbox's processes are the grader's descendants)."""
+    from /proc: the sandbox's processes are the grader's descendants), with the time of the
+    children they waited for. Not the time of children Linux reaped for a parent that
+    ignores SIGCHLD: only a control group counts those (``used_seconds``)."""
     children: dict[int, list[int]] = {}
     times: dict[int, float] = {}
     ticks = os.sysconf("SC_CLK_TCK")
@@ -160,7 +183,7 @@ def cpu_seconds(root: int) -> float:
         except OSError:
             continue
         children.setdefault(int(fields[1]), []).append(int(entry.name))  # fields[1]: the parent
-        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        times[int(entry.name)] = sum(map(int, fields[11:15])) / ticks  # utime, stime, cutime, cstime
     total, pending = 0.0, [root]
     while pending:
         pid = pending.pop()
@@ -178,6 +201,7 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
     km = SandboxedKernelManager(
         sandbox.command(scratch, env, group=group), owner=sandbox.owner, group=group, kernel_name="python3", transport="ipc",
         ip=str(scratch / "runtime" / "k"), connection_file=str(scratch / "runtime" / "kernel.json"),
+        largest_message=2 * limits.output,
     )
     current = {"cell": 0}
     client = _OutputLimitedClient(
@@ -210,15 +234,19 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
     except Exception as error:  # the learner's notebook may break the run in any way
         elapsed = time.monotonic() - started
         run.timed_out = isinstance(error, _OutOfTime)
+        if isinstance(error, _TooLarge) and client.cut_in is None:  # output past the limit, unread
+            client.cut_in = current["cell"]
         run.cpu_seconds = error.cpu_seconds if run.timed_out else 0.0
         run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], elapsed, time_limit, limits,
                                                       km.out_of_memory())
     finally:
-        if km.process is not None and not run.timed_out:
-            run.cpu_seconds = cpu_seconds(km.process.pid)
+        if not run.timed_out:
+            run.cpu_seconds = used_seconds(km)
         km.kill_sandbox()
+        km.close_clients()
         if group is not None:
             group.remove()
+    client.note_the_cut()
     if client.cut_in is not None and not run.problem:  # cut in a last cell that had already replied
         run.stopped_in, run.problem = _why_it_stopped(None, client, current["cell"], 0.0, time_limit, limits)
     run.errors = [

@@ -62,7 +62,7 @@ def judge_inputs(label: str, record: dict) -> tuple[list[str], list[str] | None]
     described: list[str] | None = None
     index, count = 0, 1
     while index < count:
-        replay = verdict.Replay(record)  # a fresh replay per input: it consumes repeated calls
+        replay = verdict.Replay(record, input=index)  # the calls made on this input, afresh
         answers = [wire.decode(answer, functions=functools.partial(verdict._answer_function, replay, i))
                    for i, answer in enumerate(record.get("answers", []))]
         seen: list[list[str] | None] = []

@@ -37,6 +37,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import zmq
+import zmq.asyncio
+from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
 
 import attncourse
@@ -259,15 +262,80 @@ def _parents(paths: list[str]) -> list[str]:
     return sorted(parents - {"/", "/usr"}, key=lambda folder: (folder.count("/"), folder))
 
 
+class _CountedChannel(AsyncZMQSocketChannel):
+    """A channel to the kernel that hands every message it receives to ``count`` (with its
+    size in bytes as it arrived), whichever cell it claims to belong to, or none: nbclient
+    reads and drops a message another cell's id, and would count nothing of it."""
+
+    def __init__(self, socket, session, loop=None):
+        super().__init__(socket, session, loop)
+        self.monitor = socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+
+    def count(self, message: dict, size: int) -> None:
+        """Replaced per kernel (``SandboxedKernelManager.client``)."""
+
+    async def dropped(self) -> bool:
+        """Whether the connection to the kernel was closed: by a message larger than the
+        channel takes (``SandboxedKernelManager``'s ``largest_message``), or by the kernel."""
+        return bool(await self.monitor.poll(0))
+
+    async def _recv(self, **kwargs) -> dict:
+        frames = await self.socket.recv_multipart(**kwargs)
+        _, message = self.session.feed_identities(frames)
+        message = self.session.deserialize(message)
+        self.count(message, sum(len(frame) for frame in frames))
+        return message
+
+
+# At most this many messages wait in the grader for each channel (the kernel's side keeps
+# its own queue, and its memory limit bounds that): with the largest message a channel takes
+# (twice the output limit, ``SandboxedKernelManager.client``) it bounds what a kernel can
+# make the grader hold, however fast it sends.
+QUEUED_MESSAGES = 16
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager that starts the kernel behind ``prefix`` (the sandbox's command)."""
 
-    def __init__(self, prefix: list[str], owner: int | None = None, group: cgroups.Group | None = None, **kwargs):
+    def __init__(self, prefix: list[str], owner: int | None = None, group: cgroups.Group | None = None,
+                 largest_message: int = 20 * MiB, **kwargs):
         super().__init__(**kwargs)
         self.prefix = prefix
         self.owner = owner  # the kernel's uid, if not ours: it must read the connection file
         self.group = group  # the sandbox's control group, if it has one
         self.process = None
+        self.received = lambda message, size: None  # told of every message from the kernel
+        # The client's sockets: a message larger than ``largest_message`` closes the connection
+        # before it is read (it could never be kept: the output limit is lower), and at most
+        # QUEUED_MESSAGES wait in the grader.
+        self.client_context = zmq.asyncio.Context()
+        self.client_context.setsockopt(zmq.MAXMSGSIZE, largest_message)
+        self.client_context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)
+        self.clients: list = []
+        self.ending = False  # set when the kernel is being shut down (its channels then close)
+
+    def client(self, **kwargs):
+        """A client whose channels count every message they receive (``received``)."""
+        counted = type("Counted", (_CountedChannel,), {"count": lambda _, message, size: self.received(message, size)})
+        self.clients.append(super().client(context=self.client_context, shell_channel_class=counted,
+                                           iopub_channel_class=counted, stdin_channel_class=counted,
+                                           control_channel_class=counted, **kwargs))
+        return self.clients[-1]
+
+    async def dropped(self) -> bool:
+        """Whether a channel's connection to the kernel closed while the others stayed open
+        (a kernel that ends closes them all): it refused a message too large."""
+        channels = [getattr(client, f"_{name}_channel", None) for client in self.clients
+                    for name in ("shell", "iopub", "stdin", "control")]
+        closed = [await channel.dropped() for channel in channels if isinstance(channel, _CountedChannel)]
+        return any(closed) and not all(closed)
+
+    def close_clients(self) -> None:
+        """Stop the clients' channels (nbclient leaves them running when it does not own the
+        kernel manager: a heartbeat thread per notebook), then close their sockets."""
+        for client in self.clients:
+            client.stop_channels()
+        self.client_context.destroy(linger=0)
 
     def write_connection_file(self, **kwargs) -> None:
         super().write_connection_file(**kwargs)
@@ -284,11 +352,18 @@ class SandboxedKernelManager(AsyncKernelManager):
     def lock_runtime(self) -> None:
         """Once the kernel has made its sockets: its runtime folder, the one place on the
         host's disk it could write to, goes back to root and is read-only to it (when the
-        kernel runs as nobody; as the instructor's own uid it could undo a chmod)."""
+        kernel runs as nobody; as the instructor's own uid it could undo a chmod), and so
+        does every file in it: the connection file, the kernel's to read at its start, would
+        otherwise take whatever the kernel appends to it, on the host's disk and past every
+        limit. The sockets stay usable: the kernel listens on them already, and root connects."""
         if self.owner is not None:
             runtime = Path(self.connection_file).parent
             os.chown(runtime, 0, 0)
             runtime.chmod(0o755)
+            for entry in runtime.iterdir():
+                os.chown(entry, 0, 0, follow_symlinks=False)
+                if not entry.is_symlink() and entry.is_file():
+                    entry.chmod(0o644)
 
     def kill_sandbox(self) -> None:
         """Kill the kernel's process if it still runs: bubblewrap takes the whole sandbox
@@ -329,7 +404,7 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
         yield sandbox
     finally:
         if sandbox is not None and sandbox.groups is not None:  # a group a crash left behind
-            for parent in {sandbox.groups.memory, sandbox.groups.pids}:
+            for parent in {sandbox.groups.memory, sandbox.groups.pids, sandbox.groups.cpuacct} - {None}:
                 for left in parent.glob(f"{root.name}-*"):
                     cgroups.Group((left,), sandbox.groups.version).remove()
         os.chmod(root, 0o700)

@@ -34,10 +34,14 @@ _ONE_AT_A_TIME = threading.Lock()  # a predict check counts its misses in the mo
 class Replay:
     """The learner's functions as the record saw them."""
 
-    def __init__(self, record: dict):
+    def __init__(self, record: dict, input: int | None = None):
+        """``input``: replay only the calls the check made on its input ``input`` (and those
+        that name none): the calls of one input judged alone, as partial credit does.
+        Calls on streams all digest alike, so the input is what tells them apart."""
         self.calls: dict[tuple[str, str], deque] = defaultdict(deque)
         for call in record.get("calls", []):
-            if isinstance(call, dict) and isinstance(call.get("function"), str) and isinstance(call.get("args"), str):
+            if isinstance(call, dict) and isinstance(call.get("function"), str) and isinstance(call.get("args"), str) \
+                    and (input is None or call.get("input", input) == input):
                 self.calls[call["function"], call["args"]].append(call)
 
     def function(self, key: str, name: str) -> wire.Function:
