@@ -78,7 +78,8 @@ class _OutputLimitedClient(NotebookClient):
         return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
 
     async def _async_cleanup_kernel(self) -> None:
-        self.km.ending = True  # the kernel is shut down: its channels close, no message was refused
+        if isinstance(self.km, SandboxedKernelManager):
+            self.km.ending = True  # the kernel is shut down: its channels close, no message was refused
         await super()._async_cleanup_kernel()
 
     def process_message(self, msg, cell, cell_index):

@@ -279,10 +279,10 @@ class _CountedChannel(AsyncZMQSocketChannel):
         channel takes (``SandboxedKernelManager``'s ``largest_message``), or by the kernel."""
         return bool(await self.monitor.poll(0))
 
-    async def _recv(self, **kwargs) -> dict:
+    async def _recv(self, **kwargs) -> dict:  # type: ignore[override]  # async, as its base class's
         frames = await self.socket.recv_multipart(**kwargs)
-        _, message = self.session.feed_identities(frames)
-        message = self.session.deserialize(message)
+        _, parts = self.session.feed_identities(frames)
+        message = self.session.deserialize(parts)
         self.count(message, sum(len(frame) for frame in frames))
         return message
 
@@ -404,9 +404,10 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
         yield sandbox
     finally:
         if sandbox is not None and sandbox.groups is not None:  # a group a crash left behind
-            for parent in {sandbox.groups.memory, sandbox.groups.pids, sandbox.groups.cpuacct} - {None}:
+            groups = sandbox.groups
+            for parent in {folder for folder in (groups.memory, groups.pids, groups.cpuacct) if folder is not None}:
                 for left in parent.glob(f"{root.name}-*"):
-                    cgroups.Group((left,), sandbox.groups.version).remove()
+                    cgroups.Group((left,), groups.version).remove()
         os.chmod(root, 0o700)
         _make_writable(root)
         shutil.rmtree(root, ignore_errors=True)
