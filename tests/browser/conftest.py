@@ -160,10 +160,17 @@ _UNRENDERED_WIDGETS = """() => [...document.querySelectorAll(
   .map((tag) => JSON.parse(tag.textContent).model_id)"""
 
 
+# The theme's buttons fade their colours (Bootstrap's .btn: 0.15 s) when the page turns
+# dark on load: a colour read mid-way (axe's contrast, on a busy machine) is neither theme's.
+_TRANSITIONS_DONE = """() => Promise.all(document.getAnimations()
+  .filter((animation) => animation instanceof CSSTransition)
+  .map((animation) => animation.finished.catch(() => null)))"""
+
+
 @pytest.fixture
 def visit(watched_page, site):
     """Open a URL (relative to the site's root, or absolute) in the watched page, check it
-    answers 200, and wait until every widget is rendered."""
+    answers 200, and wait until every widget is rendered and every colour has settled."""
 
     def go(url):
         response = watched_page.goto(url if "://" in url else site.url + url)
@@ -173,6 +180,7 @@ def visit(watched_page, site):
         except PlaywrightTimeout:
             missing = watched_page.evaluate(_UNRENDERED_WIDGETS)
             pytest.fail(f"{url}: widgets never rendered: {missing}")
+        watched_page.evaluate(_TRANSITIONS_DONE)
         return response
 
     return go
