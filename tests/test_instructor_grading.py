@@ -739,7 +739,12 @@ def _grade_the_class(tmp_path_factory) -> dict:
 
 
 def executed_text(graded, notebook: str) -> str:
-    nb = nbformat.read(graded["report"] / "executed" / notebook, as_version=4)
+    path = graded["report"] / "executed" / notebook
+    learner = notebook.split("/")[0]
+    assert path.exists(), (f"{notebook} has no executed copy: ",  # it never ran: say what the grader said
+                           [(g.status, g.message) for g in graded["rows"] if g.learner == learner],
+                           graded["problems"].get(learner))
+    nb = nbformat.read(path, as_version=4)
     return "\n".join(str(output) for cell in nb.cells for output in cell.get("outputs", []))
 
 
