@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import nbformat
 
 from attncourse.checks import wire
-from attncourse.instructor.slicing import cells_to_skip
+from attncourse.instructor.slicing import cells_to_skip, imported_names
 from attncourse.instructor.tags import CHECK, HIDDEN_TEST, exercise_of, role_of
 
 
@@ -75,7 +75,7 @@ def defined_names(source: str) -> set[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.add(node.name)  # what it binds inside is its own
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            found.update(imported_names(node))
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             found.add(node.id)
         elif not isinstance(node, ast.Lambda):

@@ -138,7 +138,7 @@ def _effects_of(body: list[ast.stmt], modules: dict[str, str], functions: dict[s
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             writes.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            writes.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            writes.update(imported_names(node))
         elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
             writes.add(_root(node) or "*")
         elif isinstance(node, ast.Call):
@@ -182,8 +182,7 @@ def _outer_reads(body: list[ast.stmt]) -> set[str]:
             for outer in [*getattr(node, "decorator_list", []), *arguments.defaults,
                           *(d for d in arguments.kw_defaults if d)]:
                 visit(outer, local)
-            names = frozenset(a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                                              arguments.vararg, arguments.kwarg] if a)
+            names = frozenset(_parameters(arguments))
             if isinstance(node, ast.Lambda):
                 visit(node.body, (local or frozenset()) | names)
                 return
@@ -221,8 +220,7 @@ def _outer_reads(body: list[ast.stmt]) -> set[str]:
             elif isinstance(node, ast.NamedExpr):
                 bind(node.target, _end(node))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    name = (alias.asname or alias.name).split(".")[0]
+                for name in imported_names(node):
                     bound[name] = min(bound.get(name, _end(node)), _end(node))
             elif isinstance(node, ast.ClassDef):
                 bound.setdefault(node.name, _end(node))
@@ -243,10 +241,18 @@ def _local_names(definition) -> set[str]:
     names |= {node.name for node in _run_now(definition.body)
               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        arguments = definition.args
-        names |= {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                                  arguments.vararg, arguments.kwarg] if a}
+        names |= _parameters(definition.args)
     return names
+
+
+def _parameters(arguments: ast.arguments) -> set[str]:
+    return {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                            arguments.vararg, arguments.kwarg] if a}
+
+
+def imported_names(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The names an import statement binds (``import a.b`` binds ``a``)."""
+    return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
 
 
 def _run_now(body: list[ast.stmt]):
@@ -357,7 +363,7 @@ def made_by_the_course(sources: list[str], modules: dict[str, str]) -> frozenset
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 other.add(node.name)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                other.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+                other.update(imported_names(node))
     return frozenset(made - other)
 
 
