@@ -87,8 +87,11 @@ def test_the_explorer_follows_its_controls(site, visit, watched_page):
 
 def test_the_explorer_on_the_chapter_page(saved_explorers, watched_page):
     # The chapter's explorer, and its tune exercise's (a goal, a key of its own) further down.
-    saved, tune = saved_explorers(CHAPTER, EXPLORER_ID, "position_explorer.js")
-    assert saved["goal"] is None and tune["goal"]["label"] == "ch8-tune-previous-token"
+    # The saved states come in the order of their random model ids: told apart by their goal.
+    states = saved_explorers(CHAPTER, EXPLORER_ID, "position_explorer.js")
+    [saved] = [state for state in states if state["goal"] is None]
+    [tune] = [state for state in states if state["goal"] is not None]
+    assert tune["goal"]["label"] == "ch8-tune-previous-token"
     root = watched_page.locator(".position-explorer").first
     settings = {name: saved[name] for name in
                 ("tokens", "encoding", "d", "base", "alibi_head", "offset", "scale", "causal")}
