@@ -1340,9 +1340,9 @@ def test_the_time_limit_counts_processor_time_not_waiting():
     assert grading_execution.cpu_seconds(os.getpid()) - before >= 0.25
 
     class Stuck:
-        process, ending = None, False
+        process = None
 
-        async def dropped(self):
+        async def refused_a_message(self):
             return False
 
     started = time.monotonic()

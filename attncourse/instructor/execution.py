@@ -77,11 +77,6 @@ class _OutputLimitedClient(NotebookClient):
         self.running = cell_index
         return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
 
-    async def _async_cleanup_kernel(self) -> None:
-        if isinstance(self.km, SandboxedKernelManager):
-            self.km.ending = True  # the kernel is shut down: its channels close, no message was refused
-        await super()._async_cleanup_kernel()
-
     def process_message(self, msg, cell, cell_index):
         if self.cut_in is not None:
             return None
@@ -150,9 +145,9 @@ async def _watch_the_clock(km: SandboxedKernelManager, time_limit: float, starte
     while used < time_limit and time.monotonic() - started < WALL_CLOCK_FACTOR * time_limit:
         await asyncio.sleep(1.0)
         used = used_seconds(km, used)
-        if await km.dropped():  # what it sent after would be lost: stop here
-            await asyncio.sleep(0.5)  # unless the kernel is ending, which closes every channel in turn
-            if await km.dropped() and not km.ending and km.process is not None and km.process.poll() is None:
+        if await km.refused_a_message():  # what it sent after would be lost: stop here
+            await asyncio.sleep(0.5)  # unless libzmq was about to say it retries (the kernel closed it)
+            if await km.refused_a_message():
                 raise _TooLarge()
     raise _OutOfTime(used)
 

@@ -22,7 +22,6 @@ import math
 import numbers
 import os
 import re
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -184,24 +183,16 @@ def read_submitted(path: Path, limits: Limits):
 # Running one notebook
 
 
-# Python 3.11 counts the depth of the syntax tree it builds in one place for the whole
-# process (CPython issue gh-106905): two threads parsing at once, one of them deep in a
-# learner's nested code, fail each other with "AST constructor recursion depth mismatch".
-# The notebooks run in threads; what the grader parses of them, it parses one at a time.
-_PARSING = threading.Lock()
-
-
 def _run_notebook(submissions: Path, relative: Path, course: Course, sandbox: Sandbox, number: int,
                   time_limit: float, check_timeout: float | None) -> _Run:
     run = _Run(shown(relative.as_posix()))
     path = submissions / relative
     limits = sandbox.limits
     try:
-        with _PARSING:
-            run.submitted = read_submitted(path, limits)
-            labels = [label for label in course.exercises if label in _answered(run.submitted, course)]
-            exercises = [course.exercises[label] for label in labels]
-            sliced, run.placed = notebook_to_run(run.submitted, exercises, course.sources)
+        run.submitted = read_submitted(path, limits)
+        labels = [label for label in course.exercises if label in _answered(run.submitted, course)]
+        exercises = [course.exercises[label] for label in labels]
+        sliced, run.placed = notebook_to_run(run.submitted, exercises, course.sources)
     except Exception as error:  # a learner's file may be anything
         run.submitted = None
         run.problem = f"could not read the notebook ({describe(error)})"
@@ -217,8 +208,7 @@ def _run_notebook(submissions: Path, relative: Path, course: Course, sandbox: Sa
 
     run.execution = execute_in_sandbox(sliced, f"{number:04d}")
     if skipped_cells(sliced) and not run.execution.problem and not _confirmed(run, course):
-        with _PARSING:
-            whole, run.placed = notebook_to_run(run.submitted, exercises)  # the same cells, every one run
+        whole, run.placed = notebook_to_run(run.submitted, exercises)  # the same cells, every one run
         run.execution = execute_in_sandbox(whole, f"{number:04d}-whole")
     run.problem = run.execution.problem
     return run

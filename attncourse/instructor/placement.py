@@ -21,6 +21,7 @@ import nbformat
 
 from attncourse.checks import wire
 from attncourse.instructor.slicing import cells_to_skip, imported_names
+from attncourse.instructor.syntax import UNPARSEABLE, parse
 from attncourse.instructor.tags import CHECK, HIDDEN_TEST, exercise_of, role_of
 
 
@@ -48,7 +49,7 @@ def exercise_of_course(label: str, check_cell, hidden: dict) -> Exercise:
     the notebook names its hidden tests read (``hidden``: what ``discovery`` found)."""
     expressions: list[str] = []
     names: list[str] = []
-    for node in ast.walk(ast.parse(check_cell.source)):
+    for node in ast.walk(parse(check_cell.source)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == _check_name(label):
             expressions += [ast.unparse(arg) for arg in node.args]
             names += [n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)]
@@ -65,8 +66,8 @@ def defined_names(source: str) -> set[str]:
     cell Python cannot parse is read with a pattern, as best it can."""
     lines = ["pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
     try:
-        tree = ast.parse("\n".join(lines))
-    except SyntaxError:
+        tree = parse("\n".join(lines))
+    except UNPARSEABLE:
         return set(re.findall(r"^\s*(?:def\s+|class\s+)?([A-Za-z_]\w*)\s*(?:\(|=[^=]|:)", source, re.MULTILINE))
     found: set[str] = set()
     pending = list(tree.body)
@@ -140,8 +141,8 @@ def _as_checked(cells, checks_of, exercise: Exercise) -> tuple[Exercise, str]:
 
 def _parsed_calls(source: str) -> list[ast.Call]:
     try:
-        return [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
-    except (SyntaxError, ValueError, RecursionError):
+        return [node for node in ast.walk(parse(source)) if isinstance(node, ast.Call)]
+    except UNPARSEABLE:
         return []
 
 
@@ -233,9 +234,9 @@ def _names_read(source: str) -> set[str]:
     """The names a cell reads that it does not bind itself (anywhere in it: a function's
     arguments and locals are its own)."""
     try:
-        tree = ast.parse("\n".join("pass" if line.lstrip().startswith(("%", "!")) else line
+        tree = parse("\n".join("pass" if line.lstrip().startswith(("%", "!")) else line
                                    for line in source.splitlines()))
-    except (SyntaxError, ValueError, RecursionError):
+    except UNPARSEABLE:
         return set()
     read: set[str] = set()
     bound: set[str] = set()

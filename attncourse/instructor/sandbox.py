@@ -39,6 +39,7 @@ from pathlib import Path
 
 import zmq
 import zmq.asyncio
+import zmq.utils.monitor
 from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.manager import AsyncKernelManager
 
@@ -269,15 +270,21 @@ class _CountedChannel(AsyncZMQSocketChannel):
 
     def __init__(self, socket, session, loop=None):
         super().__init__(socket, session, loop)
-        self.monitor = socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.monitor = socket.get_monitor_socket(zmq.EVENT_DISCONNECTED | zmq.EVENT_CONNECT_RETRIED)
+        self.cut_off = False
 
     def count(self, message: dict, size: int) -> None:
         """Replaced per kernel (``SandboxedKernelManager.client``)."""
 
-    async def dropped(self) -> bool:
-        """Whether the connection to the kernel was closed: by a message larger than the
-        channel takes (``SandboxedKernelManager``'s ``largest_message``), or by the kernel."""
-        return bool(await self.monitor.poll(0))
+    async def refused_a_message(self) -> bool:
+        """Whether the channel's connection closed for good. libzmq ends a connection and
+        never retries it when the channel refuses a message larger than it takes
+        (``SandboxedKernelManager``'s ``largest_message``); a connection the kernel closed
+        (at its exit or shutdown) it retries at once, and says so in an event of its own."""
+        while await self.monitor.poll(0):
+            event = zmq.utils.monitor.parse_monitor_message(await self.monitor.recv_multipart())["event"]
+            self.cut_off = event == zmq.EVENT_DISCONNECTED
+        return self.cut_off
 
     async def _recv(self, **kwargs) -> dict:  # type: ignore[override]  # async, as its base class's
         frames = await self.socket.recv_multipart(**kwargs)
@@ -312,7 +319,6 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.client_context.setsockopt(zmq.MAXMSGSIZE, largest_message)
         self.client_context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)
         self.clients: list = []
-        self.ending = False  # set when the kernel is being shut down (its channels then close)
 
     def client(self, **kwargs):
         """A client whose channels count every message they receive (``received``)."""
@@ -322,13 +328,11 @@ class SandboxedKernelManager(AsyncKernelManager):
                                            control_channel_class=counted, **kwargs))
         return self.clients[-1]
 
-    async def dropped(self) -> bool:
-        """Whether a channel's connection to the kernel closed while the others stayed open
-        (a kernel that ends closes them all): it refused a message too large."""
+    async def refused_a_message(self) -> bool:
+        """Whether a channel to the kernel refused a message too large, and closed."""
         channels = [getattr(client, f"_{name}_channel", None) for client in self.clients
                     for name in ("shell", "iopub", "stdin", "control")]
-        closed = [await channel.dropped() for channel in channels if isinstance(channel, _CountedChannel)]
-        return any(closed) and not all(closed)
+        return any([await channel.refused_a_message() for channel in channels if isinstance(channel, _CountedChannel)])
 
     def close_clients(self) -> None:
         """Stop the clients' channels (nbclient leaves them running when it does not own the

@@ -27,6 +27,8 @@ import ast
 import builtins
 import re
 
+from attncourse.instructor.syntax import UNPARSEABLE, parse
+
 # A module function that changes state no argument shows: a global setting (opaque: any later
 # cell may depend on it), or seeding or drawing from a global random generator (numpy's,
 # python's, torch's; torch.nn's layers and init functions draw, as does dropout). The
@@ -90,8 +92,8 @@ def modules_of(sources: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for source in sources:
         try:
-            tree = ast.parse(source)
-        except SyntaxError:
+            tree = parse(source)
+        except UNPARSEABLE:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -112,8 +114,8 @@ def effects(source: str, modules: dict[str, str], functions: dict[str, set[str]]
     if any(line.lstrip().startswith(("%", "!")) for line in source.splitlines()):
         return _Effects(words, words, True)
     try:
-        return _effects_of(ast.parse(source).body, modules, functions, made)
-    except (SyntaxError, RecursionError, ValueError):  # ValueError: a null byte
+        return _effects_of(parse(source).body, modules, functions, made)
+    except UNPARSEABLE:
         return _Effects(words, words, True)
 
 
@@ -344,8 +346,8 @@ def made_by_the_course(sources: list[str], modules: dict[str, str]) -> frozenset
     course_targets: set[int] = set()  # the name nodes bound by a course function's result
     for source in sources:
         try:
-            body = ast.parse(source).body
-        except (SyntaxError, RecursionError, ValueError):
+            body = parse(source).body
+        except UNPARSEABLE:
             other.update(re.findall(r"[A-Za-z_]\w*", source))
             continue
         for node in _run_now(body):
