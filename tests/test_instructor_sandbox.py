@@ -1,18 +1,29 @@
-"""The grader's side of a kernel's channels (``attncourse.instructor.sandbox``): a message
-too large is refused and said so, a kernel that closes its sockets is not taken for one.
-The sandbox itself is attacked by the hostile classes in tests/test_instructor_grading.py."""
+"""The grader's side of its sandboxes (``attncourse.instructor.sandbox``): a message too
+large is refused and said so, a kernel that closes its sockets is not taken for one, and
+what a killed grader left behind is removed by the next. The sandbox itself is attacked by
+the hostile classes in tests/test_instructor_grading.py."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
+import nbformat
 import pytest
 import zmq
 import zmq.asyncio
 from jupyter_client.session import Session
 
-from attncourse.instructor.sandbox import _CountedChannel
+from attncourse.instructor import cgroups
+from attncourse.instructor.sandbox import _CountedChannel, prepared_sandbox
+from tests.test_instructor_grading import DOUBLING, RIGHT_PREDICTION, ROOT, SOFTMAX, submission
 
 LARGEST = 1000  # bytes a channel takes in one message
 
@@ -51,3 +62,56 @@ def test_a_message_larger_than_the_channel_takes_is_refused_and_said_so(tmp_path
                          ids=["sends a message the channel takes", "closes its socket (exits)"])
 def test_a_kernel_that_closes_its_socket_is_not_taken_for_a_refused_message(tmp_path, kernel_does):
     assert not asyncio.run(_refused_after(tmp_path, kernel_does))
+
+
+def _dead_pid() -> int:
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(finished.stdout)
+
+
+def test_a_sandbox_whose_grader_is_gone_is_removed_by_the_next_and_nothing_else(tmp_path):
+    outside = tmp_path / "outside"
+    outside.write_text("the instructor's")
+    outside.chmod(0o400)
+    abandoned = Path(tempfile.mkdtemp(prefix=f"ag-{_dead_pid()}-"))
+    (abandoned / "0001" / "work").mkdir(parents=True)
+    (abandoned / "0001" / "work" / "link").symlink_to(outside)  # what a learner may leave in its scratch
+    (abandoned / "package").mkdir()
+    (abandoned / "package").chmod(0o555)
+    running = Path(tempfile.mkdtemp(prefix=f"ag-{os.getpid()}-"))  # a grader still at work
+    unnamed = Path(tempfile.mkdtemp(prefix="ag-"))
+    try:
+        with prepared_sandbox(unsafe_no_sandbox=True):
+            pass
+        assert not abandoned.exists()
+        assert running.is_dir() and unnamed.is_dir()
+        assert outside.read_text() == "the instructor's" and stat.S_IMODE(outside.stat().st_mode) == 0o400
+    finally:
+        for folder in (abandoned, running, unnamed):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_grader_killed_mid_class_leaves_nothing_behind_the_next_one(tmp_path):
+    (tmp_path / "subs").mkdir()
+    nbformat.write(submission(prediction=RIGHT_PREDICTION, before="import time\ntime.sleep(60)"),
+                   tmp_path / "subs" / "slow.ipynb")
+    grader = subprocess.Popen([sys.executable, "-m", "attncourse.instructor", "grade", str(tmp_path / "subs"),
+                               "--chapters", str(ROOT / "chapters"), "--out", str(tmp_path / "report"),
+                               "--assign", f"{SOFTMAX},{DOUBLING}"], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    scratch: list[Path] = []
+    while not scratch and time.monotonic() < deadline:  # the learner's kernel has started
+        time.sleep(0.5)
+        scratch = list(Path(tempfile.gettempdir()).glob(f"ag-{grader.pid}-*/0000/runtime/kernel.json"))
+    grader.kill()
+    grader.wait()
+    assert scratch, "the grader never started the learner's kernel"
+    left = scratch[0].parents[2]
+    groups = cgroups.available()
+    with prepared_sandbox(unsafe_no_sandbox=True):
+        assert not left.exists()
+    if groups is not None:
+        for parent in {groups.memory, groups.pids}:
+            assert not list(parent.glob(f"{left.name}-*"))

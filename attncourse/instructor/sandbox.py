@@ -393,7 +393,12 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
     processes."""
     if contained and os.geteuid() != 0:
         raise SandboxUnavailable("in a container, grade runs as root so that the kernels run as an unprivileged user")
-    root = Path(tempfile.mkdtemp(prefix="ag-"))  # short: socket paths are limited to 107 bytes
+    groups = cgroups.available()
+    for abandoned in _abandoned_sandboxes():
+        _remove(abandoned, groups)
+    # Short (socket paths are limited to 107 bytes), and named after this process, so that
+    # the next grader can tell it was abandoned if this one is killed.
+    root = Path(tempfile.mkdtemp(prefix=f"ag-{os.getpid()}-"))
     sandbox = None
     if contained:
         root.chmod(0o711)  # the kernel reaches its scratch folder, and lists nothing
@@ -403,18 +408,46 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
                         ignore=shutil.ignore_patterns("__pycache__"))
         _make_read_only(root / "package")
         sandbox = Sandbox(root, isolated=not (unsafe_no_sandbox or contained), limits=limits,
-                          groups=cgroups.available(), contained=contained)
+                          groups=groups, contained=contained)
         _probe(sandbox)
         yield sandbox
     finally:
-        if sandbox is not None and sandbox.groups is not None:  # a group a crash left behind
-            groups = sandbox.groups
-            for parent in {folder for folder in (groups.memory, groups.pids, groups.cpuacct) if folder is not None}:
-                for left in parent.glob(f"{root.name}-*"):
-                    cgroups.Group((left,), groups.version).remove()
-        os.chmod(root, 0o700)
-        _make_writable(root)
-        shutil.rmtree(root, ignore_errors=True)
+        _remove(root, groups)
+
+
+def _abandoned_sandboxes() -> list[Path]:
+    """The sandboxes of graders killed before they could remove them (``kill -9``, a machine
+    going down): this user's folders named after a process that no longer runs."""
+    found = []
+    for folder in Path(tempfile.gettempdir()).glob("ag-*-*"):
+        grader = folder.name.split("-")[1]
+        owned = folder.lstat()
+        if grader.isdigit() and stat.S_ISDIR(owned.st_mode) and owned.st_uid == os.geteuid() \
+                and not _running(int(grader)):
+            found.append(folder)
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+def _remove(root: Path, groups: cgroups.Hierarchy | None) -> None:
+    """Remove a sandbox's folder with everything in it, and the control groups named after
+    it that its kernels left (a crash can leave them)."""
+    if groups is not None:
+        for parent in {folder for folder in (groups.memory, groups.pids, groups.cpuacct) if folder is not None}:
+            for left in parent.glob(f"{root.name}-*"):
+                cgroups.Group((left,), groups.version).remove()
+    os.chmod(root, 0o700)
+    _make_writable(root)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 # The probe's Python: it must import the package copy, and in the sandbox it must not be
