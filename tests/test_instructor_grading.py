@@ -23,6 +23,7 @@ import contextlib
 import copy
 import csv
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -377,6 +378,17 @@ elsewhere = {"header": {"msg_id": "no-cell", "msg_type": "execute_request", "ses
 for message in range(16):  # 16 MiB of output that claims a cell nbclient does not run
     kernel.session.send(kernel.iopub_socket, "stream", {"name": "stdout", "text": "x" * 2**20}, parent=elsewhere)
 print("sent 16 MiB")"""
+# An honest learner whose cells outrun the grader: messages the kernel's socket drops cost
+# outputs in the executed copy (instructor_guide.md, "Limits"), never a grade.
+BURST = """\
+import ipywidgets
+from IPython.display import display
+for step in range(5000):
+    display(step)
+bar = ipywidgets.IntProgress(max=5000)
+display(bar)
+for step in range(5000):
+    bar.value = step"""
 HUGE_MESSAGE = """\
 from IPython.display import display
 display({"text/plain": "x" * 25 * 2**20}, raw=True)  # one message of 25 MiB: read whole, it could be 1.5 GB
@@ -602,6 +614,7 @@ def stable_softmax(scores):
         "untagged/ch1.ipynb": without_tags(submission(CORRECT_SOFTMAX, RIGHT_PREDICTION)),
         "replaced/ch1.ipynb": stub_replaced_by_an_untagged_cell(),
         "lenient/ch1.ipynb": saved_by_another_editor(),
+        "burst/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=BURST),
         # D: files that are not graded, each for a reason
         ".hidden.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
         "notes.txt": b"my notes",
@@ -897,9 +910,9 @@ def test_every_file_of_the_submissions_is_graded_or_listed_with_why(graded):
     assert "## Files not graded" in graded["text"].read_text(encoding="utf-8")
 
 
-def test_class_c_honest_answers_are_graded_wherever_they_are(graded):
+def test_class_c_honest_answers_are_graded_wherever_they_are_and_however_much_they_display(graded):
     grades = graded["grades"]
-    for learner in ("below", "untagged", "replaced", "lenient"):
+    for learner in ("below", "untagged", "replaced", "lenient", "burst"):
         assert grades[learner, SOFTMAX].status == PASSED, (learner, grades[learner, SOFTMAX])
         assert grades[learner, DOUBLING].status == PASSED, (learner, grades[learner, DOUBLING])
 
@@ -997,8 +1010,11 @@ def test_names_cannot_inject_a_formula_or_break_the_table(graded):
     assert not [row for row in rows for value in row.values() if value[:1] in ("=", "+", "-", "@", "\t", "\r")]
     assert graded["grades"]["=HYPERLINK(1)|x", SOFTMAX].status == PASSED
     summary = graded["text"].read_text(encoding="utf-8")
-    table = [line for line in summary.splitlines() if line.startswith("| ")]
-    assert all(line.count(" | ") == 2 for line in table)  # learner + two exercises on every row
+    lines = summary.splitlines()
+    start = next(k for k, line in enumerate(lines) if line.startswith("| learner | "))
+    table = list(itertools.takewhile(lambda line: line.startswith("|"), lines[start:]))
+    assert len(table) == 2 + len({g.learner for g in graded["rows"]})  # the header, its rule, a row per learner
+    assert all(line.count(" | ") == 2 for line in table[2:])  # learner + two exercises on every row
     assert "| =HYPERLINK(1)\\|x | passed | passed |" in summary and "| @line break |" in summary
 
 

@@ -23,7 +23,14 @@ from jupyter_client.session import Session
 
 from attncourse.instructor import cgroups
 from attncourse.instructor.sandbox import _CountedChannel, prepared_sandbox
-from tests.test_instructor_grading import DOUBLING, RIGHT_PREDICTION, ROOT, SOFTMAX, submission
+from tests.test_instructor_grading import (
+    DOUBLING,
+    RIGHT_PREDICTION,
+    ROOT,
+    SOFTMAX,
+    run_in_own_thread,
+    submission,
+)
 
 LARGEST = 1000  # bytes a channel takes in one message
 
@@ -55,13 +62,13 @@ async def _refused_after(tmp_path, kernel_does) -> bool:
 
 
 def test_a_message_larger_than_the_channel_takes_is_refused_and_said_so(tmp_path):
-    assert asyncio.run(_refused_after(tmp_path, lambda sender: sender.send(b"x" * (LARGEST + 1))))
+    assert run_in_own_thread(_refused_after(tmp_path, lambda sender: sender.send(b"x" * (LARGEST + 1))))
 
 
 @pytest.mark.parametrize("kernel_does", [lambda sender: sender.send(b"x" * LARGEST), lambda sender: sender.close(0)],
                          ids=["sends a message the channel takes", "closes its socket (exits)"])
 def test_a_kernel_that_closes_its_socket_is_not_taken_for_a_refused_message(tmp_path, kernel_does):
-    assert not asyncio.run(_refused_after(tmp_path, kernel_does))
+    assert not run_in_own_thread(_refused_after(tmp_path, kernel_does))
 
 
 def _dead_pid() -> int:
