@@ -21,8 +21,8 @@ import zmq
 import zmq.asyncio
 from jupyter_client.session import Session
 
-from attncourse.instructor import cgroups
-from attncourse.instructor.sandbox import _CountedChannel, prepared_sandbox
+from attncourse.instructor import cgroups, sandbox
+from attncourse.instructor.sandbox import SandboxedKernelManager, _CountedChannel, prepared_sandbox
 from tests.test_instructor_grading import (
     DOUBLING,
     RIGHT_PREDICTION,
@@ -81,11 +81,13 @@ def test_a_sandbox_whose_grader_is_gone_is_removed_by_the_next_and_nothing_else(
     outside.write_text("the instructor's")
     outside.chmod(0o400)
     abandoned = Path(tempfile.mkdtemp(prefix=f"ag-{_dead_pid()}-"))
+    (abandoned / sandbox.SANDBOX_MARK).touch()  # as prepared_sandbox marks its own
     (abandoned / "0001" / "work").mkdir(parents=True)
     (abandoned / "0001" / "work" / "link").symlink_to(outside)  # what a learner may leave in its scratch
     (abandoned / "package").mkdir()
     (abandoned / "package").chmod(0o555)
     running = Path(tempfile.mkdtemp(prefix=f"ag-{os.getpid()}-"))  # a grader still at work
+    (running / sandbox.SANDBOX_MARK).touch()
     unnamed = Path(tempfile.mkdtemp(prefix="ag-"))
     try:
         with prepared_sandbox(unsafe_no_sandbox=True):
@@ -122,3 +124,46 @@ def test_a_grader_killed_mid_class_leaves_nothing_behind_the_next_one(tmp_path):
     if groups is not None:
         for parent in {groups.memory, groups.pids}:
             assert not list(parent.glob(f"{left.name}-*"))
+
+
+# --- red team D: an instructor's own folder named like a sandbox ---------------------
+
+
+def test_an_instructors_folder_named_like_a_sandbox_is_never_removed(tmp_path):
+    """``/tmp/ag-2025-fall`` holding the submissions (and a folder named exactly as mkdtemp
+    names a sandbox, but never marked as one) is not a sandbox: the next grader keeps it,
+    and still removes a marked sandbox whose grader is gone."""
+    dead = _dead_pid()
+    term = Path(tempfile.gettempdir()) / f"ag-{dead}-fall"
+    alike = Path(tempfile.mkdtemp(prefix=f"ag-{dead}-"))  # the name a sandbox of that grader would have
+    linked = Path(tempfile.mkdtemp(prefix=f"ag-{dead}-"))
+    abandoned = Path(tempfile.mkdtemp(prefix=f"ag-{dead}-"))
+    (abandoned / sandbox.SANDBOX_MARK).touch()
+    (linked / sandbox.SANDBOX_MARK).symlink_to(tmp_path)  # a mark that is not a file of its own
+    try:
+        for folder in (term, alike):
+            (folder / "submissions").mkdir(parents=True)
+            (folder / "submissions" / "alice.ipynb").write_text("{}")
+        with prepared_sandbox(unsafe_no_sandbox=True):
+            pass
+        for folder in (term, alike):
+            assert (folder / "submissions" / "alice.ipynb").read_text() == "{}"
+        assert linked.is_dir() and not abandoned.exists()
+    finally:
+        for folder in (term, alike, linked, abandoned):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_client_has_no_heartbeat_thread_a_kernel_could_stall(tmp_path):
+    """A kernel that writes bytes that are not ZeroMQ's into its sockets broke the heartbeat's
+    connection, and jupyter_client's heartbeat thread then waited for ever: stopping the
+    client (after every notebook) hung the grader and the class. The grader asks the
+    kernel's process whether it lives; its client starts no heartbeat at all."""
+    km = SandboxedKernelManager(["true"], kernel_name="python3", transport="ipc", ip=str(tmp_path / "k"),
+                                connection_file=str(tmp_path / "kernel.json"))
+    client = km.client()
+    client.start_channels()
+    try:
+        assert not client.hb_channel.is_alive() and client.hb_channel.socket is None
+    finally:
+        km.close_clients()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -40,7 +41,7 @@ from pathlib import Path
 import zmq
 import zmq.asyncio
 import zmq.utils.monitor
-from jupyter_client.channels import AsyncZMQSocketChannel
+from jupyter_client.channels import AsyncZMQSocketChannel, HBChannel
 from jupyter_client.manager import AsyncKernelManager
 
 import attncourse
@@ -294,6 +295,18 @@ class _CountedChannel(AsyncZMQSocketChannel):
         return message
 
 
+class _NoHeartbeat(HBChannel):
+    """The client's heartbeat channel, which never starts. The grader learns whether the
+    kernel lives from its process (the client's kernel manager asks it), not from a
+    heartbeat; and jupyter_client's heartbeat thread can wait without end on a socket whose
+    connection the kernel broke (a learner who writes bytes that are not ZeroMQ's into its
+    sockets): stopping the client would then wait for that thread for ever, and the whole
+    class with it."""
+
+    def start(self) -> None:
+        """Never connects: no thread, no socket."""
+
+
 # At most this many messages wait in the grader for each channel (the kernel's side keeps
 # its own queue, and its memory limit bounds that): with the largest message a channel takes
 # (twice the output limit, ``SandboxedKernelManager.client``) it bounds what a kernel can
@@ -325,7 +338,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         counted = type("Counted", (_CountedChannel,), {"count": lambda _, message, size: self.received(message, size)})
         self.clients.append(super().client(context=self.client_context, shell_channel_class=counted,
                                            iopub_channel_class=counted, stdin_channel_class=counted,
-                                           control_channel_class=counted, **kwargs))
+                                           control_channel_class=counted, hb_channel_class=_NoHeartbeat,
+                                           **kwargs))
         return self.clients[-1]
 
     async def refused_a_message(self) -> bool:
@@ -399,6 +413,7 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
     # Short (socket paths are limited to 107 bytes), and named after this process, so that
     # the next grader can tell it was abandoned if this one is killed.
     root = Path(tempfile.mkdtemp(prefix=f"ag-{os.getpid()}-"))
+    (root / SANDBOX_MARK).touch()
     sandbox = None
     if contained:
         root.chmod(0o711)  # the kernel reaches its scratch folder, and lists nothing
@@ -415,17 +430,35 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
         _remove(root, groups)
 
 
+# Every sandbox's folder holds this file from its start: the next grader removes only
+# folders that hold it, never an instructor's own folder that happens to be named alike
+# (``/tmp/ag-2025-fall``, holding the submissions).
+SANDBOX_MARK = ".attncourse-grader-sandbox"
+# As tempfile.mkdtemp names a sandbox's folder: the grader's process, then 8 random characters.
+_SANDBOX_NAME = re.compile(r"ag-(\d+)-[a-z0-9_]{8}")
+
+
 def _abandoned_sandboxes() -> list[Path]:
     """The sandboxes of graders killed before they could remove them (``kill -9``, a machine
-    going down): this user's folders named after a process that no longer runs."""
+    going down): this user's folders named and marked as a sandbox (``SANDBOX_MARK``) by a
+    grader whose process no longer runs."""
     found = []
     for folder in Path(tempfile.gettempdir()).glob("ag-*-*"):
-        grader = folder.name.split("-")[1]
+        named = _SANDBOX_NAME.fullmatch(folder.name)
         owned = folder.lstat()
-        if grader.isdigit() and stat.S_ISDIR(owned.st_mode) and owned.st_uid == os.geteuid() \
-                and not _running(int(grader)):
+        if named and stat.S_ISDIR(owned.st_mode) and owned.st_uid == os.geteuid() and _marked(folder) \
+                and not _running(int(named.group(1))):
             found.append(folder)
     return found
+
+
+def _marked(folder: Path) -> bool:
+    """Whether ``folder`` holds the sandbox's mark, a file of its owner's (not a link)."""
+    try:
+        mark = (folder / SANDBOX_MARK).lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(mark.st_mode) and mark.st_uid == folder.lstat().st_uid
 
 
 def _running(pid: int) -> bool:
