@@ -372,3 +372,33 @@ def test_outputs_forged_of_odd_values_fail_in_the_grader(forged):
         call["outcome"] = {"returned": forged}
     result = verdict.judge_check(SOFTMAX, record)
     assert result.status == checks.FAILED and result.message
+
+
+# --- red team D: honest answers in number types the wire did not carry ----------------
+
+
+def extended(scores):
+    """The right softmax, computed (and returned) in numpy's extended precision."""
+    scores = np.asarray(scores, dtype=np.longdouble)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_extended_precision_and_fractions_cross_as_numbers_and_are_judged_as_the_learners_check_does(capsys):
+    """A softmax computed in np.longdouble (float128) crossed as "not data" and failed; a
+    prediction written as a Fraction, which the learner's own check passes, crossed as an
+    opaque object and failed. Both are numbers: they cross at float64."""
+    from fractions import Fraction
+
+    from attncourse.checks import load_chapter_of
+    from attncourse.checks.predict import PREDICTIONS
+
+    assert wire.decode(wire.encode(np.array([0.5], dtype=np.longdouble))).dtype == np.float64
+    assert wire.decode(wire.encode(np.clongdouble(1j))).dtype == np.complex128
+    assert verdict.judge_check(SOFTMAX, recorded(SOFTMAX, extended)).status == checks.PASSED
+    doubling = "ch1-predict-doubling"
+    load_chapter_of(doubling)
+    typed = Fraction(PREDICTIONS[doubling].answer).limit_denominator()
+    checks.predict_doubling(typed)  # the learner's own check, in the notebook
+    assert "Passed." in capsys.readouterr().out
+    assert verdict.judge_check(doubling, recorded(doubling, typed)).status == checks.PASSED

@@ -60,6 +60,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import fractions
 import functools
 import hashlib
 import json
@@ -118,6 +119,8 @@ def _encode(value: Any, depth: int) -> Any:
         return number if math.isfinite(number) else {"$float": repr(number)}
     if isinstance(value, complex):
         return {"$complex": [encode(value.real), encode(value.imag)]}
+    if isinstance(value, fractions.Fraction):  # a number to the checks, which take any real number
+        return _encode(fractions.Fraction.__float__(value), depth)
     if isinstance(value, (np.ndarray, np.generic)):
         return _encode_array(value)
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
@@ -143,8 +146,15 @@ def _object(value, fields: dict, depth: int) -> dict:
     return {"$object": type(value).__name__, "fields": {str(k): encode(v, depth + 1) for k, v in fields.items()}}
 
 
+# numpy's extended precision (float128 or float96, by machine) crosses at the precision the
+# checks compare at: a learner who computed in it has numbers, not an object that is no data.
+_EXTENDED = {np.dtype(np.longdouble): np.float64, np.dtype(np.clongdouble): np.complex128}
+
+
 def _encode_array(value) -> dict:
     array = np.asarray(value)
+    if array.dtype in _EXTENDED:
+        array = array.astype(_EXTENDED[array.dtype])
     if array.dtype.name not in DTYPES:
         return {"$opaque": f"an array of {array.dtype}"}
     if array.nbytes > MAX_BYTES:
