@@ -199,3 +199,31 @@ def test_an_override_that_matches_no_row_is_reported_not_dropped(tmp_path):
         "the override of 'dee', 'ch1-stable-sofmax' matches no row of the report: not applied"]
     learners = json.loads(written[0].read_text())["learners"]
     assert [(row["points"], row["override"]) for row in learners[0]["exercises"]] == [(1.0, "applied")]
+
+
+# --- red team D: a scratch notebook beside the chapter ---------------------------------
+
+
+def test_a_scratch_notebook_that_binds_an_exercises_name_is_no_duplicate_of_the_chapter():
+    """An honest learner's folder: ch1.ipynb (tagged, answered) and an Untitled.ipynb of
+    their own that binds ``prediction`` (no tags, none of the course's cells). The scratch
+    notebook made every predict exercise "duplicate submissions" (an error row). The
+    chapter's notebook is graded and the review names the other; two chapter notebooks,
+    or a chapter's stub left not attempted beside a scratch answer, stay duplicates."""
+    handed_out = "import numpy as np"
+    course = grading.Course(order=[DOUBLING], exercises={}, hidden={}, inputs={},
+                            chapters={"ch1": frozenset({handed_out})})
+    chapter = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(handed_out)])
+    chapter.cells[0].metadata["tags"] = [f"exercise:{DOUBLING}"]
+    scratch = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("prediction = logits.argmax()")])
+    stripped = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(handed_out)])  # a copy, tags lost
+    runs = [grading._Run("amy/ch1.ipynb", chapter), grading._Run("amy/Untitled.ipynb", scratch),
+            grading._Run("amy/copy.ipynb", stripped)]
+    graded = ("amy/ch1.ipynb", instructor.COMPLETED, "you predicted 0.4", "")
+    kept = grading._without_scratch([graded, ("amy/Untitled.ipynb", instructor.FAILED, "no number", "")], runs, course)
+    assert kept == [(*graded[:3], "also bound in amy/Untitled.ipynb (no tags, none of the course's cells), "
+                                  "which was not graded for it")]
+    copies = [graded, ("amy/copy.ipynb", instructor.FAILED, "", "")]
+    assert grading._without_scratch(copies, runs, course) == copies
+    stub = [(*graded[:1], instructor.NOT_ATTEMPTED, "", ""), ("amy/Untitled.ipynb", instructor.COMPLETED, "", "")]
+    assert grading._without_scratch(stub, runs, course) == stub

@@ -412,6 +412,7 @@ def _grade_learner(learner: str, runs: list[_Run], expected: list[str], course: 
             if label in PREDICTIONS:
                 status, message, review = _predicted(run, label, status, message, review, score_predictions, course)
             outcomes.append((run.notebook, status, message, review))
+        outcomes = _without_scratch(outcomes, runs, course)
         unreadable = [run for run in runs if run.submitted is None]
         if len(outcomes) > 1:
             listed = ", ".join(f"{notebook} ({status})" for notebook, status, *_ in outcomes)
@@ -431,6 +432,26 @@ def _grade_learner(learner: str, runs: list[_Run], expected: list[str], course: 
             grades.append(Grade(learner, label, NOT_ATTEMPTED, "no submitted notebook contains this exercise", "", "", now))
     return [replace(grade, message=_explained(grade.message, limits), review=_clip(grade.review))
             for grade in grades]
+
+
+def _without_scratch(outcomes: list[tuple[str, str, str, str]], runs: list[_Run], course: Course
+                     ) -> list[tuple[str, str, str, str]]:
+    """``outcomes`` (notebook, status, message, review) of one exercise, less those of the
+    learner's scratch notebooks (no tags, none of the course's cells: an ``Untitled.ipynb``
+    that happens to bind ``prediction``) when exactly one other notebook holds an attempted
+    answer: that one is graded, and its review names the others. Otherwise all are kept
+    (and reported as duplicates)."""
+    if len(outcomes) < 2:
+        return outcomes
+    scratch = {run.notebook for run in runs if run.submitted is not None and not exercise_labels(run.submitted)
+               and not _chapters_by_cells(run.submitted, course)}
+    kept = [outcome for outcome in outcomes if outcome[0] not in scratch]
+    if len(kept) != 1 or kept[0][1] == NOT_ATTEMPTED:
+        return outcomes
+    notebook, status, message, review = kept[0]
+    others = ", ".join(outcome[0] for outcome in outcomes if outcome[0] in scratch)
+    note = f"also bound in {others} (no tags, none of the course's cells), which was not graded for it"
+    return [(notebook, status, message, "; ".join(filter(None, [review, note])))]
 
 
 def _learner_view(runs: list[_Run], notebook: str, label: str, course: Course) -> dict:
