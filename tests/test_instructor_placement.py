@@ -227,3 +227,16 @@ def test_a_scratch_notebook_that_binds_an_exercises_name_is_no_duplicate_of_the_
     assert grading._without_scratch(copies, runs, course) == copies
     stub = [(*graded[:1], instructor.NOT_ATTEMPTED, "", ""), ("amy/Untitled.ipynb", instructor.COMPLETED, "", "")]
     assert grading._without_scratch(stub, runs, course) == stub
+
+
+@pytest.mark.parametrize("stub", [True, False], ids=["stub kept", "stub deleted"])
+def test_an_answer_typed_into_the_check_cell_runs_and_is_graded(stub):
+    """An honest learner who typed the answer (or ``stable_softmax = my_softmax``) into the
+    check cell above its call: the grader left the whole check cell out, so the stub (not
+    attempted) or nothing (NameError) was graded. The cell runs without its check calls."""
+    for typed in (ANSWER, f"{HELPER}\nstable_softmax = _shifted"):
+        cells = [(STUB, "stub")] if stub else []
+        before, note = _recorded(_notebook(*cells, (HELPER, None), (f"{typed}\n{CHECK}\n", "check")))
+        assert before[-1] == f"{typed}\n" and CHECK not in before[-1] and note == ""  # what its own run checked
+    before, _ = _recorded(_notebook((ANSWER, "stub"), (CHECK, "check"), ("y = 2", None)))
+    assert before == [ANSWER]  # the check cell as handed out is left out, as before

@@ -104,9 +104,16 @@ def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozen
         after.setdefault(position, []).append((exercise, "; ".join(filter(None, [note, own]))))
     run = nbformat.v4.new_notebook(metadata=copy.deepcopy(submitted.metadata))
     placed: list[Placed] = []
+    check_names = {_check_name(exercise.label) for exercise in exercises}
     for position in range(-1, len(cells)):
         if position >= 0 and not checks_of[position]:
             run.cells.append(cells[position])
+        elif position >= 0 and not handed_out[position]:  # the learner wrote in a check cell
+            rest = _besides_check_calls(cells[position].source, check_names)
+            if rest:
+                kept = copy.deepcopy(cells[position])
+                kept.source = rest
+                run.cells.append(kept)
         for exercise, note in after.get(position, []):
             aliases = f", {dict(exercise.aliases)!r}" if exercise.aliases else ""
             cell = nbformat.v4.new_code_cell(
@@ -117,6 +124,26 @@ def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozen
             run.cells.append(cell)
     _skip_unneeded(run, placed, {e.label: e for e, _ in checked}, course_sources)
     return run, placed
+
+
+def _besides_check_calls(source: str, check_names: set[str]) -> str:
+    """What a check cell the learner wrote in holds besides its calls of checks (an answer
+    typed above the call, ``stable_softmax = my_softmax``): it runs where the cell was, and
+    the grader's recording takes the calls' place. "" if nothing else, or if Python cannot
+    parse the cell (then the cell is left out, as a check cell is)."""
+    lines = source.splitlines(keepends=True)
+    try:
+        tree = parse("".join("pass\n" if line.lstrip().startswith(("%", "!")) else line for line in lines))
+    except UNPARSEABLE:
+        return ""
+    calls, others = set(), set()
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        is_check = isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and (
+            call.func.attr in check_names or getattr(call.func.value, "id", None) in ("check", "checks"))
+        (calls if is_check else others).update(range(node.lineno - 1, node.end_lineno or node.lineno))
+    rest = "".join(line for number, line in enumerate(lines) if number not in calls - others)
+    return rest if rest.strip() else ""
 
 
 def _as_checked(cells, checks_of, exercise: Exercise) -> tuple[Exercise, str]:
@@ -198,7 +225,7 @@ def _position(cells, defines, checks_of, exercise: Exercise, exercises: list[Exe
     own_checks = [i for i in range(start, end)
                   if {exercise.label, "name:" + _check_name(exercise.label)} & checks_of[i]]
     defining = [i for i in range(start, end) if defines[i] & names]
-    before_check = [i for i in defining if own_checks and i < own_checks[-1]]
+    before_check = [i for i in defining if own_checks and i <= own_checks[-1]]  # its cell may bind it first
     defining = before_check or defining  # the last definition before its last check, if any
     written = [i for i in range(start if sharing else 0, end) if defines[i] & names and not handed_out[i]]
     listed = ", ".join(sorted(names)) or "(none)"
