@@ -6,6 +6,7 @@ the hostile classes in tests/test_instructor_grading.py."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import shutil
 import stat
@@ -87,17 +88,28 @@ def test_a_sandbox_whose_grader_is_gone_is_removed_by_the_next_and_nothing_else(
     (abandoned / "package").mkdir()
     (abandoned / "package").chmod(0o555)
     running = Path(tempfile.mkdtemp(prefix=f"ag-{os.getpid()}-"))  # a grader still at work
-    (running / sandbox.SANDBOX_MARK).touch()
+    elsewhere = Path(tempfile.mkdtemp(prefix=f"ag-{_dead_pid()}-"))  # one at work in another process namespace
+    locks = [_locked_mark(running), _locked_mark(elsewhere)]
     unnamed = Path(tempfile.mkdtemp(prefix="ag-"))
     try:
         with prepared_sandbox(unsafe_no_sandbox=True):
             pass
         assert not abandoned.exists()
-        assert running.is_dir() and unnamed.is_dir()
+        assert running.is_dir() and elsewhere.is_dir() and unnamed.is_dir()
         assert outside.read_text() == "the instructor's" and stat.S_IMODE(outside.stat().st_mode) == 0o400
     finally:
-        for folder in (abandoned, running, unnamed):
+        for lock in locks:
+            os.close(lock)
+        for folder in (abandoned, running, elsewhere, unnamed):
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _locked_mark(folder: Path) -> int:
+    """Mark ``folder`` as a sandbox and hold its lock, as a live grader does (from any
+    process namespace: the process number in the name of ``elsewhere`` runs nowhere here)."""
+    descriptor = os.open(folder / sandbox.SANDBOX_MARK, os.O_WRONLY | os.O_CREAT)
+    fcntl.flock(descriptor, fcntl.LOCK_EX)
+    return descriptor
 
 
 @pytest.mark.slow

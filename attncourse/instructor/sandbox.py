@@ -27,6 +27,7 @@ back to root, read-only to the kernel.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -408,12 +409,12 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
     if contained and os.geteuid() != 0:
         raise SandboxUnavailable("in a container, grade runs as root so that the kernels run as an unprivileged user")
     groups = cgroups.available()
-    for abandoned in _abandoned_sandboxes():
-        _remove(abandoned, groups)
-    # Short (socket paths are limited to 107 bytes), and named after this process, so that
-    # the next grader can tell it was abandoned if this one is killed.
+    _remove_abandoned(groups)
+    # Short (socket paths are limited to 107 bytes), named after this process (for whoever
+    # looks), and marked, locked, as a sandbox while this grader lives (``_remove_abandoned``).
     root = Path(tempfile.mkdtemp(prefix=f"ag-{os.getpid()}-"))
-    (root / SANDBOX_MARK).touch()
+    alive = os.open(root / SANDBOX_MARK, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(alive, fcntl.LOCK_EX)
     sandbox = None
     if contained:
         root.chmod(0o711)  # the kernel reaches its scratch folder, and lists nothing
@@ -428,26 +429,48 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
         yield sandbox
     finally:
         _remove(root, groups)
+        os.close(alive)
 
 
-# Every sandbox's folder holds this file from its start: the next grader removes only
-# folders that hold it, never an instructor's own folder that happens to be named alike
-# (``/tmp/ag-2025-fall``, holding the submissions).
+# Every sandbox's folder holds this file from its start, locked (flock) by its grader for
+# as long as that grader runs: Linux lets the lock go when the process ends, however it
+# ends. The next grader removes only folders that hold it, unlocked: never an instructor's
+# own folder that happens to be named alike (``/tmp/ag-2025-fall``, holding the
+# submissions), nor the sandbox of a grader that runs in another process namespace (a
+# container sharing /tmp: its process number means nothing here) or under a reused number.
 SANDBOX_MARK = ".attncourse-grader-sandbox"
 # As tempfile.mkdtemp names a sandbox's folder: the grader's process, then 8 random characters.
-_SANDBOX_NAME = re.compile(r"ag-(\d+)-[a-z0-9_]{8}")
+_SANDBOX_NAME = re.compile(r"ag-\d+-[a-z0-9_]{8}")
+
+
+def _remove_abandoned(groups: cgroups.Hierarchy | None) -> None:
+    """Remove the sandboxes of graders killed before they could (``kill -9``, a machine
+    going down), each while holding its lock: two graders starting together remove it once."""
+    for folder in _abandoned_sandboxes():
+        try:
+            mark = os.open(folder / SANDBOX_MARK, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:  # removed meanwhile
+            continue
+        try:
+            fcntl.flock(mark, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _remove(folder, groups)
+        except OSError:  # its grader runs, or another grader is removing it
+            continue
+        finally:
+            os.close(mark)
 
 
 def _abandoned_sandboxes() -> list[Path]:
-    """The sandboxes of graders killed before they could remove them (``kill -9``, a machine
-    going down): this user's folders named and marked as a sandbox (``SANDBOX_MARK``) by a
-    grader whose process no longer runs."""
+    """This user's folders named and marked as a sandbox (``SANDBOX_MARK``) whose grader no
+    longer runs (no process holds the mark's lock)."""
     found = []
     for folder in Path(tempfile.gettempdir()).glob("ag-*-*"):
-        named = _SANDBOX_NAME.fullmatch(folder.name)
-        owned = folder.lstat()
-        if named and stat.S_ISDIR(owned.st_mode) and owned.st_uid == os.geteuid() and _marked(folder) \
-                and not _running(int(named.group(1))):
+        try:
+            owned = folder.lstat()
+        except OSError:  # removed meanwhile
+            continue
+        if _SANDBOX_NAME.fullmatch(folder.name) and stat.S_ISDIR(owned.st_mode) and owned.st_uid == os.geteuid() \
+                and _marked(folder) and not _locked(folder / SANDBOX_MARK):
             found.append(folder)
     return found
 
@@ -461,14 +484,19 @@ def _marked(folder: Path) -> bool:
     return stat.S_ISREG(mark.st_mode) and mark.st_uid == folder.lstat().st_uid
 
 
-def _running(pid: int) -> bool:
+def _locked(mark: Path) -> bool:
+    """Whether a process holds the lock on ``mark`` (its grader, alive)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        descriptor = os.open(mark, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return True  # gone, or not ours to read: not ours to remove
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return False
-    except PermissionError:  # another user's
+    except OSError:
         return True
-    return True
+    finally:
+        os.close(descriptor)
 
 
 def _remove(root: Path, groups: cgroups.Hierarchy | None) -> None:
@@ -478,7 +506,8 @@ def _remove(root: Path, groups: cgroups.Hierarchy | None) -> None:
         for parent in {folder for folder in (groups.memory, groups.pids, groups.cpuacct) if folder is not None}:
             for left in parent.glob(f"{root.name}-*"):
                 cgroups.Group((left,), groups.version).remove()
-    os.chmod(root, 0o700)
+    with contextlib.suppress(FileNotFoundError):  # another grader removed it first
+        os.chmod(root, 0o700)
     _make_writable(root)
     shutil.rmtree(root, ignore_errors=True)
 
