@@ -648,6 +648,7 @@ def stable_softmax(scores):
         "huge-message/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=HUGE_MESSAGE),
         "escaper/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=ESCAPER),
         **red_team_c_learners(),  # honest learners the grader must not zero, files it must list (redC)
+        **red_team_d_learners(),  # honest learners in unusual places and types, and one who stalls a socket (redD)
     }
 
 
@@ -1065,7 +1066,7 @@ def test_class_b_output_that_claims_no_cell_or_comes_in_one_huge_message_is_boun
     assert "sent 16 MiB" not in executed_text(graded, "foreign-flooder/ch1.ipynb")
     huge = graded["grades"]["huge-message", SOFTMAX]  # refused before it is read, and said so
     assert huge.status == CRASHED and huge.message.startswith(
-        "its output passed the limit of 10 MiB in cell 2 (one message larger than 20 MiB, refused unread)")
+        "its output passed the limit of 10 MiB in cell 2 (one message larger than 20 MiB or malformed, refused unread)")
     assert "[grade: output cut off here, past the limit of 10 MiB]" in executed_text(graded, "huge-message/ch1.ipynb")
 
 
@@ -1426,3 +1427,77 @@ def test_red_team_c_an_answer_that_needs_a_file_beside_the_notebook_needs_review
     assert "redc-beside/mymodule.py: not a notebook (.ipynb)" in graded["problems"][SKIPPED]
     assert graded["grades"]["redc-beside", DOUBLING].status == PASSED
 
+
+
+# --- red team D (redD): answers in the check cell, numbers of other types, a scratch -----
+# --- notebook beside the chapter, and a kernel that writes raw bytes into its sockets ----
+
+
+HEART_STOPPER = """\
+import os
+for descriptor in range(3, 256):  # every socket of the kernel's, the heartbeat's among them
+    try:
+        if os.readlink(f"/proc/self/fd/{descriptor}").startswith("socket:"):
+            os.write(descriptor, b"\\xff" * 64)  # not ZeroMQ's framing: the grader's end breaks
+    except OSError:
+        pass"""
+
+
+def red_team_d_learners() -> dict[str, object]:
+    """Right answers typed into the check cell (the stub kept or deleted, or the learner's
+    own function bound there), computed in float128, predicted as a Fraction; a learner
+    with a scratch notebook that binds ``prediction`` beside the chapter; and a learner
+    whose last cell writes raw bytes into every socket of its kernel's (the grader's
+    heartbeat thread then waited for ever, and the class with it)."""
+    answer = RIGHT_PREDICTION.replace("prediction = ", "")
+
+    def typed_into_the_checks(keep_stub: bool, softmax: str = CORRECT_SOFTMAX):
+        nb = submission()
+        if not keep_stub:
+            nb.cells = [cell for cell in nb.cells if role_of(cell) != "stub"]
+        _cells(nb, SOFTMAX, "check")[0].source = f"{softmax}\n\ncheck.stable_softmax(stable_softmax)"
+        _cells(nb, DOUBLING, "check")[0].source = f"prediction = {answer}\ncheck.predict_doubling(prediction)"
+        return nb
+
+    aliased = submission(prediction=RIGHT_PREDICTION)
+    check = aliased.cells.index(_cells(aliased, SOFTMAX, "check")[0])
+    aliased.cells.insert(check, nbformat.v4.new_code_cell(CORRECT_SOFTMAX.replace("def stable_softmax", "def my_softmax")))
+    aliased.cells[check + 1].source = "stable_softmax = my_softmax\ncheck.stable_softmax(stable_softmax)"
+    stopper = submission(CORRECT_SOFTMAX, RIGHT_PREDICTION)
+    stopper.cells.append(nbformat.v4.new_code_cell(HEART_STOPPER))
+    scratch = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import numpy as np\nlogits = np.array([2.0, 1.0])\nprediction = logits.argmax()")])
+    return {
+        "redd-in-check/ch1.ipynb": typed_into_the_checks(keep_stub=True),
+        "redd-in-check-no-stub/ch1.ipynb": typed_into_the_checks(keep_stub=False),
+        "redd-alias-in-check/ch1.ipynb": aliased,
+        "redd-float128/ch1.ipynb": submission(CORRECT_SOFTMAX.replace("dtype=float", "dtype=np.longdouble"),
+                                              RIGHT_PREDICTION),
+        "redd-fraction/ch1.ipynb": submission(CORRECT_SOFTMAX, "from fractions import Fraction\n"
+                                              f"prediction = Fraction({answer}).limit_denominator()"),
+        "redd-scratch/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION),
+        "redd-scratch/Untitled.ipynb": scratch,
+        "redd-heart-stopper/ch1.ipynb": stopper,
+    }
+
+
+def test_red_team_d_honest_answers_in_the_check_cell_or_of_other_number_types_pass(graded):
+    grades = graded["grades"]
+    for learner in ("redd-in-check", "redd-in-check-no-stub", "redd-alias-in-check", "redd-float128", "redd-fraction"):
+        for label in (SOFTMAX, DOUBLING):
+            assert grades[learner, label].status == PASSED, (learner, label, grades[learner, label])
+
+
+def test_red_team_d_a_scratch_notebook_beside_the_chapter_is_listed_not_a_duplicate(graded):
+    doubling = graded["grades"]["redd-scratch", DOUBLING]
+    assert doubling.status == PASSED and doubling.notebook == "redd-scratch/ch1.ipynb"
+    assert "also bound in redd-scratch/Untitled.ipynb" in doubling.review
+    assert any(note.startswith("redd-scratch/Untitled.ipynb: graded for no exercise")
+               for note in graded["problems"]["redd-scratch"])
+
+
+def test_red_team_d_a_kernel_that_breaks_its_sockets_neither_hangs_the_grader_nor_loses_its_grades(graded):
+    """The class was graded at all (the fixture returned): the heartbeat no longer exists to
+    wait for. The learner's grades, recorded before the last cell, stand."""
+    for label in (SOFTMAX, DOUBLING):
+        assert graded["grades"]["redd-heart-stopper", label].status == PASSED

@@ -97,7 +97,7 @@ def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, runni
     """(the cell where the run stopped, why), after the run raised ``error`` (None: it
     ended, but its output was cut)."""
     if client.cut_in is not None:
-        refused = f" (one message larger than {megabytes(2 * limits.output)}, refused unread)" \
+        refused = f" (one message larger than {megabytes(2 * limits.output)} or malformed, refused unread)" \
             if isinstance(error, _TooLarge) else ""
         return client.cut_in, (f"its output passed the limit of {megabytes(limits.output)} in cell "
                                f"{client.cut_in + 1}{refused}: the rest was not kept and the notebook was stopped there")

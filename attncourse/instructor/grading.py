@@ -641,7 +641,7 @@ def grade_submissions(
         runs = [results[i] for i, (name, _) in enumerate(tasks) if name == learner]
         labels = expected or _found_labels(runs, course)
         rows = _grade_learner(learner, runs, labels, course, limits, score_predictions)
-        notes = _problems(learner, todo[learner], runs)
+        notes = _problems(learner, todo[learner], runs) + _graded_for_nothing(runs, rows)
         if executed_dir is not None:
             notes += _write_executed(runs, Path(executed_dir))
         grades.extend(rows)
@@ -700,6 +700,14 @@ def _problems(learner: str, paths: list[Path], runs: list[_Run]) -> list[str]:
            for note in (([run.problem] if run.problem else [])
                         + _solution_note(run) + (run.execution.errors if run.execution else []))]
     )
+
+
+def _graded_for_nothing(runs: list[_Run], rows: list[Grade]) -> list[str]:
+    """A line for each notebook read that no row was graded on (a scratch notebook beside
+    the chapter's): every file of the submissions appears in the report."""
+    return [f"{run.notebook}: graded for no exercise (it holds none of those graded, or another notebook "
+            "of the learner's holds each one it binds)" for run in runs
+            if run.submitted is not None and not any(f" {run.notebook} " in f" {g.notebook} " for g in rows)]
 
 
 def _write_executed(runs: list[_Run], folder: Path) -> list[str]:
