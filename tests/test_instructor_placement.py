@@ -240,3 +240,5 @@ def test_an_answer_typed_into_the_check_cell_runs_and_is_graded(stub):
         assert before[-1] == f"{typed}\n" and CHECK not in before[-1] and note == ""  # what its own run checked
     before, _ = _recorded(_notebook((ANSWER, "stub"), (CHECK, "check"), ("y = 2", None)))
     assert before == [ANSWER]  # the check cell as handed out is left out, as before
+    before, _ = _recorded(_notebook((ANSWER, "stub"), (f"{CHECK}\nstable_softmax = None", "check")))
+    assert before == [ANSWER]  # what the cell does after its check, the check never saw

@@ -127,22 +127,31 @@ def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozen
 
 
 def _besides_check_calls(source: str, check_names: set[str]) -> str:
-    """What a check cell the learner wrote in holds besides its calls of checks (an answer
-    typed above the call, ``stable_softmax = my_softmax``): it runs where the cell was, and
-    the grader's recording takes the calls' place. "" if nothing else, or if Python cannot
-    parse the cell (then the cell is left out, as a check cell is)."""
+    """What a check cell the learner wrote in runs before its last call of a check, less
+    its calls of checks (an answer typed above the call, ``stable_softmax = my_softmax``):
+    it runs where the cell was, and the grader's recording takes the calls' place, so it
+    reads what the learner's check read. "" if nothing, or if Python cannot parse the cell
+    (then the cell is left out, as a check cell is)."""
     lines = source.splitlines(keepends=True)
     try:
         tree = parse("".join("pass\n" if line.lstrip().startswith(("%", "!")) else line for line in lines))
     except UNPARSEABLE:
         return ""
-    calls, others = set(), set()
-    for node in tree.body:
+
+    def is_check(node: ast.stmt) -> bool:
         call = node.value if isinstance(node, ast.Expr) else None
-        is_check = isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and (
+        return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and (
             call.func.attr in check_names or getattr(call.func.value, "id", None) in ("check", "checks"))
-        (calls if is_check else others).update(range(node.lineno - 1, node.end_lineno or node.lineno))
-    rest = "".join(line for number, line in enumerate(lines) if number not in calls - others)
+
+    calls = [node for node in tree.body if is_check(node)]
+    if not calls:
+        return ""
+    keep: set[int] = set()
+    for node in tree.body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        if not is_check(node) and (node.lineno, node.col_offset) < (calls[-1].lineno, calls[-1].col_offset):
+            keep.update(range(first - 1, node.end_lineno or node.lineno))
+    rest = "".join(line for number, line in enumerate(lines) if number in keep)
     return rest if rest.strip() else ""
 
 
