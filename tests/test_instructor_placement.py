@@ -242,3 +242,17 @@ def test_an_answer_typed_into_the_check_cell_runs_and_is_graded(stub):
     assert before == [ANSWER]  # the check cell as handed out is left out, as before
     before, _ = _recorded(_notebook((ANSWER, "stub"), (f"{CHECK}\nstable_softmax = None", "check")))
     assert before == [ANSWER]  # what the cell does after its check, the check never saw
+
+
+def test_files_of_the_instructors_own_in_the_learners_folder_of_out_are_not_rows(tmp_path):
+    """--out an existing folder that holds a learners/ folder of the instructor's (a roster
+    as JSON, a note): the whole class was graded, then the report crashed reading them
+    ('list' object has no attribute 'get'). They are left alone and are no rows."""
+    (tmp_path / "learners").mkdir()
+    (tmp_path / "learners" / "roster.json").write_text('[{"name": "ada"}]')
+    (tmp_path / "learners" / "ada.json").write_text('{"name": "ada", "grades": [{"mark": 3}]}')
+    (tmp_path / "learners" / "notes.json").write_text('{"learner": 7, "grades": []}')
+    ledger.Ledger(tmp_path, "options").save("bob", "k", [_row("bob")], [])
+    grades, problems = ledger.Ledger(tmp_path, "options").everything([])
+    assert [g.learner for g in grades] == ["bob"] and list(problems) == ["bob"]
+    assert (tmp_path / "learners" / "roster.json").read_text() == '[{"name": "ada"}]'

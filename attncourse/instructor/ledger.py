@@ -84,9 +84,13 @@ class Ledger:
         entries = []
         for path in sorted(self.folder.glob("*.json")) if self.folder.exists() else []:
             try:
-                entries.append(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError):
-                continue
+                entry = json.loads(path.read_text(encoding="utf-8"))
+                rows = [Grade(**row) for row in entry["grades"]]
+                if not isinstance(entry["learner"], str):
+                    raise TypeError("no learner")
+            except (OSError, ValueError, TypeError, KeyError):  # not a file of the ledger's: an --out
+                continue  # folder of the instructor's may hold a learners/ folder of their own
+            entries.append({**entry, "grades": rows})
         try:
             last = json.loads((self.folder.parent / LAST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -95,7 +99,7 @@ class Ledger:
             stale = "" if last is None else (
                 STALE_LEARNER if entry["learner"] not in last["present"] else
                 STALE_OPTIONS if entry.get("options", last["options"]) != last["options"] else "")
-            rows = [Grade(**row) for row in entry.get("grades", [])]
+            rows = entry["grades"]
             grades += [dataclasses.replace(g, review="; ".join(filter(None, [g.review, stale]))) for g in rows]
             problems[entry["learner"]] = entry.get("problems", []) + ([stale] if stale else [])
         return grades, problems
