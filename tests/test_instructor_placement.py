@@ -256,3 +256,16 @@ def test_files_of_the_instructors_own_in_the_learners_folder_of_out_are_not_rows
     grades, problems = ledger.Ledger(tmp_path, "options").everything([])
     assert [g.learner for g in grades] == ["bob"] and list(problems) == ["bob"]
     assert (tmp_path / "learners" / "roster.json").read_text() == '[{"name": "ada"}]'
+
+
+def test_an_untagged_check_of_the_learners_own_function_through_checks_is_graded_on_it():
+    """Tags stripped, the learner's ``my_softmax`` checked in a cell of its own as
+    ``checks.stable_softmax(my_softmax)`` after ``from attncourse import checks``: the
+    stub, left as handed out, was graded (not attempted)."""
+    own = ANSWER.replace("def stable_softmax", "def my_softmax")
+    for check in ("from attncourse import checks\nchecks.stable_softmax(my_softmax)",
+                  "import attncourse.checks\nattncourse.checks.stable_softmax(my_softmax)"):
+        nb = _notebook((STUB, None), (HELPER, None), (own, None), (check, None))
+        run, (placed,) = notebook_to_run(nb, [EXERCISE], frozenset({STUB, CHECK}))
+        assert "my_softmax" in run.cells[placed.index].source and "own check call (my_softmax)" in placed.note
+        assert run.cells[placed.index - 1].source == check.split("\n")[0] + "\n"  # the import runs; the call does not

@@ -204,14 +204,21 @@ def skipped_cells(run) -> int:
 
 
 def _checks_called(cell) -> set[str]:
-    """The exercises a learner's cell checks: tagged as a check, or only calling checks."""
+    """The exercises a learner's cell checks: tagged as a check, or only calling checks
+    (``check.NAME(...)``, ``checks.NAME(...)``, ``attncourse.checks.NAME(...)``), with the
+    imports they need."""
     if cell.cell_type != "code":
         return set()
     if role_of(cell) == CHECK:
         return {exercise_of(cell) or ""}
-    calls = re.findall(r"^\s*check\.(\w+)\(.*\)\s*$", cell.source, re.MULTILINE)
-    lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    calls = _CHECK_CALL.findall(cell.source)
+    lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")
+             and not _IMPORT_LINE.match(line)]
     return {"name:" + name for name in calls} if calls and len(calls) == len(lines) else set()
+
+
+_CHECK_CALL = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?checks?\.(\w+)\(.*\)\s*$", re.MULTILINE)
+_IMPORT_LINE = re.compile(r"^\s*(import|from)\s")
 
 
 def _position(cells, defines, checks_of, exercise: Exercise, exercises: list[Exercise],
