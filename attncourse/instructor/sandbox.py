@@ -445,58 +445,25 @@ _SANDBOX_NAME = re.compile(r"ag-\d+-[a-z0-9_]{8}")
 
 def _remove_abandoned(groups: cgroups.Hierarchy | None) -> None:
     """Remove the sandboxes of graders killed before they could (``kill -9``, a machine
-    going down), each while holding its lock: two graders starting together remove it once."""
-    for folder in _abandoned_sandboxes():
+    going down): this user's folders named and marked as a sandbox whose mark no process
+    holds locked, each removed while holding its lock (two graders starting together
+    remove it once)."""
+    for folder in Path(tempfile.gettempdir()).glob("ag-*-*"):
         try:
+            owned = folder.lstat()
             mark = os.open(folder / SANDBOX_MARK, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:  # removed meanwhile
+        except OSError:  # no mark (not a sandbox), or removed meanwhile
             continue
         try:
-            fcntl.flock(mark, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            _remove(folder, groups)
+            marked = os.fstat(mark)
+            if _SANDBOX_NAME.fullmatch(folder.name) and stat.S_ISDIR(owned.st_mode) and stat.S_ISREG(marked.st_mode) \
+                    and owned.st_uid == marked.st_uid == os.geteuid():
+                fcntl.flock(mark, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while its grader runs
+                _remove(folder, groups)
         except OSError:  # its grader runs, or another grader is removing it
             continue
         finally:
             os.close(mark)
-
-
-def _abandoned_sandboxes() -> list[Path]:
-    """This user's folders named and marked as a sandbox (``SANDBOX_MARK``) whose grader no
-    longer runs (no process holds the mark's lock)."""
-    found = []
-    for folder in Path(tempfile.gettempdir()).glob("ag-*-*"):
-        try:
-            owned = folder.lstat()
-        except OSError:  # removed meanwhile
-            continue
-        if _SANDBOX_NAME.fullmatch(folder.name) and stat.S_ISDIR(owned.st_mode) and owned.st_uid == os.geteuid() \
-                and _marked(folder) and not _locked(folder / SANDBOX_MARK):
-            found.append(folder)
-    return found
-
-
-def _marked(folder: Path) -> bool:
-    """Whether ``folder`` holds the sandbox's mark, a file of its owner's (not a link)."""
-    try:
-        mark = (folder / SANDBOX_MARK).lstat()
-    except OSError:
-        return False
-    return stat.S_ISREG(mark.st_mode) and mark.st_uid == folder.lstat().st_uid
-
-
-def _locked(mark: Path) -> bool:
-    """Whether a process holds the lock on ``mark`` (its grader, alive)."""
-    try:
-        descriptor = os.open(mark, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return True  # gone, or not ours to read: not ours to remove
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(descriptor)
 
 
 def _remove(root: Path, groups: cgroups.Hierarchy | None) -> None:
