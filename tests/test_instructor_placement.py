@@ -269,3 +269,28 @@ def test_an_untagged_check_of_the_learners_own_function_through_checks_is_graded
         run, (placed,) = notebook_to_run(nb, [EXERCISE], frozenset({STUB, CHECK}))
         assert "my_softmax" in run.cells[placed.index].source and "own check call (my_softmax)" in placed.note
         assert run.cells[placed.index - 1].source == check.split("\n")[0] + "\n"  # the import runs; the call does not
+
+
+def test_an_interrupted_grading_starts_no_further_notebook(tmp_path, monkeypatch):
+    """Ctrl-C during a grading: the pool went on to run every notebook of the class still
+    queued (each up to its time limit), unseen and saved nowhere, before grade stopped.
+    The notebooks not started are dropped; finished learners stay saved."""
+    (tmp_path / "subs").mkdir()
+    for name in ("ada", "bob", "cy", "dan", "eve", "fay"):
+        (tmp_path / "subs" / f"{name}.ipynb").write_text("{}")
+    ran = []
+    saved = []
+
+    def run(submissions, relative, *args, **kwargs):
+        ran.append(relative.name)
+        return grading._Run(relative.name, problem="stands in for a run")
+
+    def interrupted(learner, rows, notes):
+        saved.append(learner)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grading, "_run_notebook", run)
+    with pytest.raises(KeyboardInterrupt):
+        grading.grade_submissions(tmp_path / "subs", ROOT / "chapters", assign=[DOUBLING], jobs=1,
+                                  unsafe_no_sandbox=True, done=interrupted)
+    assert len(saved) == 1 and len(ran) <= 2  # the one saved, and at most the one started meanwhile

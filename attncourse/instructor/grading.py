@@ -660,12 +660,17 @@ def grade_submissions(
         # loop running (a notebook's own, or a test's): the kernels need one of their own.
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = {pool.submit(run_one, path, number=i): i for i, (_, path) in enumerate(tasks)}
-            for future in concurrent.futures.as_completed(futures):
-                i = futures[future]
-                results[i] = future.result()
-                remaining[tasks[i][0]] -= 1
-                if remaining[tasks[i][0]] == 0:
-                    learner_done(tasks[i][0])
+            try:
+                for future in concurrent.futures.as_completed(futures):
+                    i = futures[future]
+                    results[i] = future.result()
+                    remaining[tasks[i][0]] -= 1
+                    if remaining[tasks[i][0]] == 0:
+                        learner_done(tasks[i][0])
+            except BaseException:  # Ctrl-C, or a failure of grade's own: the notebooks not started never
+                for future in futures:  # start (the pool would run the whole class first, unseen and unsaved)
+                    future.cancel()
+                raise
     order = {name: n for n, name in enumerate(found)}
     grades.sort(key=lambda g: (order.get(g.learner, 0), course.order.index(g.exercise) if g.exercise in course.order else 0))
     return grades, problems
