@@ -294,3 +294,15 @@ def test_an_interrupted_grading_starts_no_further_notebook(tmp_path, monkeypatch
         grading.grade_submissions(tmp_path / "subs", ROOT / "chapters", assign=[DOUBLING], jobs=1,
                                   unsafe_no_sandbox=True, done=interrupted)
     assert len(saved) == 1 and len(ran) <= 2  # the one saved, and at most the one started meanwhile
+
+
+def test_copies_of_a_notebook_that_earn_the_same_grade_are_graded_not_an_error():
+    """Jupyter's "Duplicate" left ch1-Copy1.ipynb beside ch1.ipynb: every exercise of an
+    honest learner was an error row ("duplicate submissions"). Copies that earn the same
+    status get it, the review naming them; copies that differ stay duplicates."""
+    same = [("amy/ch1.ipynb", instructor.PASSED, "right", ""), ("amy/ch1-Copy1.ipynb", instructor.PASSED, "right", "")]
+    assert grading._agreeing_copies(same) == [
+        ("amy/ch1.ipynb", instructor.PASSED, "right",
+         "also in amy/ch1-Copy1.ipynb, graded the same (passed): keep one notebook per chapter")]
+    differ = [same[0], ("amy/ch1-Copy1.ipynb", instructor.FAILED, "wrong", "")]
+    assert grading._agreeing_copies(differ) == differ

@@ -412,7 +412,7 @@ def _grade_learner(learner: str, runs: list[_Run], expected: list[str], course: 
             if label in PREDICTIONS:
                 status, message, review = _predicted(run, label, status, message, review, score_predictions, course)
             outcomes.append((run.notebook, status, message, review))
-        outcomes = _without_scratch(outcomes, runs, course)
+        outcomes = _agreeing_copies(_without_scratch(outcomes, runs, course))
         unreadable = [run for run in runs if run.submitted is None]
         if len(outcomes) > 1:
             listed = ", ".join(f"{notebook} ({status})" for notebook, status, *_ in outcomes)
@@ -451,6 +451,18 @@ def _without_scratch(outcomes: list[tuple[str, str, str, str]], runs: list[_Run]
     notebook, status, message, review = kept[0]
     others = ", ".join(outcome[0] for outcome in outcomes if outcome[0] in scratch)
     note = f"also bound in {others} (no tags, none of the course's cells), which was not graded for it"
+    return [(notebook, status, message, "; ".join(filter(None, [review, note])))]
+
+
+def _agreeing_copies(outcomes: list[tuple[str, str, str, str]]) -> list[tuple[str, str, str, str]]:
+    """``outcomes`` of one exercise in several notebooks (a copy Jupyter made, ``ch1-Copy1.ipynb``)
+    that all earned the same status: that status, graded on the first, its review naming
+    the others. Outcomes that differ stay apart (and are reported as duplicates)."""
+    if len(outcomes) < 2 or len({status for _, status, *_ in outcomes}) > 1:
+        return outcomes
+    notebook, status, message, review = outcomes[0]
+    others = ", ".join(other for other, *_ in outcomes[1:])
+    note = f"also in {others}, graded the same ({status}): keep one notebook per chapter"
     return [(notebook, status, message, "; ".join(filter(None, [review, note])))]
 
 
