@@ -120,7 +120,8 @@ def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, runni
 
 
 class _TooLarge(Exception):
-    """A message from the kernel was larger than a channel takes: its connection closed."""
+    """A channel refused a message from the kernel (larger than it takes, or malformed) and
+    its connection closed for good."""
 
 
 class _OutOfTime(Exception):
@@ -139,8 +140,8 @@ async def _watch_the_clock(km: SandboxedKernelManager, time_limit: float, starte
     time, or ``WALL_CLOCK_FACTOR`` time limits have passed. Counted in processor time, a
     notebook starved by its neighbours (processes that each start a session of their own
     each get a share of the processor) is not out of time, and an endless one is stopped
-    once, at its own limit, and never run again. Raises _TooLarge when a message larger
-    than a channel takes closed its connection while the kernel runs on."""
+    once, at its own limit, and never run again. Raises _TooLarge when a channel refused a
+    message and closed for good (``SandboxedKernelManager.refused_a_message``)."""
     used = 0.0
     while used < time_limit and time.monotonic() - started < WALL_CLOCK_FACTOR * time_limit:
         await asyncio.sleep(1.0)

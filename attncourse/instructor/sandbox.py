@@ -344,14 +344,15 @@ class SandboxedKernelManager(AsyncKernelManager):
         return self.clients[-1]
 
     async def refused_a_message(self) -> bool:
-        """Whether a channel to the kernel refused a message too large, and closed."""
+        """Whether a channel to the kernel refused a message (too large, or malformed) and
+        closed for good."""
         channels = [getattr(client, f"_{name}_channel", None) for client in self.clients
                     for name in ("shell", "iopub", "stdin", "control")]
         return any([await channel.refused_a_message() for channel in channels if isinstance(channel, _CountedChannel)])
 
     def close_clients(self) -> None:
         """Stop the clients' channels (nbclient leaves them running when it does not own the
-        kernel manager: a heartbeat thread per notebook), then close their sockets."""
+        kernel manager), then close their sockets."""
         for client in self.clients:
             client.stop_channels()
         self.client_context.destroy(linger=0)
