@@ -10,20 +10,27 @@ Conventions (used throughout the course):
 * A boolean mask is True where a query *may* attend to a key (the convention of
   ``torch.nn.functional.scaled_dot_product_attention``).
 
-Every function accepts Python lists as well as arrays, never mutates its inputs,
-and raises ``ValueError`` naming the shapes at fault. It refuses, with a ``TypeError``
-naming the argument, what it cannot compute faithfully: complex numbers (attention here is
-real), numpy masked arrays (their mask would be ignored: pass ``mask=`` instead) and a
-``scale`` that is not a real number.
+Every function accepts Python lists as well as arrays and never mutates its inputs. Bad
+input is refused through ``attncourse.validation``: a ``TypeError`` for the wrong kind of
+thing (not real numbers: strings, complex numbers, booleans, numpy masked arrays, whose
+mask would be ignored; a mask that is not boolean; a ``scale`` that is not a number), a
+``ValueError`` for a wrong value (shapes that disagree, NaN or infinity, no key to attend
+to), each naming the argument and its shape.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 from jaxtyping import Bool, Float
+
+from attncourse.validation import (
+    boolean_array,
+    broadcastable,
+    integer,
+    number,
+    real_array,
+    same_size,
+)
 
 __all__ = [
     "softmax",
@@ -31,34 +38,6 @@ __all__ = [
     "scaled_dot_product_attention",
     "causal_mask",
 ]
-
-
-def _refuse_masked_array(x, name: str) -> None:
-    if isinstance(x, np.ma.MaskedArray):
-        raise TypeError(
-            f"{name} is a numpy masked array, whose mask this function would ignore: "
-            "pass plain arrays and say which keys each query may see with mask="
-        )
-
-
-def _as_float_array(x, name: str, min_ndim: int) -> np.ndarray:
-    """Return ``x`` as a real float array (a copy only when needed), checking its rank."""
-    _refuse_masked_array(x, name)
-    array = np.asarray(x)
-    if np.issubdtype(array.dtype, np.complexfloating):
-        raise TypeError(f"{name} must be real, got dtype {array.dtype}")
-    if array.dtype == object or not (
-        np.issubdtype(array.dtype, np.number) or array.dtype == bool
-    ):
-        raise ValueError(f"{name} must be numeric, got dtype {array.dtype}")
-    if not np.issubdtype(array.dtype, np.floating):
-        array = array.astype(np.float64)
-    if array.ndim < min_ndim:
-        raise ValueError(
-            f"{name} must have at least {min_ndim} dimensions "
-            f"(rows are tokens), got shape {array.shape}"
-        )
-    return array
 
 
 def softmax(x: Float[np.ndarray, ...], axis: int = -1) -> Float[np.ndarray, ...]:
@@ -74,24 +53,19 @@ def softmax(x: Float[np.ndarray, ...], axis: int = -1) -> Float[np.ndarray, ...]
     [0.25, 0.75]
 
     Raises ValueError if a slice along ``axis`` is empty or entirely ``-inf`` (a query
-    that may attend to nothing) or contains NaN or ``+inf``.
+    that may attend to nothing) or contains NaN or ``+inf``; TypeError if ``x`` is not an
+    array of real numbers or ``axis`` not an integer.
     """
-    scores = _as_float_array(x, "x", min_ndim=1)
-    try:
-        length = scores.shape[axis]
-    except IndexError:
+    scores = real_array(x, "x", min_ndim=1, minus_inf=True)
+    axis = integer(axis, "axis")
+    if not -scores.ndim <= axis < scores.ndim:
+        raise ValueError(f"axis {axis} is out of range: x has shape {scores.shape}, so axis must be "
+                         f"from {-scores.ndim} to {scores.ndim - 1}")
+    if scores.shape[axis] == 0:
         raise ValueError(
-            f"axis {axis} is out of range for x with shape {scores.shape}"
-        ) from None
-    if length == 0:
-        raise ValueError(
-            f"softmax over axis {axis} of x with shape {scores.shape}: no entries to "
-            "normalise (a distribution needs at least one)"
+            f"x of shape {scores.shape} has no entries along axis {axis} to normalise (a "
+            "distribution needs at least one)"
         )
-    if np.isnan(scores).any():
-        raise ValueError(f"softmax input of shape {scores.shape} contains NaN")
-    if np.isposinf(scores).any():
-        raise ValueError(f"softmax input of shape {scores.shape} contains +inf")
     row_max = scores.max(axis=axis, keepdims=True)
     fully_masked = np.isneginf(row_max)
     if fully_masked.any():
@@ -106,6 +80,15 @@ def softmax(x: Float[np.ndarray, ...], axis: int = -1) -> Float[np.ndarray, ...]
     return exponentials / exponentials.sum(axis=axis, keepdims=True)
 
 
+def _queries_and_keys(Q, K) -> tuple[np.ndarray, np.ndarray]:
+    """Q and K as real arrays of at least 2 dimensions, one d_k, batch shapes that broadcast."""
+    queries = real_array(Q, "Q", min_ndim=2, layout="(..., seq_q, d_k)")
+    keys = real_array(K, "K", min_ndim=2, layout="(..., seq_k, d_k)")
+    same_size("d_k", ("Q", queries, -1), ("K", keys, -1), "queries and keys must live in the same space")
+    broadcastable(queries.shape[:-2], keys.shape[:-2], "Q", "K")
+    return queries, keys
+
+
 def dot_product_scores(
     Q: Float[np.ndarray, "... seq_q d_k"], K: Float[np.ndarray, "... seq_k d_k"]
 ) -> Float[np.ndarray, "... seq_q seq_k"]:
@@ -114,25 +97,8 @@ def dot_product_scores(
     >>> dot_product_scores([[1.0, 0.0]], [[2.0, 5.0], [3.0, 7.0]]).tolist()
     [[2.0, 3.0]]
     """
-    queries = _as_float_array(Q, "Q", min_ndim=2)
-    keys = _as_float_array(K, "K", min_ndim=2)
-    if queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            f"Q has d_k={queries.shape[-1]} but K has d_k={keys.shape[-1]} "
-            f"(Q shape {queries.shape}, K shape {keys.shape}); "
-            "queries and keys must live in the same space"
-        )
-    _check_batch_dims(queries.shape[:-2], keys.shape[:-2], "Q", "K")
+    queries, keys = _queries_and_keys(Q, K)
     return queries @ np.swapaxes(keys, -1, -2)  # (..., seq_q, seq_k)
-
-
-def _check_batch_dims(a: tuple, b: tuple, name_a: str, name_b: str) -> None:
-    try:
-        np.broadcast_shapes(a, b)
-    except ValueError:
-        raise ValueError(
-            f"batch dimensions of {name_a} {a} and {name_b} {b} do not broadcast"
-        ) from None
 
 
 def scaled_dot_product_attention(
@@ -160,35 +126,38 @@ def scaled_dot_product_attention(
     NaN and no +inf anywhere, even where the mask hides it; -inf blocks a key as a mask
     does. ``mask`` and ``bias`` may be given together.
 
+    Q, K and V must be finite (NaN or infinity anywhere is refused, naming the argument and
+    the index), and their scores must not overflow to +inf or NaN (-inf is weight 0).
+
     >>> X = np.eye(2)
     >>> out, w = scaled_dot_product_attention(X, X, X, scale=np.log(3.0))
     >>> w.round(2).tolist()
     [[0.75, 0.25], [0.25, 0.75]]
     """
-    queries = _as_float_array(Q, "Q", min_ndim=2)
-    keys = _as_float_array(K, "K", min_ndim=2)
-    values = _as_float_array(V, "V", min_ndim=2)
-    if keys.shape[-2] != values.shape[-2]:
-        raise ValueError(
-            f"K has seq_k={keys.shape[-2]} but V has seq_k={values.shape[-2]} "
-            f"(K shape {keys.shape}, V shape {values.shape}); "
-            "every key needs exactly one value"
-        )
-    _check_batch_dims(keys.shape[:-2], values.shape[:-2], "K", "V")
-    _check_batch_dims(queries.shape[:-2], values.shape[:-2], "Q", "V")
+    queries, keys = _queries_and_keys(Q, K)
+    values = real_array(V, "V", min_ndim=2, layout="(..., seq_k, d_v)")
+    same_size("seq_k", ("K", keys, -2), ("V", values, -2), "every key needs exactly one value")
+    broadcastable(keys.shape[:-2], values.shape[:-2], "K", "V")
+    broadcastable(queries.shape[:-2], values.shape[:-2], "Q", "V")
     if keys.shape[-2] == 0:
         raise ValueError(
             f"K has seq_k=0 keys (K shape {keys.shape}): each query needs at least one "
             "key to attend to"
         )
-    scores = dot_product_scores(queries, keys)  # (..., seq_q, seq_k)
     d_k = keys.shape[-1]
     if d_k == 0:
         raise ValueError(
             f"d_k=0 (Q shape {queries.shape}, K shape {keys.shape}): queries and keys "
             "need at least one dimension to be compared"
         )
-    scores = scores * _checked_scale(scale, d_k)
+    factor = 1.0 / np.sqrt(d_k) if scale is None else number(scale, "scale")
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        scores = (queries @ np.swapaxes(keys, -1, -2)) * factor  # (..., seq_q, seq_k)
+    if np.isnan(scores).any() or np.isposinf(scores).any():  # -inf is weight 0, as a mask gives
+        raise ValueError(
+            f"the scores scale * Q K^T of shape {scores.shape} overflow to +inf or NaN although "
+            "Q and K are finite (Q, K or scale too large for float): softmax is undefined"
+        )
     if bias is not None:
         scores = scores + _checked_bias(bias, scores.shape)
     if mask is not None:
@@ -197,30 +166,17 @@ def scaled_dot_product_attention(
     return weights @ values, weights  # (..., seq_q, d_v)
 
 
-def _checked_scale(scale, d_k: int) -> float:
-    """``scale`` as a float, 1/sqrt(d_k) when None; refuses anything but a finite real."""
-    if scale is None:
-        return 1.0 / np.sqrt(d_k)
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(
-            f"scale must be a real number (or None for 1/sqrt(d_k)), got {scale!r} "
-            f"of type {type(scale).__name__}"
-        )
-    if not math.isfinite(scale):
-        raise ValueError(f"scale must be a finite number, got {scale}")
-    return float(scale)
-
-
 def _checked_bias(bias, scores_shape: tuple[int, ...]) -> np.ndarray:
     """``bias`` as a float array that broadcasts to ``scores_shape`` without enlarging it."""
-    _refuse_masked_array(bias, "bias")
-    values = np.asarray(bias)
-    if values.dtype == bool:
-        raise ValueError(
-            "bias is boolean; a bias is a number added to each score. To say which keys a "
-            "query may see, pass the boolean array as mask="
-        )
-    values = _as_float_array(values, "bias", min_ndim=0)
+    try:
+        values = real_array(bias, "bias", minus_inf=True)
+    except TypeError:
+        if np.asarray(bias).dtype == bool:
+            raise TypeError(
+                "bias is boolean; a bias is a number added to each score. To say which keys a "
+                "query may see, pass the boolean array as mask="
+            ) from None
+        raise
     try:
         broadcast = np.broadcast_shapes(values.shape, scores_shape)
     except ValueError:
@@ -230,23 +186,12 @@ def _checked_bias(bias, scores_shape: tuple[int, ...]) -> np.ndarray:
             f"bias of shape {values.shape} does not broadcast to the scores' shape "
             f"(..., seq_q, seq_k) = {tuple(scores_shape)} without enlarging it"
         )
-    if np.isnan(values).any():
-        raise ValueError(f"bias of shape {values.shape} contains NaN (at index "
-                         f"{tuple(int(i) for i in np.argwhere(np.isnan(values))[0])})")
-    if np.isposinf(values).any():
-        raise ValueError(f"bias of shape {values.shape} contains +inf: no weight can follow "
-                         "from an infinitely large score")
     return values
 
 
 def _apply_mask(scores: np.ndarray, mask) -> np.ndarray:
     """Return a copy of ``scores`` with -inf wherever ``mask`` is False."""
-    _refuse_masked_array(mask, "mask")
-    allowed = np.asarray(mask)
-    if allowed.dtype != bool:
-        raise ValueError(
-            f"mask must be boolean (True = may attend), got dtype {allowed.dtype}"
-        )
+    allowed = boolean_array(mask, "mask")
     try:
         allowed = np.broadcast_to(allowed, scores.shape)
     except ValueError:
@@ -263,6 +208,5 @@ def causal_mask(n: int) -> Bool[np.ndarray, "seq seq"]:
     >>> causal_mask(3).astype(int).tolist()
     [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"causal_mask needs a positive integer length, got {n!r}")
+    n = integer(n, "n", minimum=1)
     return np.tril(np.ones((n, n), dtype=bool))

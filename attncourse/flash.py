@@ -15,17 +15,16 @@ the loop occupies. Counts are in values (numbers), not bytes.
 
 Conventions are those of ``attncourse.attention``: rows are tokens; Q (..., seq_q, d_k),
 K (..., seq_k, d_k), V (..., seq_k, d_v); leading dimensions broadcast. Inputs are never
-mutated; bad input raises ``ValueError`` naming the values at fault.
+mutated; bad input is refused through ``attncourse.validation``: ``TypeError`` for the
+wrong kind of thing, ``ValueError`` naming the values at fault.
 """
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from jaxtyping import Float
 
-from attncourse.attention import _as_float_array, _check_batch_dims, _checked_scale
+from attncourse.validation import broadcastable, flag, integer, number, real_array, same_size
 
 __all__ = [
     "fast_memory_values",
@@ -36,23 +35,6 @@ __all__ = [
     "tiled_trace",
     "tiled_traffic",
 ]
-
-
-def _positive_int(value, name: str) -> int:
-    """``value`` as a Python int if it is a positive integer (numpy integers too); bool,
-    float (even 32.0) and anything else are refused."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise ValueError(f"{name} must be a positive integer, got {value!r} of type {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _refuse_bad_scores(x: np.ndarray, what: str) -> None:
-    if np.isnan(x).any():
-        raise ValueError(f"{what} of shape {x.shape} contains NaN")
-    if np.isposinf(x).any():
-        raise ValueError(f"{what} of shape {x.shape} contains +inf")
 
 
 def _refuse_overflowing_scores(S: np.ndarray, rows: range, cols: range) -> None:
@@ -85,15 +67,14 @@ def online_softmax(x: Float[np.ndarray, "... n"], block: int) -> Float[np.ndarra
     [0.0, 0.0, 0.5, 0.5]
 
     Raises ValueError for NaN or +inf entries, a row entirely -inf (as
-    ``attention.softmax`` does), an empty last axis, or a ``block`` that is not a positive
-    integer.
+    ``attention.softmax`` does), an empty last axis, or a ``block`` below 1; TypeError for
+    an ``x`` that is not real numbers or a ``block`` that is not an integer.
     """
-    block = _positive_int(block, "block")
-    scores = _as_float_array(x, "x", min_ndim=1)
+    block = integer(block, "block", minimum=1)
+    scores = real_array(x, "x", min_ndim=1, minus_inf=True)
     n = scores.shape[-1]
     if n == 0:
-        raise ValueError(f"online_softmax of x with shape {scores.shape}: no entries to normalise")
-    _refuse_bad_scores(scores, "online_softmax input")
+        raise ValueError(f"x of shape {scores.shape} has no entries along its last axis: no entries to normalise")
     running_max = np.full(scores.shape[:-1], -np.inf, dtype=scores.dtype)  # (...,)
     running_sum = np.zeros(scores.shape[:-1], dtype=scores.dtype)  # (...,)
     for start in range(0, n, block):
@@ -124,18 +105,30 @@ def tile_order(seq_q: int, seq_k: int, block_q: int, block_k: int,
     """The loop of ``tiled_attention``: for each block of query rows, in order, the blocks of
     key rows it visits, in order. With ``causal`` (bottom-right: query i sees keys
     j <= i + seq_k - seq_q), key blocks that no row of the query block may see are skipped.
+    Causal with seq_q > seq_k is refused, as ``tiled_attention`` refuses it: the first
+    queries would have no key to see, and a query block with no key block has no softmax.
 
     >>> [(rows, cols) for rows, cols in tile_order(3, 3, 2, 2, causal=True)]
     [(range(0, 2), [range(0, 2)]), (range(2, 3), [range(0, 2), range(2, 3)])]
     """
-    seq_q, seq_k = _positive_int(seq_q, "seq_q"), _positive_int(seq_k, "seq_k")
-    block_q, block_k = _positive_int(block_q, "block_q"), _positive_int(block_k, "block_k")
+    seq_q, seq_k = integer(seq_q, "seq_q", minimum=1), integer(seq_k, "seq_k", minimum=1)
+    block_q, block_k = integer(block_q, "block_q", minimum=1), integer(block_k, "block_k", minimum=1)
+    _check_causal_alignment(seq_q, seq_k, flag(causal, "causal"))
     order = []
     for q_start in range(0, seq_q, block_q):
         rows = range(q_start, min(q_start + block_q, seq_q))
         keys_seen = _keys_seen(rows, seq_q, seq_k, causal)
         order.append((rows, [range(k, min(k + block_k, seq_k)) for k in range(0, keys_seen, block_k)]))
     return order
+
+
+def _check_causal_alignment(seq_q: int, seq_k: int, causal: bool) -> None:
+    """Bottom-right causal attention needs every query to see key 0: seq_q <= seq_k."""
+    if causal and seq_q > seq_k:
+        raise ValueError(
+            f"causal attention with seq_q={seq_q} > seq_k={seq_k}: aligned bottom-right, the "
+            f"first {seq_q - seq_k} queries would have no key to see"
+        )
 
 
 def _keys_seen(rows: range, seq_q: int, seq_k: int, causal: bool) -> int:
@@ -181,6 +174,7 @@ def tiled_attention(
     True
     """
     queries, keys, values, block_q, block_k, factor = _checked_problem(Q, K, V, block_q, block_k, causal, scale)
+    return_lse = flag(return_lse, "return_lse")
     lead = np.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
     dtype = np.result_type(queries, keys, values)
     output = np.empty((*lead, queries.shape[-2], values.shape[-1]), dtype=dtype)  # (..., seq_q, d_v)
@@ -194,36 +188,24 @@ def tiled_attention(
 
 
 def _checked_problem(Q, K, V, block_q, block_k, causal, scale):
-    """(Q, K, V as float arrays, block_q, block_k, the scale), or ValueError naming the fault."""
-    block_q = _positive_int(block_q, "block_q")
-    block_k = _positive_int(block_k, "block_k")
-    if not isinstance(causal, (bool, np.bool_)):
-        raise ValueError(f"causal must be True or False, got {causal!r}")
-    queries, keys, values = (_as_float_array(M, name, min_ndim=2)
-                             for M, name in ((Q, "Q"), (K, "K"), (V, "V")))
-    (seq_q, d_k), (seq_k, d_k_keys), (seq_v, d_v) = (M.shape[-2:] for M in (queries, keys, values))
-    if d_k != d_k_keys:
-        raise ValueError(f"Q has d_k={d_k} but K has d_k={d_k_keys} (Q shape {queries.shape}, "
-                         f"K shape {keys.shape}); queries and keys must live in the same space")
-    if seq_k != seq_v:
-        raise ValueError(f"K has seq_k={seq_k} but V has seq_k={seq_v} (K shape {keys.shape}, "
-                         f"V shape {values.shape}); every key needs exactly one value")
+    """(Q, K, V as float arrays, block_q, block_k, the scale), or TypeError / ValueError
+    naming the fault. Q, K and V must be finite: NaN in V would reach the output unseen."""
+    block_q = integer(block_q, "block_q", minimum=1)
+    block_k = integer(block_k, "block_k", minimum=1)
+    causal = flag(causal, "causal")
+    queries, keys, values = (real_array(M, name, min_ndim=2, layout=layout) for M, name, layout in (
+        (Q, "Q", "(..., seq_q, d_k)"), (K, "K", "(..., seq_k, d_k)"), (V, "V", "(..., seq_k, d_v)")))
+    d_k = same_size("d_k", ("Q", queries, -1), ("K", keys, -1), "queries and keys must live in the same space")
+    same_size("seq_k", ("K", keys, -2), ("V", values, -2), "every key needs exactly one value")
+    seq_q, seq_k = queries.shape[-2], keys.shape[-2]
     if seq_q == 0 or seq_k == 0 or d_k == 0:
         raise ValueError(f"need at least one query, one key and d_k >= 1, got Q of shape "
                          f"{queries.shape} and K of shape {keys.shape}")
-    _check_batch_dims(queries.shape[:-2], keys.shape[:-2], "Q", "K")
-    _check_batch_dims(queries.shape[:-2], values.shape[:-2], "Q", "V")
-    _check_batch_dims(keys.shape[:-2], values.shape[:-2], "K", "V")
-    for M, name in ((queries, "Q"), (keys, "K")):
-        if not np.isfinite(M).all():
-            raise ValueError(f"{name} of shape {M.shape} contains NaN or inf: its scores would too")
-    offset = seq_k - seq_q  # query i is token offset + i of the sequence of keys
-    if causal and offset < 0:
-        raise ValueError(
-            f"causal attention with seq_q={seq_q} > seq_k={seq_k}: aligned bottom-right, the "
-            f"first {-offset} queries would have no key to see"
-        )
-    factor = _checked_scale(scale, d_k)
+    broadcastable(queries.shape[:-2], keys.shape[:-2], "Q", "K")
+    broadcastable(queries.shape[:-2], values.shape[:-2], "Q", "V")
+    broadcastable(keys.shape[:-2], values.shape[:-2], "K", "V")
+    _check_causal_alignment(seq_q, seq_k, causal)
+    factor = 1.0 / np.sqrt(d_k) if scale is None else number(scale, "scale")
     return queries, keys, values, block_q, block_k, factor
 
 
@@ -311,7 +293,7 @@ def naive_traffic(seq: int, d: int) -> int:
     >>> naive_traffic(2, 1)
     24
     """
-    seq, d = _positive_int(seq, "seq"), _positive_int(d, "d")
+    seq, d = integer(seq, "seq", minimum=1), integer(d, "d", minimum=1)
     return 4 * seq * d + 4 * seq * seq
 
 
@@ -326,8 +308,9 @@ def tiled_traffic(seq: int, d: int, block_q: int, block_k: int, causal: bool = F
     >>> tiled_traffic(4, 1, block_q=2, block_k=4)
     28
     """
-    seq, d = _positive_int(seq, "seq"), _positive_int(d, "d")
-    block_q, block_k = _positive_int(block_q, "block_q"), _positive_int(block_k, "block_k")
+    seq, d = integer(seq, "seq", minimum=1), integer(d, "d", minimum=1)
+    block_q, block_k = integer(block_q, "block_q", minimum=1), integer(block_k, "block_k", minimum=1)
+    causal = flag(causal, "causal")
     keys_read = 0  # summed without listing the tiles: tiny blocks make millions of them
     for q_start in range(0, seq, block_q):
         keys_seen = _keys_seen(range(q_start, min(q_start + block_q, seq)), seq, seq, causal)
@@ -343,6 +326,6 @@ def fast_memory_values(block_q: int, block_k: int, d: int) -> int:
     >>> fast_memory_values(2, 2, 1)
     16
     """
-    block_q, block_k = _positive_int(block_q, "block_q"), _positive_int(block_k, "block_k")
-    d = _positive_int(d, "d")
+    block_q, block_k = integer(block_q, "block_q", minimum=1), integer(block_k, "block_k", minimum=1)
+    d = integer(d, "d", minimum=1)
     return 2 * block_q * d + 2 * block_k * d + block_q * block_k + 2 * block_q

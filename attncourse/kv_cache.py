@@ -11,19 +11,18 @@ one decoding step of one layer, with and without the cache.
 
 Conventions are those of ``attncourse.multihead``: rows are tokens, W_q is
 (d_model, n_heads * d_head), W_k and W_v (d_model, n_kv_heads * d_head),
-W_o (n_heads * d_head, d_out).
+W_o (n_heads * d_head, d_out). Bad input is refused through ``attncourse.validation``:
+``TypeError`` for the wrong kind of thing, ``ValueError`` naming the value at fault.
 """
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from jaxtyping import Float
 
-from attncourse.attention import _as_float_array, scaled_dot_product_attention
-from attncourse.flash import _positive_int
-from attncourse.multihead import _checked_projections, _matrix, split_heads
+from attncourse.attention import scaled_dot_product_attention
+from attncourse.multihead import _checked_projections, _kv_heads, _matrix, split_heads
+from attncourse.validation import flag, integer, number, real_array
 
 __all__ = ["decode_with_cache", "kv_cache_bytes", "step_multiply_adds"]
 
@@ -37,10 +36,10 @@ def kv_cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, seq_len: int, ba
     >>> kv_cache_bytes(32, 32, 128, 4096) == 2 * 2**30  # Llama-2-7B, 4096 tokens, fp16: 2 GiB
     True
 
-    Every argument must be a positive integer (numpy integers accepted); bool and float
-    (even 32.0) raise ValueError.
+    Every argument must be a positive integer (numpy integers accepted): bool, float (even
+    32.0) and strings raise TypeError, 0 and negative sizes ValueError.
     """
-    factors = [_positive_int(value, name) for value, name in (
+    factors = [integer(value, name, minimum=1) for value, name in (
         (n_layers, "n_layers"), (n_kv_heads, "n_kv_heads"), (d_head, "d_head"),
         (seq_len, "seq_len"), (batch, "batch"), (bytes_per_value, "bytes_per_value"))]
     total = 2
@@ -50,14 +49,12 @@ def kv_cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, seq_len: int, ba
 
 
 def _projections(X, W_q, W_k, W_v, W_o, n_heads, n_kv_heads):
-    """Checked (X, W_q, W_k, W_v, W_o, n_heads, n_kv_heads, d_head) for a single sequence."""
-    X = _as_float_array(X, "X", min_ndim=2)
-    if X.ndim != 2 or X.shape[0] == 0:
-        raise ValueError(f"decode_with_cache takes one sequence X of shape (seq, d_model) with "
-                         f"seq >= 1, got shape {X.shape}")
+    """Checked (X, W_q, W_k, W_v, W_o, n_heads, n_kv_heads, d_head) for a single sequence;
+    every array finite (NaN in W_v or W_o would reach the output unseen)."""
+    X = real_array(X, "X", ndim=2, non_empty=(0,), layout="(seq, d_model)")
     d_model = X.shape[1]
-    n_heads = _positive_int(n_heads, "n_heads")
-    n_kv_heads = n_heads if n_kv_heads is None else _positive_int(n_kv_heads, "n_kv_heads")
+    n_heads = integer(n_heads, "n_heads", minimum=1)
+    n_kv_heads = _kv_heads(n_heads, n_kv_heads)
     W_q, W_k, W_v, d_head = _checked_projections(d_model, W_q, W_k, W_v, n_heads, n_kv_heads)
     W_o = _matrix(W_o, "W_o", n_heads * d_head, "n_heads * d_head")
     return X, W_q, W_k, W_v, W_o, n_heads, n_kv_heads, d_head
@@ -92,6 +89,8 @@ def decode_with_cache(
     """
     X, W_q, W_k, W_v, W_o, n_heads, n_kv_heads, d_head = _projections(
         X, W_q, W_k, W_v, W_o, n_heads, n_kv_heads)
+    scale = None if scale is None else number(scale, "scale")
+    return_cache = flag(return_cache, "return_cache")
     seq = X.shape[0]
     group = n_heads // n_kv_heads
     dtype = np.result_type(X, W_q, W_k, W_v, W_o)
@@ -123,13 +122,12 @@ def step_multiply_adds(t: int, d_model: int, n_heads: int, d_head: int, n_kv_hea
     >>> step_multiply_adds(0, 1, 1, 1) == step_multiply_adds(0, 1, 1, 1, cached=False) == 6
     True
     """
-    if isinstance(t, (bool, np.bool_)) or not isinstance(t, (numbers.Integral, np.integer)) or t < 0:
-        raise ValueError(f"t must be a non-negative integer (the step, from 0), got {t!r}")
-    t = int(t)
-    d_model, n_heads, d_head = (_positive_int(v, name) for v, name in
+    t = integer(t, "t", minimum=0)
+    d_model, n_heads, d_head = (integer(v, name, minimum=1) for v, name in
                                 ((d_model, "d_model"), (n_heads, "n_heads"), (d_head, "d_head")))
-    n_kv_heads = n_heads if n_kv_heads is None else _positive_int(n_kv_heads, "n_kv_heads")
-    d_out = d_model if d_out is None else _positive_int(d_out, "d_out")
+    n_kv_heads = _kv_heads(n_heads, n_kv_heads)
+    d_out = d_model if d_out is None else integer(d_out, "d_out", minimum=1)
+    cached = flag(cached, "cached")
     context = t + 1
     per_token = d_model * (n_heads + 2 * n_kv_heads) * d_head + n_heads * d_head * d_out
     if cached:

@@ -10,8 +10,9 @@ several query heads share one key/value head, as in
 ``torch.nn.functional.scaled_dot_product_attention(enable_gqa=True)``.
 
 Conventions are those of ``attncourse.attention``: rows are tokens, masks are True where
-a query may attend. Inputs are never mutated; bad shapes raise ``ValueError`` naming the
-dimensions.
+a query may attend. Inputs are never mutated; bad input is refused through
+``attncourse.validation`` (``TypeError`` for the wrong kind of thing, ``ValueError`` naming
+the dimensions or values at fault).
 """
 
 from __future__ import annotations
@@ -19,17 +20,12 @@ from __future__ import annotations
 import numpy as np
 from jaxtyping import Bool, Float
 
-from attncourse.attention import _as_float_array, scaled_dot_product_attention
+from attncourse.attention import scaled_dot_product_attention
+from attncourse.validation import divides, integer, real_array, same_size
 
 __all__ = [
     "attention_heads",
     "head_contributions", "merge_heads", "multi_head_attention", "split_heads"]
-
-
-def _count(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def split_heads(
@@ -44,8 +40,8 @@ def split_heads(
     >>> split_heads(M, 3)[1].tolist()  # head 1: columns 2-3 of every token
     [[2.0, 3.0], [8.0, 9.0]]
     """
-    M = _as_float_array(M, "M", min_ndim=2)
-    n_heads = _count(n_heads, "n_heads")
+    M = real_array(M, "M", min_ndim=2, layout="(..., seq, n_heads * d_head)")
+    n_heads = integer(n_heads, "n_heads", minimum=1)
     *lead, seq, width = M.shape
     if width % n_heads:
         raise ValueError(
@@ -64,7 +60,7 @@ def merge_heads(H: Float[np.ndarray, "... n_heads seq d_head"]) -> Float[np.ndar
     >>> merge_heads(H).tolist()
     [[0.0, 1.0, 4.0, 5.0], [2.0, 3.0, 6.0, 7.0]]
     """
-    H = _as_float_array(H, "H", min_ndim=3)
+    H = real_array(H, "H", min_ndim=3, layout="(..., n_heads, seq, d_head)")
     *lead, n_heads, seq, d_head = H.shape
     per_token = np.swapaxes(H, -2, -3)  # (..., seq, n_heads, d_head)
     return per_token.reshape(*lead, seq, n_heads * d_head)  # (..., seq, n_heads * d_head)
@@ -80,12 +76,10 @@ def projection_shapes(
     >>> projection_shapes(8, n_heads=2, d_head=4, n_kv_heads=1)
     {'W_q': (8, 8), 'W_k': (8, 4), 'W_v': (8, 4), 'W_o': (8, 8)}
     """
-    d_model, n_heads, d_head = (_count(v, name) for v, name in
+    d_model, n_heads, d_head = (integer(v, name, minimum=1) for v, name in
                                 ((d_model, "d_model"), (n_heads, "n_heads"), (d_head, "d_head")))
-    n_kv_heads = n_heads if n_kv_heads is None else _count(n_kv_heads, "n_kv_heads")
-    d_out = d_model if d_out is None else _count(d_out, "d_out")
-    if n_heads % n_kv_heads:
-        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
+    n_kv_heads = _kv_heads(n_heads, n_kv_heads)
+    d_out = d_model if d_out is None else integer(d_out, "d_out", minimum=1)
     return {
         "W_q": (d_model, n_heads * d_head),
         "W_k": (d_model, n_kv_heads * d_head),
@@ -94,19 +88,25 @@ def projection_shapes(
     }
 
 
+def _kv_heads(n_heads: int, n_kv_heads: int | None) -> int:
+    """``n_kv_heads`` as a positive int that divides ``n_heads`` (a positive int already);
+    ``n_heads`` when it is None."""
+    if n_kv_heads is None:
+        return n_heads
+    n_kv_heads = integer(n_kv_heads, "n_kv_heads", minimum=1)
+    divides(n_kv_heads, "n_kv_heads", n_heads, "n_heads",
+            "each key/value head serves a whole group of query heads")
+    return n_kv_heads
+
+
 def _matrix(W, name: str, rows: int, rows_name: str) -> np.ndarray:
-    W = _as_float_array(W, name, min_ndim=2)
-    if W.ndim != 2 or W.shape[0] != rows:
-        raise ValueError(f"{name} must have shape ({rows_name}={rows}, ...), got {W.shape}")
-    return W
+    return real_array(W, name, shape=(rows, None), layout=f"({rows_name}, ...)")
 
 
 def _checked_projections(d_model: int, W_q, W_k, W_v, n_heads: int, n_kv_heads: int):
     """``(W_q, W_k, W_v, d_head)`` as arrays once their shapes fit ``d_model`` rows and the
-    head counts (positive ints already): W_q (d_model, n_heads * d_head), W_k and W_v
-    (d_model, n_kv_heads * d_head), with n_kv_heads dividing n_heads."""
-    if n_heads % n_kv_heads:
-        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
+    head counts (checked already by ``_kv_heads``): W_q (d_model, n_heads * d_head), W_k
+    and W_v (d_model, n_kv_heads * d_head)."""
     W_q, W_k, W_v = (_matrix(W, name, d_model, "d_model")
                      for W, name in ((W_q, "W_q"), (W_k, "W_k"), (W_v, "W_v")))
     if W_q.shape[1] % n_heads:
@@ -179,17 +179,18 @@ def attention_heads(
     >>> heads.shape
     (2, 2, 1)
     """
-    X = _as_float_array(X, "X", min_ndim=2)
+    X = real_array(X, "X", min_ndim=2, layout="(..., seq, d_model)")
     d_model = X.shape[-1]
-    X_kv = X if X_kv is None else _as_float_array(X_kv, "X_kv", min_ndim=2)
-    if X_kv.shape[-1] != d_model:
-        raise ValueError(f"X_kv has d_model={X_kv.shape[-1]} but X has d_model={d_model} "
-                         f"(X shape {X.shape}, X_kv shape {X_kv.shape}): both are projected "
-                         "by matrices of d_model rows")
+    if X_kv is None:
+        X_kv = X
+    else:
+        X_kv = real_array(X_kv, "X_kv", min_ndim=2, layout="(..., seq_kv, d_model)")
+        same_size("d_model", ("X_kv", X_kv, -1), ("X", X, -1),
+                  "both are projected by matrices of d_model rows")
     if X_kv.shape[-2] == 0:
         raise ValueError(f"X_kv has no token (shape {X_kv.shape}): the queries need a key")
-    n_heads = _count(n_heads, "n_heads")
-    n_kv_heads = n_heads if n_kv_heads is None else _count(n_kv_heads, "n_kv_heads")
+    n_heads = integer(n_heads, "n_heads", minimum=1)
+    n_kv_heads = _kv_heads(n_heads, n_kv_heads)
     W_q, W_k, W_v, d_head = _checked_projections(d_model, W_q, W_k, W_v, n_heads, n_kv_heads)
     Q = split_heads(X @ W_q, n_heads)  # (..., n_heads, seq, d_head)
     K = split_heads(X_kv @ W_k, n_kv_heads)  # (..., n_kv_heads, seq_kv, d_head)
@@ -212,7 +213,7 @@ def head_contributions(
     >>> head_contributions(H, [[1.0], [10.0]]).sum(axis=-3).tolist()
     [[11.0]]
     """
-    heads = _as_float_array(heads, "heads", min_ndim=3)
+    heads = real_array(heads, "heads", min_ndim=3, non_empty=(-3, -1), layout="(..., n_heads, seq, d_head)")
     *_, n_heads, _, d_head = heads.shape
     W_o = _matrix(W_o, "W_o", n_heads * d_head, "n_heads * d_head")
     blocks = W_o.reshape(n_heads, d_head, W_o.shape[1])  # (n_heads, d_head, d_out)

@@ -54,7 +54,8 @@ def test_the_size_is_exact_beyond_2_to_the_63():
 @pytest.mark.parametrize("bad", [0, -1, True, 2.5, 32.0, np.float64(4.0), "8", None])
 def test_the_size_refuses_non_positive_or_non_integer_arguments(name, bad):
     arguments = {"n_layers": 2, "n_kv_heads": 3, "d_head": 5, "seq_len": 7} | {name: bad}
-    with pytest.raises(ValueError, match=f"{name} must be a positive integer"):
+    error = ValueError if type(bad) is int else TypeError  # a wrong size, or not an integer at all
+    with pytest.raises(error, match=f"{name} must be a positive integer"):
         kv_cache_bytes(**arguments)
 
 
@@ -127,22 +128,40 @@ def test_each_step_projects_one_token_only(monkeypatch):
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"X": np.zeros((2, 3, 4))}, r"one sequence X of shape \(seq, d_model\)"),
-        ({"X": np.zeros((0, 4))}, r"seq >= 1, got shape \(0, 4\)"),
+        ({"X": np.zeros((2, 3, 4))}, r"X must have shape \(seq, d_model\), got shape \(2, 3, 4\)"),
+        ({"X": np.zeros((0, 4))}, r"X of shape \(seq, d_model\) \(0, 4\) is empty along axis 0"),
         ({"W_q": np.zeros((5, 4))}, r"W_q must have shape \(d_model=4, \.\.\.\)"),
         ({"W_q": np.zeros((4, 5))}, r"W_q has 5 columns, not divisible by n_heads=2"),
         ({"W_k": np.zeros((4, 6))}, r"W_k must have n_kv_heads \* d_head = 2 \* 2 = 4 columns"),
         ({"W_o": np.zeros((3, 4))}, r"W_o must have shape \(n_heads \* d_head=4, \.\.\.\)"),
         ({"n_heads": 0}, r"n_heads must be a positive integer"),
-        ({"n_heads": 2.0}, r"n_heads must be a positive integer"),
         ({"n_kv_heads": 3}, r"n_kv_heads=3 must divide n_heads=2"),
-        ({"n_kv_heads": True}, r"n_kv_heads must be a positive integer"),
+        ({"W_v": np.full((4, 4), np.nan)}, r"W_v of shape \(4, 4\) contains NaN at index \(0, 0\)"),
+        ({"W_o": np.diag([1.0, 1.0, np.inf, 1.0])}, r"W_o of shape \(4, 4\) contains \+inf at index \(2, 2\)"),
+        ({"scale": np.nan}, r"scale must be a finite number, got nan"),
     ],
 )
 def test_decode_with_cache_refuses_bad_input(change, message):
     arguments = {"X": np.zeros((3, 4)), "W_q": np.zeros((4, 4)), "W_k": np.zeros((4, 4)),
                  "W_v": np.zeros((4, 4)), "W_o": np.zeros((4, 4)), "n_heads": 2} | change
     with pytest.raises(ValueError, match=message):
+        decode_with_cache(**arguments)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"n_heads": 2.0}, r"n_heads must be a positive integer, got 2.0 of type float"),
+        ({"n_kv_heads": True}, r"n_kv_heads must be a positive integer, got True of type bool"),
+        ({"X": [["a"] * 4] * 3}, r"X must be an array of real numbers"),
+        ({"W_k": np.eye(4) * 1j}, r"W_k must be real, got dtype complex128"),
+        ({"return_cache": "yes"}, r"return_cache must be True or False"),
+    ],
+)
+def test_decode_with_cache_refuses_the_wrong_kind_of_input_as_a_type_error(change, message):
+    arguments = {"X": np.zeros((3, 4)), "W_q": np.zeros((4, 4)), "W_k": np.zeros((4, 4)),
+                 "W_v": np.zeros((4, 4)), "W_o": np.zeros((4, 4)), "n_heads": 2} | change
+    with pytest.raises(TypeError, match=message):
         decode_with_cache(**arguments)
 
 
@@ -165,12 +184,13 @@ def test_with_the_cache_the_work_grows_linearly_without_it_quadratically():
     assert step_multiply_adds(3, 8, 8, 4, n_kv_heads=2) < step_multiply_adds(3, 8, 8, 4)
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ((-1, 4, 2, 2), r"t must be a non-negative integer"),
-    ((True, 4, 2, 2), r"t must be a non-negative integer"),
-    ((1.0, 4, 2, 2), r"t must be a non-negative integer"),
-    ((1, 0, 2, 2), r"d_model must be a positive integer"),
+@pytest.mark.parametrize("arguments, message, error", [
+    ((-1, 4, 2, 2), r"t must be a non-negative integer", ValueError),
+    ((True, 4, 2, 2), r"t must be a non-negative integer", TypeError),
+    ((1.0, 4, 2, 2), r"t must be a non-negative integer", TypeError),
+    ((1, 0, 2, 2), r"d_model must be a positive integer", ValueError),
+    ((1, 4, 2, 2, None, None, 0), r"cached must be True or False", TypeError),
 ])
-def test_multiply_adds_refuse_bad_sizes(arguments, message):
-    with pytest.raises(ValueError, match=message):
+def test_multiply_adds_refuse_bad_sizes(arguments, message, error):
+    with pytest.raises(error, match=message):
         step_multiply_adds(*arguments)

@@ -107,9 +107,10 @@ def test_split_heads_refuses_a_width_that_does_not_divide():
         split_heads(np.zeros((3, 10)), 4)
 
 
-@pytest.mark.parametrize("n_heads", [0, -1, 1.5, True, "2"])
-def test_split_heads_refuses_a_bad_head_count(n_heads):
-    with pytest.raises(ValueError, match="n_heads must be a positive integer"):
+@pytest.mark.parametrize(("n_heads", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError),
+                                                (True, TypeError), ("2", TypeError)])
+def test_split_heads_refuses_a_bad_head_count(n_heads, error):
+    with pytest.raises(error, match="n_heads must be a positive integer"):
         split_heads(np.zeros((3, 4)), n_heads)
 
 
@@ -261,18 +262,17 @@ def test_a_mask_per_head_broadcasts_against_the_weights():
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"W_q": np.zeros((5, 8))}, r"W_q must have shape \(d_model=4, \.\.\.\), got \(5, 8\)"),
+        ({"W_q": np.zeros((5, 8))}, r"W_q must have shape \(d_model=4, \.\.\.\), got shape \(5, 8\)"),
         ({"W_q": np.zeros((4, 7))}, r"W_q has 7 columns, not divisible by n_heads=2"),
         ({"W_k": np.zeros((4, 6))}, r"W_k must have n_kv_heads \* d_head = 2 \* 2 = 4 columns, got shape \(4, 6\)"),
         ({"W_v": np.zeros((4, 2))}, r"W_v must have n_kv_heads \* d_head = 2 \* 2 = 4 columns"),
-        ({"W_o": np.zeros((3, 4))}, r"W_o must have shape \(n_heads \* d_head=4, \.\.\.\), got \(3, 4\)"),
-        ({"W_o": np.zeros((2, 2, 4))}, r"W_o must have shape \(n_heads \* d_head=4, \.\.\.\), got \(2, 2, 4\)"),
+        ({"W_o": np.zeros((3, 4))}, r"W_o must have shape \(n_heads \* d_head=4, \.\.\.\), got shape \(3, 4\)"),
+        ({"W_o": np.zeros((2, 2, 4))}, r"W_o must have shape \(n_heads \* d_head=4, \.\.\.\), got shape \(2, 2, 4\)"),
         ({"n_kv_heads": 3}, r"n_kv_heads=3 must divide n_heads=2"),
         ({"n_kv_heads": 0}, r"n_kv_heads must be a positive integer, got 0"),
         ({"n_heads": 0}, r"n_heads must be a positive integer, got 0"),
         ({"X": np.zeros(4)}, r"X must have at least 2 dimensions"),
         ({"mask": np.ones((2, 2), dtype=bool)}, r"mask of shape \(2, 2\) does not broadcast"),
-        ({"mask": np.ones((3, 3))}, r"mask must be boolean"),
     ],
 )
 def test_bad_input_is_a_value_error_naming_the_dimensions(change, message):
@@ -280,6 +280,24 @@ def test_bad_input_is_a_value_error_naming_the_dimensions(change, message):
     X, W_q, W_k, W_v, W_o = random_problem(rng, seq=3, d_model=4, n_heads=2, d_head=2)
     arguments = {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o, "n_heads": 2} | change
     with pytest.raises(ValueError, match=message):
+        multi_head_attention(**arguments)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"mask": np.ones((3, 3))}, r"mask must be boolean"),
+        ({"n_heads": "2"}, r"n_heads must be a positive integer, got '2' of type str"),
+        ({"n_kv_heads": 1.0}, r"n_kv_heads must be a positive integer, got 1.0 of type float"),
+        ({"W_v": np.ones((4, 4), dtype=complex)}, r"W_v must be real, got dtype complex128"),
+        ({"X": np.ones((3, 4), dtype=bool)}, r"X must hold numbers, got a boolean array"),
+    ],
+)
+def test_the_wrong_kind_of_input_is_a_type_error_naming_it(change, message):
+    rng = np.random.default_rng(0)
+    X, W_q, W_k, W_v, W_o = random_problem(rng, seq=3, d_model=4, n_heads=2, d_head=2)
+    arguments = {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o, "n_heads": 2} | change
+    with pytest.raises(TypeError, match=message):
         multi_head_attention(**arguments)
 
 
