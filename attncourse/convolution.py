@@ -19,7 +19,10 @@ one reference every comparison in the course uses (the chapter, its checks, the 
 equal to torch's ``F.conv1d`` / ``F.conv2d`` with ``padding=K//2`` (tests/test_convolution.py).
 
 Rows are tokens: a sequence is ``(seq, c_in)``, an image ``(height, width, c_in)``; the
-kernels are in torch's layouts, ``(c_out, c_in, K)`` and ``(c_out, c_in, K, K)``.
+kernels are in torch's layouts, ``(c_out, c_in, K)`` and ``(c_out, c_in, K, K)``. Bad
+input is refused through ``attncourse.validation``: ``TypeError`` for the wrong kind of
+thing (complex input too: a real convolution would drop its imaginary part), ``ValueError``
+naming the value at fault.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 from jaxtyping import Float
 
 from attncourse.attention import softmax
+from attncourse.validation import flag, integer, number, real_array
 
 __all__ = [
     "conv1d_as_attention",
@@ -40,36 +44,22 @@ __all__ = [
 ]
 
 
-def _kernel_size(kernel_size) -> int:
-    if isinstance(kernel_size, bool) or not isinstance(kernel_size, (int, np.integer)):
-        raise TypeError(f"the kernel size must be an integer, got {kernel_size!r}")
-    if kernel_size < 1 or kernel_size % 2 == 0:
+def _kernel_size(kernel_size, name: str = "kernel_size") -> int:
+    size = integer(kernel_size, name, minimum=1)
+    if size % 2 == 0:
         raise ValueError(
-            f"the kernel size must be odd and positive (one centre tap, K//2 on each side), "
-            f"got K={kernel_size}"
+            f"{name} must be odd and positive (one centre tap, K//2 on each side), got K={size}"
         )
-    return int(kernel_size)
+    return size
 
 
 def _alpha(alpha) -> float:
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise ValueError(f"alpha must be a number, got {alpha!r}") from None
-    if not (np.isfinite(value) and value >= 0):
-        raise ValueError(f"alpha must be finite and >= 0, got {alpha!r}")
-    return value
+    return number(alpha, "alpha", minimum=0)
 
 
 def _numeric(array, name: str, ndim: int, layout: str) -> np.ndarray:
-    values = np.asarray(array)
-    if values.dtype == object or not np.issubdtype(values.dtype, np.number):
-        raise ValueError(f"{name} must be numeric, got dtype {values.dtype}")
-    if values.ndim != ndim:
-        raise ValueError(f"{name} must have shape {layout}, got shape {values.shape}")
-    if 0 in values.shape:
-        raise ValueError(f"{name} of shape {values.shape} is empty; expected {layout}")
-    return values.astype(np.float64)
+    values = real_array(array, name, ndim=ndim, layout=layout, non_empty=True)
+    return values.astype(np.float64, copy=False)
 
 
 def shifts(kernel_size: int) -> np.ndarray:
@@ -96,10 +86,9 @@ def shift_weights(
     >>> shift_weights(3, 3, 50.0).round(3)[0].tolist()  # Delta = -1: the previous token
     [[1.0, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0, 0.0]]
     """
-    if isinstance(seq, bool) or not isinstance(seq, (int, np.integer)) or seq < 1:
-        raise ValueError(f"seq must be a positive integer, got {seq!r}")
+    seq = integer(seq, "seq", minimum=1)
     deltas = shifts(kernel_size)
-    half = len(deltas) // 2 if padding else 0
+    half = len(deltas) // 2 if flag(padding, "padding") else 0
     queries = np.arange(seq) + half  # padded positions of the original tokens
     keys = np.arange(seq + 2 * half)
     offsets = keys[None, :] - queries[:, None]  # (seq, seq_padded): j - i
@@ -119,7 +108,7 @@ def _checked_conv(values, kernel, name: str, layout: str, kernel_layout: str):
         )
     if ndim == 3 and taps.shape[2] != taps.shape[3]:
         raise ValueError(f"the kernel must be square, {kernel_layout}; got {taps.shape}")
-    return values, taps, _kernel_size(taps.shape[-1]) // 2
+    return values, taps, _kernel_size(taps.shape[-1], "the kernel's size K") // 2
 
 
 def conv1d_reference(
@@ -191,7 +180,7 @@ def conv1d_as_attention(
     [1.0, 2.0, 2.0, -2.0]
     """
     tokens, taps, half = _checked_conv(x, kernel, "x", "(seq, c_in)", "(c_out, c_in, K)")
-    half = half if padding else 0
+    half = half if flag(padding, "padding") else 0
     weights = shift_weights(len(tokens), taps.shape[-1], alpha, padding)  # (K, seq, seq_padded)
     padded = np.pad(tokens, ((half, half), (0, 0)))  # (seq_padded, c_in)
     value_maps = taps.transpose(2, 1, 0)  # (K, c_in, c_out): head h maps with tap h
@@ -229,9 +218,7 @@ def conv2d_as_attention(
     pixels, taps, _ = _checked_conv(image, kernel, "image", "(height, width, c_in)",
                                     "(c_out, c_in, K, K)")
     c_out, c_in, kernel_size, _ = taps.shape
-    if isinstance(dilation, bool) or not isinstance(dilation, (int, np.integer)) or dilation < 1:
-        raise ValueError(f"dilation must be a positive integer, got {dilation!r}")
-    deltas = int(dilation) * shifts(kernel_size)  # (K,): the taps' offsets along one axis
+    deltas = integer(dilation, "dilation", minimum=1) * shifts(kernel_size)  # (K,): the taps' offsets along one axis
     half = int(deltas[-1])  # the padding: the farthest tap
     height, width, _ = pixels.shape
     padded = np.pad(pixels, ((half, half), (half, half), (0, 0)))

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from jaxtyping import Float
 
+from attncourse.validation import real_array, sequence, text
+
 __all__ = ["ToyEmbeddings", "hot_cold_general", "hot_cold_words", "keys_and_locks", "pool_beats_badminton", "tennis_sentence"]
 
 
@@ -29,6 +31,10 @@ class ToyEmbeddings:
     X: Float[np.ndarray, "seq d_model"]
 
     def __post_init__(self):
+        for name in ("tokens", "dims"):
+            labels = tuple(text(label, f"{name}[{k}]") for k, label in enumerate(sequence(getattr(self, name), name)))
+            object.__setattr__(self, name, labels)
+        object.__setattr__(self, "X", real_array(self.X, "X", ndim=2, layout="(seq, d_model)"))
         if self.X.shape != (len(self.tokens), len(self.dims)):
             raise ValueError(
                 f"X has shape {self.X.shape} but there are {len(self.tokens)} tokens "
@@ -37,6 +43,7 @@ class ToyEmbeddings:
 
     def index(self, token: str) -> int:
         """Row of ``token`` in X (the first one if the token occurs twice)."""
+        token = text(token, "token")
         if token not in self.tokens:
             raise ValueError(f"{token!r} is not one of the tokens {list(self.tokens)}")
         return self.tokens.index(token)

@@ -11,18 +11,18 @@ in which the messages flow. ``stationary_distribution`` is where that walk spend
 time, ``cycle_ratio`` tests whether it is reversible (Kolmogorov's criterion), and
 ``attention_rollout`` composes the layers of a model (Abnar & Zuidema, 2020).
 
-Every function takes numpy arrays (or lists), never mutates them, and raises
-``ValueError`` naming the shapes or values at fault.
+Every function takes numpy arrays (or lists) and never mutates them; bad input is refused
+through ``attncourse.validation``: ``TypeError`` for the wrong kind of thing, ``ValueError``
+naming the shapes or values at fault.
 """
 
 from __future__ import annotations
-
-import numbers
 
 import numpy as np
 from jaxtyping import Bool, Float
 
 from attncourse.attention import scaled_dot_product_attention
+from attncourse.validation import flag, index_array, integer, number, real_array, same_size
 
 __all__ = [
     "additive_scores",
@@ -42,18 +42,13 @@ _ROW_SUM_TOLERANCE = 1e-8
 
 
 def _square_weights(weights, name: str = "weights") -> np.ndarray:
-    """``weights`` as a finite float (seq, seq) array, or a ValueError saying why not."""
-    try:
-        array = np.asarray(weights, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a (seq, seq) array of numbers") from None
-    if array.ndim != 2 or array.shape[0] != array.shape[1] or array.shape[0] == 0:
+    """``weights`` as a finite float (seq, seq) array, or a TypeError or ValueError saying why not."""
+    array = real_array(weights, name, ndim=2, layout="(seq, seq)")
+    if array.shape[0] != array.shape[1] or array.shape[0] == 0:
         raise ValueError(
             f"{name} must be a square (seq, seq) matrix with seq >= 1 "
             f"(weights[i, j] is the edge j -> i), got shape {array.shape}"
         )
-    if not np.isfinite(array).all():
-        raise ValueError(f"{name} of shape {array.shape} contains NaN or inf")
     return array
 
 
@@ -90,8 +85,7 @@ def edge_list(
     [(0, 0, 0.75), (1, 1, 1.0)]
     """
     array = _square_weights(weights)
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or np.isnan(threshold):
-        raise ValueError(f"threshold must be a real number, got {threshold!r}")
+    threshold = number(threshold, "threshold")
     targets, sources = np.nonzero(array > threshold)  # row-major: by target, then source
     return [
         (int(j), int(i), float(array[i, j])) for i, j in zip(targets, sources)
@@ -112,15 +106,8 @@ def message_passing(
     """
     array = _square_weights(weights)
     _check_non_negative(array)
-    try:
-        values = np.asarray(V, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError("V must be a (seq, d_v) array of numbers") from None
-    if values.ndim != 2 or values.shape[0] != array.shape[0]:
-        raise ValueError(
-            f"V must have shape (seq, d_v) with seq={array.shape[0]} rows, one value per "
-            f"token of weights {array.shape}; got V of shape {values.shape}"
-        )
+    values = real_array(V, "V", ndim=2, layout="(seq, d_v)")
+    same_size("seq", ("weights", array, 0), ("V", values, 0), "one value per token")
     edges = edge_list(array)
     received = np.zeros(values.shape, dtype=np.result_type(values, array))  # (seq, d_v)
     if edges:
@@ -142,16 +129,10 @@ def edge_softmax(
     >>> edge_softmax([0, 0, 1], [0.0, np.log(3.0), 5.0], 2).round(2).tolist()
     [0.25, 0.75, 1.0]
     """
-    target = np.asarray(targets)
-    scores = np.asarray(edge_scores, dtype=float)
-    if target.ndim != 1 or target.shape != scores.shape:
-        raise ValueError(
-            f"need one target per edge score, got targets {target.shape} and scores {scores.shape}"
-        )
-    if not np.issubdtype(target.dtype, np.integer) or (target < 0).any() or (target >= n_nodes).any():
-        raise ValueError(f"targets must be node indices in 0..{n_nodes - 1}, got {target.tolist()}")
-    if not np.isfinite(scores).all():
-        raise ValueError("edge scores must be finite")
+    n_nodes = integer(n_nodes, "n_nodes", minimum=1)
+    target = index_array(targets, "targets", size=n_nodes, layout="(n_edges,)")
+    scores = real_array(edge_scores, "edge_scores", ndim=1, layout="(n_edges,)")
+    same_size("n_edges", ("targets", target, 0), ("edge_scores", scores, 0), "one target per edge score")
     largest = np.full(n_nodes, -np.inf)
     np.maximum.at(largest, target, scores)  # each node's largest in-edge score
     exponentials = np.exp(scores - largest[target])  # (n_edges,)
@@ -245,17 +226,10 @@ def cycle_ratio(weights: Float[np.ndarray, "seq seq"], cycle) -> float:
     """
     array = _square_weights(weights)
     _check_non_negative(array)
-    try:
-        nodes = [int(k) for k in cycle]
-        if any(int(k) != k for k in cycle):
-            raise TypeError
-    except (TypeError, ValueError):
-        raise ValueError(f"cycle must be a sequence of token indices, got {cycle!r}") from None
     n = array.shape[0]
+    nodes = index_array(cycle, "cycle", size=n, layout="(length,): token indices").tolist()
     if len(nodes) < 2:
-        raise ValueError(f"a cycle needs at least 2 tokens, got {nodes}")
-    if any(not 0 <= k < n for k in nodes):
-        raise ValueError(f"cycle {nodes} has an index outside 0..{n - 1} (seq = {n})")
+        raise ValueError(f"a cycle needs at least 2 tokens, got cycle={nodes}")
     forward = [(a, b) for a, b in zip(nodes, nodes[1:] + nodes[:1])]  # a reads from b
     backward = [(b, a) for a, b in forward]
     missing = [(a, b) for a, b in backward if array[a, b] == 0]
@@ -318,19 +292,13 @@ def attention_rollout(
     >>> attention_rollout([[[0.0, 1.0], [0.0, 1.0]]]).tolist()
     [[0.5, 0.5], [0.0, 1.0]]
     """
-    try:
-        layers = np.asarray(layer_weights, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError("layer_weights must be an array of numbers") from None
+    layers = real_array(layer_weights, "layer_weights")
     if layers.ndim not in (3, 4) or layers.shape[-1] != layers.shape[-2] or 0 in layers.shape:
         raise ValueError(
             "layer_weights must have shape (n_layers, seq, seq) or "
-            f"(n_layers, n_heads, seq, seq), non-empty, got {layers.shape}"
+            f"(n_layers, n_heads, seq, seq), non-empty, got shape {layers.shape}"
         )
-    if not np.isfinite(layers).all():
-        raise ValueError(f"layer_weights of shape {layers.shape} contains NaN or inf")
-    if isinstance(residual, bool) or not isinstance(residual, numbers.Real) or not 0 <= residual <= 1:
-        raise ValueError(f"residual must be a number between 0 and 1, got {residual!r}")
+    residual = number(residual, "residual", minimum=0, maximum=1)
     _check_non_negative(layers, "layer_weights")
     if layers.ndim == 4:
         layers = layers.mean(axis=1)  # (n_layers, seq, seq): heads averaged
@@ -358,9 +326,7 @@ def window_mask(n: int, radius: int) -> Bool[np.ndarray, "seq seq"]:
     >>> window_mask(4, 1).astype(int).tolist()
     [[1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 1, 1], [0, 0, 1, 1]]
     """
-    for name, value, least in (("n", n, 1), ("radius", radius, 0)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-            raise ValueError(f"window_mask needs an integer {name} >= {least}, got {value!r}")
+    n, radius = integer(n, "n", minimum=1), integer(radius, "radius", minimum=0)
     positions = np.arange(n)
     return np.abs(positions[:, None] - positions[None, :]) <= radius
 
@@ -383,20 +349,13 @@ def additive_scores(
     >>> additive_scores([[1.0], [2.0]], [[1.0]], [1.0, -1.0]).tolist()
     [[0.0, -0.2], [1.0, 0.0]]
     """
-    nodes = np.asarray(H, dtype=float)
-    projection = np.asarray(W, dtype=float)
-    attention_vector = np.asarray(a, dtype=float)
-    if nodes.ndim != 2 or projection.ndim != 2 or nodes.shape[1] != projection.shape[0]:
-        raise ValueError(
-            f"need H (seq, d_in) and W (d_in, d_out) with matching d_in, got H {nodes.shape} "
-            f"and W {projection.shape}"
-        )
+    nodes = real_array(H, "H", ndim=2, layout="(seq, d_in)")
+    projection = real_array(W, "W", ndim=2, layout="(d_in, d_out)")
+    same_size("d_in", ("H", nodes, 1), ("W", projection, 0), "W projects the rows of H")
     d_out = projection.shape[1]
-    if attention_vector.shape != (2 * d_out,):
-        raise ValueError(
-            f"a must have shape (2 * d_out,) = ({2 * d_out},): one half for the node, one for "
-            f"its neighbour; got {attention_vector.shape}"
-        )
+    # one half of a for the node, one for its neighbour
+    attention_vector = real_array(a, "a", shape=(2 * d_out,), layout="(2 * d_out,)")
+    negative_slope = number(negative_slope, "negative_slope")
     projected = nodes @ projection  # (seq, d_out)
     own = projected @ attention_vector[:d_out]  # (seq,): the part of node i
     neighbour = projected @ attention_vector[d_out:]  # (seq,): the part of neighbour j
@@ -423,21 +382,13 @@ def stacked_attention(
     >>> states[1].tolist(), weights[0].tolist()
     ([[1.0, 1.0], [1.0, 1.0]], [[0.5, 0.5], [0.5, 0.5]])
     """
-    state = np.asarray(X, dtype=float)
-    W_q, W_k, W_v = (np.asarray(W, dtype=float) for W in (W_q, W_k, W_v))
-    if state.ndim != 2:
-        raise ValueError(f"X must be a (seq, d_model) matrix, got shape {state.shape}")
+    state = real_array(X, "X", ndim=2, non_empty=True, layout="(seq, d_model)")
     d_model = state.shape[1]
-    if W_q.ndim != 3 or W_q.shape != W_k.shape or W_q.shape[1] != d_model:
-        raise ValueError(
-            f"W_q and W_k must both have shape (n_layers, d_model={d_model}, d_k), got "
-            f"{W_q.shape} and {W_k.shape}"
-        )
-    if W_v.shape != (len(W_q), d_model, d_model):
-        raise ValueError(
-            f"W_v must have shape (n_layers, d_model, d_model) = {(len(W_q), d_model, d_model)} "
-            f"so that layers can follow one another, got {W_v.shape}"
-        )
+    W_q = real_array(W_q, "W_q", shape=(None, d_model, None), layout="(n_layers, d_model, d_k)")
+    W_k = real_array(W_k, "W_k", shape=W_q.shape, layout="(n_layers, d_model, d_k)")  # W_q's shape
+    # d_model columns for W_v: so that layers can follow one another
+    W_v = real_array(W_v, "W_v", shape=(len(W_q), d_model, d_model), layout="(n_layers, d_model, d_model)")
+    skip = flag(skip, "skip")
     states, weights = [state], []
     for W_q_layer, W_k_layer, W_v_layer in zip(W_q, W_k, W_v):
         mixed, layer_weights = scaled_dot_product_attention(
@@ -458,7 +409,5 @@ def token_residual(X: Float[np.ndarray, "seq d_model"]) -> float:
     >>> token_residual([[1.0, 0.0], [3.0, 0.0]])
     1.4142135623730951
     """
-    array = np.asarray(X, dtype=float)
-    if array.ndim != 2:
-        raise ValueError(f"X must be a (seq, d_model) matrix, got shape {array.shape}")
+    array = real_array(X, "X", ndim=2, non_empty=True, layout="(seq, d_model)")
     return float(np.linalg.norm(array - array.mean(axis=0)))

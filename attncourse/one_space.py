@@ -4,7 +4,8 @@ Chapter 2's hot/cold/temperature demonstration. With plain similarity attention
 W = softmax(X X^T), the only way to make a word attend to another is to move the
 embeddings themselves. ``fit_similarity_attention`` does exactly that by gradient
 descent and returns every intermediate embedding matrix, so a chapter can measure what
-the moves did to meaning (for instance the cosine of two antonyms).
+the moves did to meaning (for instance the cosine of two antonyms). Bad input is refused through
+``attncourse.validation``, naming the argument at fault.
 """
 
 from __future__ import annotations
@@ -15,26 +16,26 @@ import numpy as np
 import torch
 from jaxtyping import Float
 
+from attncourse.validation import index_array, integer, number, real_array, sequence
+
 __all__ = ["fit_similarity_attention"]
 
 
-def _check_examples(vocab_size, sentences, queries, targets):
+def _checked_examples(vocab_size: int, sentences, queries, targets):
+    """``(sentences, queries, targets)`` as lists of index arrays and of ints, each index a
+    word of the vocabulary and each position inside its sentence."""
+    sentences, queries, targets = (sequence(v, name) for v, name in
+                                   ((sentences, "sentences"), (queries, "queries"), (targets, "targets")))
     if not (len(sentences) == len(queries) == len(targets)) or not sentences:
         raise ValueError(
             f"need one query and one target position per sentence, got {len(sentences)} "
             f"sentences, {len(queries)} queries, {len(targets)} targets"
         )
-    for k, (sentence, query, target) in enumerate(zip(sentences, queries, targets)):
-        if not all(0 <= word < vocab_size for word in sentence):
-            raise ValueError(
-                f"sentence {k} = {list(sentence)} uses an index outside the "
-                f"vocabulary of {vocab_size} words"
-            )
-        for name, position in (("query", query), ("target", target)):
-            if not 0 <= position < len(sentence):
-                raise ValueError(
-                    f"{name} position {position} is outside sentence {k} of length {len(sentence)}"
-                )
+    sentences = [index_array(sentence, f"sentences[{k}]", size=vocab_size) for k, sentence in enumerate(sentences)]
+    queries, targets = ([integer(position, f"{name}[{k}]", minimum=0, maximum=len(sentences[k]) - 1)
+                         for k, position in enumerate(positions)]
+                        for positions, name in ((queries, "queries"), (targets, "targets")))
+    return sentences, queries, targets
 
 
 def fit_similarity_attention(
@@ -67,17 +68,16 @@ def fit_similarity_attention(
     >>> bool(losses[-1] < losses[0])
     True
     """
-    start = np.asarray(embeddings, dtype=float)
-    if start.ndim != 2:
-        raise ValueError(f"embeddings must be (vocab, d_model), got shape {start.shape}")
-    _check_examples(start.shape[0], sentences, queries, targets)
-    if steps < 1 or learning_rate <= 0:
-        raise ValueError(f"need steps >= 1 and learning_rate > 0, got {steps}, {learning_rate}")
-    if meaning_weight < 0 or not all(0 <= w < start.shape[0] for pair in opposites for w in pair):
-        raise ValueError(
-            f"need meaning_weight >= 0 and opposites inside the vocabulary of {start.shape[0]} "
-            f"words, got {meaning_weight} and {list(opposites)}"
-        )
+    start = real_array(embeddings, "embeddings", ndim=2, non_empty=True, layout="(vocab, d_model)").astype(float)
+    sentences, queries, targets = _checked_examples(start.shape[0], sentences, queries, targets)
+    steps = integer(steps, "steps", minimum=1)
+    learning_rate = number(learning_rate, "learning_rate", above=0)
+    meaning_weight = number(meaning_weight, "meaning_weight", minimum=0)
+    opposites = sequence(opposites, "opposites")
+    pairs = (index_array(opposites, "opposites", size=start.shape[0], ndim=2, layout="(n_pairs, 2)")
+             if opposites else np.zeros((0, 2), dtype=int))
+    if pairs.shape[1] != 2:
+        raise ValueError(f"opposites must be pairs of words, shape (n_pairs, 2), got shape {pairs.shape}")
 
     table = torch.tensor(start, dtype=torch.float64, requires_grad=True)
     optimiser = torch.optim.SGD([table], lr=learning_rate)
@@ -85,10 +85,10 @@ def fit_similarity_attention(
     for _ in range(steps):
         loss = torch.zeros((), dtype=torch.float64)
         for sentence, query, target in zip(sentences, queries, targets):
-            X = table[list(sentence)]  # (seq, d_model)
+            X = table[sentence]  # (seq, d_model)
             log_weights = torch.log_softmax(X @ X.T, dim=-1)  # (seq, seq)
             loss = loss - log_weights[query, target]
-        for a, b in opposites:
+        for a, b in pairs.tolist():
             loss = loss + meaning_weight * (1 + torch.cosine_similarity(table[a], table[b], dim=0))
         optimiser.zero_grad()
         loss.backward()

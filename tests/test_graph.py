@@ -91,19 +91,19 @@ def test_causal_mask_is_a_dag_with_self_loops():
 
 
 @pytest.mark.parametrize(
-    ("weights", "threshold", "message"),
+    ("weights", "threshold", "message", "error"),
     [
-        (np.ones(3), 0.0, r"square \(seq, seq\) matrix"),
-        (np.ones((2, 3)), 0.0, r"got shape \(2, 3\)"),
-        (np.zeros((0, 0)), 0.0, "seq >= 1"),
-        ([[np.nan, 1.0], [1.0, 0.0]], 0.0, "NaN or inf"),
-        ([["a", "b"], ["c", "d"]], 0.0, "array of numbers"),
-        (np.eye(2), float("nan"), "threshold must be a real number"),
-        (np.eye(2), "0.1", "threshold must be a real number"),
+        (np.ones(3), 0.0, r"weights must have shape \(seq, seq\), got shape \(3,\)", ValueError),
+        (np.ones((2, 3)), 0.0, r"got shape \(2, 3\)", ValueError),
+        (np.zeros((0, 0)), 0.0, "seq >= 1", ValueError),
+        ([[np.nan, 1.0], [1.0, 0.0]], 0.0, r"weights of shape \(2, 2\) contains NaN at index \(0, 0\)", ValueError),
+        ([["a", "b"], ["c", "d"]], 0.0, "weights must be an array of real numbers", TypeError),
+        (np.eye(2), float("nan"), "threshold must be a finite number, got nan", ValueError),
+        (np.eye(2), "0.1", "threshold must be a finite number, got '0.1' of type str", TypeError),
     ],
 )
-def test_edge_list_rejects_bad_input(weights, threshold, message):
-    with pytest.raises(ValueError, match=message):
+def test_edge_list_rejects_bad_input(weights, threshold, message, error):
+    with pytest.raises(error, match=message):
         edge_list(weights, threshold)
 
 
@@ -146,16 +146,17 @@ def test_message_passing_direction_matters():
 
 
 @pytest.mark.parametrize(
-    ("weights", "V", "message"),
+    ("weights", "V", "message", "error"),
     [
-        (np.eye(2), np.ones((3, 2)), r"seq=2 rows.*V of shape \(3, 2\)"),
-        (np.eye(2), np.ones(2), r"V of shape \(2,\)"),
-        ([[1.5, -0.5], [0.0, 1.0]], np.ones((2, 1)), r"weights\[0, 1\] = -0.5 is negative"),
-        (np.eye(2), [["a"], ["b"]], "V must be a"),
+        (np.eye(2), np.ones((3, 2)), r"weights has seq=2 but V has seq=3 .*V shape \(3, 2\)", ValueError),
+        (np.eye(2), np.ones(2), r"V must have shape \(seq, d_v\), got shape \(2,\)", ValueError),
+        ([[1.5, -0.5], [0.0, 1.0]], np.ones((2, 1)), r"weights\[0, 1\] = -0.5 is negative", ValueError),
+        (np.eye(2), [["a"], ["b"]], "V must be an array of real numbers", TypeError),
+        (np.eye(2), [[np.nan], [1.0]], r"V of shape \(2, 1\) contains NaN at index \(0, 0\)", ValueError),
     ],
 )
-def test_message_passing_rejects_bad_input(weights, V, message):
-    with pytest.raises(ValueError, match=message):
+def test_message_passing_rejects_bad_input(weights, V, message, error):
+    with pytest.raises(error, match=message):
         message_passing(weights, V)
 
 
@@ -176,10 +177,14 @@ def test_edge_softmax_over_a_masked_graph_is_the_masked_row_softmax(seed):
 def test_edge_softmax_rejects_bad_input():
     with pytest.raises(ValueError, match="one target per edge score"):
         edge_softmax([0, 1], [1.0], 2)
-    with pytest.raises(ValueError, match=r"node indices in 0..1"):
+    with pytest.raises(ValueError, match=r"targets\[1\] = 2 is outside 0..1"):
         edge_softmax([0, 2], [1.0, 2.0], 2)
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(ValueError, match=r"edge_scores of shape \(1,\) contains \+inf"):
         edge_softmax([0], [np.inf], 1)
+    with pytest.raises(TypeError, match="targets must hold integer indices, got dtype float64"):
+        edge_softmax([0.0, 1.0], [1.0, 2.0], 2)
+    with pytest.raises(TypeError, match="n_nodes must be a positive integer, got '2'"):
+        edge_softmax([0, 1], [1.0, 2.0], "2")
 
 
 # ------------------------------------------------------------------ stationary distribution
@@ -243,7 +248,7 @@ def test_a_transient_token_gets_zero():
         ([[0.5, 0.4], [0.5, 0.5]], "row 0 sums to 0.9"),
         ([[1.0, 0.0], [0.0, 1.0]], r"not unique: the walk has 2 closed classes.*\(\[0\]; \[1\]\)"),
         ([[1.2, -0.2], [0.5, 0.5]], "is negative"),
-        (np.ones((2, 2, 2)) / 2, "square"),
+        (np.ones((2, 2, 2)) / 2, r"weights must have shape \(seq, seq\), got shape \(2, 2, 2\)"),
     ],
 )
 def test_stationary_distribution_rejects_bad_input(weights, message):
@@ -336,18 +341,19 @@ def test_largest_cycle_ratio_without_cycles():
 
 
 @pytest.mark.parametrize(
-    ("cycle", "message"),
+    ("cycle", "message", "error"),
     [
-        ([0], "at least 2 tokens"),
-        ([0, 1, 3], r"outside 0..2"),
-        ([0, -1, 2], r"outside 0..2"),
-        ([0, 1.5, 2], "sequence of token indices"),
-        ("abc", "sequence of token indices"),
-        (None, "sequence of token indices"),
+        ([0], "at least 2 tokens", ValueError),
+        ([0, 1, 3], r"cycle\[2\] = 3 is outside 0..2", ValueError),
+        ([0, -1, 2], r"cycle\[1\] = -1 is outside 0..2", ValueError),
+        ([0, 1.5, 2], "cycle must hold integer indices", TypeError),
+        ([0, 1.0, 2], "cycle must hold integer indices", TypeError),
+        ("abc", "cycle must hold integer indices", TypeError),
+        (None, "cycle must hold integer indices", TypeError),
     ],
 )
-def test_cycle_ratio_rejects_bad_cycles(cycle, message):
-    with pytest.raises(ValueError, match=message):
+def test_cycle_ratio_rejects_bad_cycles(cycle, message, error):
+    with pytest.raises(error, match=message):
         cycle_ratio(np.full((3, 3), 1 / 3), cycle)
 
 
@@ -419,20 +425,20 @@ def test_rollout_renormalises_rows_that_do_not_sum_to_one():
 
 
 @pytest.mark.parametrize(
-    ("layers", "residual", "message"),
+    ("layers", "residual", "message", "error"),
     [
-        (np.eye(3), 0.5, r"\(n_layers, seq, seq\)"),
-        (np.ones((2, 3, 4)) / 4, 0.5, r"got \(2, 3, 4\)"),
-        (np.zeros((0, 2, 2)), 0.5, "non-empty"),
-        (np.full((1, 2, 2), np.nan), 0.5, "NaN or inf"),
-        (np.full((1, 2, 2), 0.5), 1.5, "between 0 and 1"),
-        (np.full((1, 2, 2), 0.5), True, "between 0 and 1"),
-        (-np.ones((1, 2, 2)), 0.5, "negative"),
-        (np.zeros((1, 2, 2)), 0.0, "all zeros"),
+        (np.eye(3), 0.5, r"\(n_layers, seq, seq\)", ValueError),
+        (np.ones((2, 3, 4)) / 4, 0.5, r"got shape \(2, 3, 4\)", ValueError),
+        (np.zeros((0, 2, 2)), 0.5, "non-empty", ValueError),
+        (np.full((1, 2, 2), np.nan), 0.5, r"layer_weights of shape \(1, 2, 2\) contains NaN", ValueError),
+        (np.full((1, 2, 2), 0.5), 1.5, "residual must be a finite number from 0 to 1, got 1.5", ValueError),
+        (np.full((1, 2, 2), 0.5), True, "residual must be a finite number from 0 to 1, got True", TypeError),
+        (-np.ones((1, 2, 2)), 0.5, "negative", ValueError),
+        (np.zeros((1, 2, 2)), 0.0, "all zeros", ValueError),
     ],
 )
-def test_rollout_rejects_bad_input(layers, residual, message):
-    with pytest.raises(ValueError, match=message):
+def test_rollout_rejects_bad_input(layers, residual, message, error):
+    with pytest.raises(error, match=message):
         attention_rollout(layers, residual)
 
 
@@ -461,10 +467,12 @@ def test_additive_attention_ranks_neighbours_the_same_for_every_node(seed):
 
 
 def test_additive_scores_reject_bad_shapes():
-    with pytest.raises(ValueError, match=r"a must have shape \(2 \* d_out,\) = \(6,\)"):
+    with pytest.raises(ValueError, match=r"a must have shape \(2 \* d_out=6,\), got shape \(3,\)"):
         additive_scores(np.ones((2, 4)), np.ones((4, 3)), np.ones(3))
-    with pytest.raises(ValueError, match="matching d_in"):
+    with pytest.raises(ValueError, match="H has d_in=5 but W has d_in=4"):
         additive_scores(np.ones((2, 5)), np.ones((4, 3)), np.ones(6))
+    with pytest.raises(TypeError, match="negative_slope must be a finite number"):
+        additive_scores(np.ones((2, 4)), np.ones((4, 3)), np.ones(6), negative_slope="0.2")
 
 
 # ------------------------------------------------------------------ layers, residual, masks
@@ -506,9 +514,9 @@ def test_pure_attention_is_the_product_of_its_attention_matrices():
 def test_stacked_attention_with_no_layers_and_bad_shapes():
     states, weights = stacked_attention(np.eye(3), *np.zeros((3, 0, 3, 3)))
     assert states.shape == (1, 3, 3) and weights.shape == (0, 3, 3)
-    with pytest.raises(ValueError, match=r"W_v must have shape \(n_layers, d_model, d_model\)"):
+    with pytest.raises(ValueError, match=r"W_v must have shape \(n_layers=2, d_model=3, d_model=3\), got shape \(2, 3, 2\)"):
         stacked_attention(np.eye(3), np.ones((2, 3, 2)), np.ones((2, 3, 2)), np.ones((2, 3, 2)))
-    with pytest.raises(ValueError, match="W_q and W_k must both"):
+    with pytest.raises(ValueError, match=r"W_k must have shape \(n_layers=2, d_model=3, d_k=2\), got shape \(2, 3, 1\)"):
         stacked_attention(np.eye(3), np.ones((2, 3, 2)), np.ones((2, 3, 1)), np.ones((2, 3, 3)))
 
 
@@ -529,6 +537,9 @@ def test_window_mask_is_a_band():
     for i, j in itertools.product(range(6), repeat=2):
         assert mask[i, j] == (abs(i - j) <= 2)
     assert window_mask(3, 0).tolist() == np.eye(3, dtype=bool).tolist()
-    for bad in ((0, 1), (3, -1), (3, 1.5), (True, 1)):
-        with pytest.raises(ValueError, match="window_mask needs"):
+    for bad, error, message in (((0, 1), ValueError, "n must be a positive integer"),
+                                ((3, -1), ValueError, "radius must be a non-negative integer"),
+                                ((3, 1.5), TypeError, "radius must be a non-negative integer"),
+                                ((True, 1), TypeError, "n must be a positive integer")):
+        with pytest.raises(error, match=message):
             window_mask(*bad)

@@ -86,7 +86,7 @@ def test_inputs_are_not_mutated():
         (dict(W_k=np.ones((3, 4, 3))), "W_q and W_k of one shape"),
         (dict(W_v=np.ones((3, 4, 2))), "W_v of shape \\(n_layers, d_model, d_model\\)"),
         (dict(threshold=1.5), "threshold must be between 0 and 1"),
-        (dict(window_radius=-1), "window_mask needs an integer radius"),
+        (dict(window_radius=-1), "radius must be a non-negative integer, got -1"),
     ],
 )
 def test_bad_input_names_what_is_wrong(change, message):

@@ -69,10 +69,10 @@ def test_deterministic():
 @pytest.mark.parametrize(
     "sentences, queries, targets, message",
     [
-        ([[0, 9]], [0], [1], "outside the vocabulary of 5 words"),
+        ([[0, 9]], [0], [1], r"sentences\[0\]\[1\] = 9 is outside 0..4"),
         ([[0, 1]], [0, 1], [1], "one query and one target position per sentence"),
-        ([[0, 1]], [2], [1], "query position 2 is outside sentence 0 of length 2"),
-        ([[0, 1]], [0], [-1], "target position -1"),
+        ([[0, 1]], [2], [1], r"queries\[0\] must be an integer from 0 to 1, got 2"),
+        ([[0, 1]], [0], [-1], r"targets\[0\] must be an integer from 0 to 1, got -1"),
     ],
 )
 def test_bad_examples_are_named(sentences, queries, targets, message):
@@ -83,8 +83,16 @@ def test_bad_examples_are_named(sentences, queries, targets, message):
 def test_bad_embeddings_and_settings():
     with pytest.raises(ValueError, match=r"\(vocab, d_model\)"):
         fit_similarity_attention(np.zeros(5), SENTENCES, QUERIES, TARGETS)
-    with pytest.raises(ValueError, match="steps >= 1"):
+    with pytest.raises(ValueError, match="steps must be a positive integer, got 0"):
         fit_similarity_attention(hot_cold_words().X, SENTENCES, QUERIES, TARGETS, steps=0)
+    with pytest.raises(TypeError, match="steps must be a positive integer, got '5'"):
+        fit_similarity_attention(hot_cold_words().X, SENTENCES, QUERIES, TARGETS, steps="5")
+    with pytest.raises(TypeError, match="sentences must be a sequence"):
+        fit_similarity_attention(hot_cold_words().X, "the hot", QUERIES, TARGETS)
+    with pytest.raises(TypeError, match=r"queries\[0\] must be an integer"):
+        fit_similarity_attention(hot_cold_words().X, [[0, 1]], [0.0], [1])
+    with pytest.raises(ValueError, match=r"learning_rate must be a finite number > 0, got nan"):
+        fit_similarity_attention(hot_cold_words().X, SENTENCES, QUERIES, TARGETS, learning_rate=np.nan)
 
 
 def test_the_meaning_term_is_one_plus_the_cosine_and_keeps_the_antonyms_apart():
@@ -100,7 +108,11 @@ def test_the_meaning_term_is_one_plus_the_cosine_and_keeps_the_antonyms_apart():
     assert cos(kept[-1]) < 0 < cos(free[-1])
 
 
-@pytest.mark.parametrize("options", [dict(meaning_weight=-1.0), dict(opposites=[(3, 9)], meaning_weight=1.0)])
-def test_a_bad_meaning_term_is_named(options):
-    with pytest.raises(ValueError, match="meaning_weight >= 0 and opposites"):
+@pytest.mark.parametrize(("options", "message"), [
+    (dict(meaning_weight=-1.0), "meaning_weight must be a finite number >= 0, got -1.0"),
+    (dict(opposites=[(3, 9)], meaning_weight=1.0), r"opposites\[0, 1\] = 9 is outside 0..4"),
+    (dict(opposites=[(3, 4, 1)], meaning_weight=1.0), r"opposites must be pairs of words"),
+])
+def test_a_bad_meaning_term_is_named(options, message):
+    with pytest.raises(ValueError, match=message):
         fit_similarity_attention(hot_cold_words().X, SENTENCES, QUERIES, TARGETS, **options)

@@ -92,17 +92,32 @@ def test_ablating_a_head_changes_only_what_follows_it():
     assert not np.allclose(sentence_embedding(SENTENCE), sentence_embedding(SENTENCE, ((3, 5),)))
 
 
-@pytest.mark.parametrize("bad", ["", 3, None])
-def test_bad_text_is_refused(bad):
-    with pytest.raises(ValueError, match="text"):
+@pytest.mark.parametrize(("bad", "error"), [("", ValueError), ("  ", ValueError), (3, TypeError),
+                                            (None, TypeError)])
+def test_bad_text_is_refused(bad, error):
+    with pytest.raises(error, match="text must be a"):
         attention_maps(bad)
 
 
 def test_bad_arguments_name_the_fault():
     with pytest.raises(ValueError, match="layer"):
         layer_parameters(6)
-    with pytest.raises(ValueError, match="outside"):
+    with pytest.raises(ValueError, match=r"ablate\[0\]'s head must be an integer from 0 to 11, got 12"):
         run_model(SENTENCE, ablate=((0, 12),))
+    with pytest.raises(TypeError, match=r"ablate\[0\]'s layer must be an integer from 0 to 5, got 1.5"):
+        run_model(SENTENCE, ablate=((1.5, 2),))
+    with pytest.raises(TypeError, match=r"ablate\[0\] \(a \(layer, head\) pair\) must be a sequence"):
+        run_model(SENTENCE, ablate=(3,))
+    with pytest.raises(ValueError, match="head must be an integer from 0 to 11, got 12"):
+        pretrained.bilinear_form(0, 12)  # was a matrix of zeros: an empty slice of W_q
+    with pytest.raises(ValueError, match="head must be an integer from 0 to 11, got -1"):
+        pretrained.bilinear_form(0, -1)
+    with pytest.raises(TypeError, match="layer must be an integer from 0 to 5, got"):
+        layer_parameters([1])
+    with pytest.raises(TypeError, match="params must be a LayerParameters"):
+        layer_attention(np.zeros((3, 384)), {"W_q": None})
+    with pytest.raises(TypeError, match="text_b must be a string"):
+        pretrained.similarity(SENTENCE, None)
     with pytest.raises(ValueError, match="d_model=384"):
         layer_attention(np.zeros((3, 5)), layer_parameters(0))
 

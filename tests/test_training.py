@@ -74,10 +74,10 @@ def test_task_is_deterministic_for_a_seed_and_varies_across_seeds():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(n_nouns=1), "n_nouns must be between 2 and 4"),
-        (dict(n_nouns=5), "n_nouns must be between 2 and 4"),
+        (dict(n_nouns=1), "n_nouns must be an integer from 2 to 4, got 1"),
+        (dict(n_nouns=5), "n_nouns must be an integer from 2 to 4, got 5"),
         (dict(seq=3, n_nouns=3), "seq=3 has no room for 3 nouns"),
-        (dict(d_property=0), "d_property >= 1"),
+        (dict(d_property=0), "d_property must be a positive integer, got 0"),
     ],
 )
 def test_bad_task_sizes_are_named(kwargs, message):
@@ -134,8 +134,14 @@ def test_progress_wraps_the_loop_of_steps():
 
 
 def test_bad_training_settings_are_named():
-    with pytest.raises(ValueError, match="steps >= 1"):
+    with pytest.raises(ValueError, match="steps must be a positive integer, got 0"):
         train_pronoun_attention(make_pronoun_task(10, seed=0), steps=0)
+    with pytest.raises(TypeError, match="task must be a PronounTask"):
+        train_pronoun_attention(make_pronoun_task(10, seed=0).tokens)
+    with pytest.raises(TypeError, match="tied must be True or False, got 1"):
+        train_pronoun_attention(make_pronoun_task(10, seed=0), steps=1, tied=1)
+    with pytest.raises(TypeError, match="n_sentences must be a positive integer, got '10'"):
+        make_pronoun_task("10", seed=0)
 
 
 def test_referent_accuracy_counts_argmax_hits():
@@ -146,6 +152,10 @@ def test_referent_accuracy_counts_argmax_hits():
 def test_referent_accuracy_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match=r"\(batch, seq\)"):
         referent_accuracy(np.zeros((3, 4)), np.zeros(2, dtype=int))
+    with pytest.raises(ValueError, match=r"referent\[0\] = 4 is outside 0..3"):
+        referent_accuracy(np.zeros((1, 4)), [4])
+    with pytest.raises(ValueError, match=r"pronoun_weights of shape \(1, 4\) contains NaN"):
+        referent_accuracy([[np.nan, 0, 0, 0]], [1])
 
 
 def test_tied_training_shares_one_matrix_and_keeps_attention_on_the_pronoun():
@@ -208,5 +218,5 @@ def test_the_hand_built_tied_head_attends_to_the_referent_with_symmetric_psd_sco
     assert weights[np.arange(200), -1, task.referent].min() > 0.999
     assert np.mean((output[:, -1] - task.wanted_output()) ** 2) < 1e-6
     assert np.linalg.eigvalsh(W @ W.T).min() > -1e-12  # M = W Wᵀ is positive semidefinite
-    with pytest.raises(ValueError, match="positive lengths"):
+    with pytest.raises(ValueError, match="noun_length must be a finite number > 0, got 0.0"):
         tied_pronoun_head(noun_length=0.0)

@@ -48,10 +48,13 @@ def test_the_task_is_seeded():
     assert not np.array_equal(a.properties, c.properties)
 
 
-@pytest.mark.parametrize("arguments", [{"n_sentences": 0, "seed": 0}, {"n_sentences": 3, "seed": 0, "seq": 2},
-                                       {"n_sentences": 3, "seed": 0, "d_property": 0}])
-def test_bad_task_sizes_are_named(arguments):
-    with pytest.raises(ValueError, match="need n_sentences >= 1"):
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"n_sentences": 0, "seed": 0}, "n_sentences must be a positive integer, got 0"),
+    ({"n_sentences": 3, "seed": 0, "seq": 2}, r"seq \(room for a subject, a verb and an object\) must be an integer >= 3, got 2"),
+    ({"n_sentences": 3, "seed": 0, "d_property": 0}, "d_property must be a positive integer, got 0"),
+])
+def test_bad_task_sizes_are_named(arguments, message):
+    with pytest.raises(ValueError, match=message):
         make_role_task(**arguments)
 
 
@@ -138,16 +141,22 @@ def test_mean_weight_on_reads_each_heads_weight_at_the_verb_on_a_role():
     assert np.allclose(np.mean(by_sentence, axis=0), on_subject, rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    ({"ablate": 2}, "ablate must be a head between 0 and 1"),
-    ({"ablate": 0, "how": "half"}, "how must be 'zero' or 'mean'"),
+@pytest.mark.parametrize(("arguments", "message", "error"), [
+    ({"ablate": 2}, r"ablate \(a head\) must be an integer from 0 to 1, got 2", ValueError),
+    ({"ablate": 0, "how": "half"}, r"how must be one of \['zero', 'mean'\], got 'half'", ValueError),
+    ({"ablate": 1.0}, r"ablate \(a head\) must be an integer from 0 to 1, got 1.0 of type float", TypeError),
+    ({"how": None}, r"how must be one of \['zero', 'mean'\], got None", TypeError),
 ])
-def test_bad_ablations_are_named(arguments, message):
+def test_bad_ablations_are_named(arguments, message, error):
     model = train_heads(TASK, n_heads=2, d_head=2, steps=1)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         verb_loss(TASK, model, **arguments)
 
 
 def test_bad_training_sizes_are_named():
-    with pytest.raises(ValueError, match="need n_heads, d_head, steps >= 1"):
+    with pytest.raises(ValueError, match="n_heads must be a positive integer, got 0"):
         train_heads(TASK, n_heads=0, d_head=2)
+    with pytest.raises(TypeError, match="task must be a RoleTask"):
+        train_heads(TASK.embeddings(), n_heads=1, d_head=2)
+    with pytest.raises(TypeError, match="sum_heads must be True or False"):
+        train_heads(TASK, n_heads=1, d_head=2, sum_heads="yes")

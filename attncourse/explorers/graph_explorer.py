@@ -118,7 +118,7 @@ def _coerced(inputs: dict) -> dict:
         raise InvalidExplorerInput(f"scale must be a finite number, got {scale!r}")
     try:
         window_mask(len(X), inputs["window_radius"])  # a radius that is a whole number >= 0
-    except ValueError as error:
+    except (TypeError, ValueError) as error:
         raise InvalidExplorerInput(str(error)) from None
     layer = inputs["layer"]
     if isinstance(layer, bool) or not 0 <= layer < len(W_q):
