@@ -11,7 +11,7 @@ import pytest
 from attncourse import convolution
 from attncourse.attention import causal_mask, scaled_dot_product_attention, softmax
 from attncourse.convolution import shifts
-from attncourse.positions import alibi_bias, rope
+from attncourse.positions import alibi_bias, rope, rope_decay_bound, sinusoidal_dot_product
 
 pytestmark = pytest.mark.slow
 SEEDS = range(10)
@@ -110,3 +110,26 @@ def test_the_claims_hold_with_projection_biases(seed):
     assert np.abs(head(X[order], causal_mask(5)) - head(X, causal_mask(5))[order]).max() > 1e-9
     scores = lambda p: rope(X @ W_q + b_q, p) @ rope(X @ W_k + b_k, p).T  # (seq, seq)
     assert np.abs(scores(np.arange(5.0) + 11.0) - scores(np.arange(5.0))).max() < 1e-11
+
+
+# --- issue 36, item 14: the position functions answered bad offsets with NaN or a guess ---
+
+
+@pytest.mark.parametrize("function", [sinusoidal_dot_product, rope_decay_bound])
+@pytest.mark.parametrize(("offset", "message"), [
+    (np.nan, r"offset of shape \(\) contains NaN"),
+    (np.inf, r"offset of shape \(\) contains \+inf"),
+    ([0.0, -np.inf], r"offset of shape \(2,\) contains -inf at index \(1,\)"),
+])
+def test_an_offset_of_nan_or_infinity_is_refused_not_answered_with_nan(function, offset, message):
+    """Issue 36: both returned nan (with a RuntimeWarning) for a NaN or infinite offset."""
+    with pytest.raises(ValueError, match=message):
+        function(offset, 8)
+
+
+@pytest.mark.parametrize("function", [sinusoidal_dot_product, rope_decay_bound])
+@pytest.mark.parametrize("offset", ["3", ["0", "3"], b"3"])
+def test_an_offset_written_as_text_is_refused_not_read_as_a_number(function, offset):
+    """Issue 36: '3' gave the answer for 3, as numpy's float conversion reads strings."""
+    with pytest.raises(TypeError, match="offset must be an array of real numbers"):
+        function(offset, 8)

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from attncourse.attention import causal_mask, scaled_dot_product_attention
-from attncourse.flash import tiled_attention
-from attncourse.kv_cache import decode_with_cache
+from attncourse.flash import tile_order, tiled_attention
+from attncourse.kv_cache import decode_with_cache, step_multiply_adds
 from attncourse.multihead import multi_head_attention, projection_shapes
 
 pytestmark = pytest.mark.slow
@@ -53,3 +53,48 @@ def test_tiles_round_differently_but_within_1e_12_and_torch_aligns_top_left(seed
                                               is_causal=True).numpy()
     assert np.abs(last - ours[..., -3:, :]).max() < 1e-12
     assert np.abs(top_left - ours[..., -3:, :]).max() > 0.1
+
+
+# --- issue 36, item 14: chapter 9's functions and bad input ---------------------------
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_or_infinity_in_v_is_refused_as_in_q_and_k(bad):
+    """Issue 36: tiled_attention refused NaN in Q and K but let it through V into the
+    output (a NaN column); so did decode_with_cache through W_v (every output NaN)."""
+    X, layer = chapter_layer(0)
+    Q, K, V = X[:, :4], X[:, 4:8], X[:, 8:].copy()
+    V[3, 2] = bad
+    with pytest.raises(ValueError, match=r"V of shape \(10, 8\) contains (NaN|[+-]inf) at index \(3, 2\)"):
+        tiled_attention(Q, K, V, 4, 4)
+    with pytest.raises(ValueError, match=r"V of shape \(10, 8\) contains (NaN|[+-]inf) at index \(3, 2\)"):
+        scaled_dot_product_attention(Q, K, V)
+    W_v = layer["W_v"].copy()
+    W_v[5, 1] = bad
+    with pytest.raises(ValueError, match=r"W_v of shape \(16, 8\) contains (NaN|[+-]inf) at index \(5, 1\)"):
+        decode_with_cache(X, **(layer | {"W_v": W_v}))
+
+
+def test_the_tile_order_refuses_the_causal_problem_the_loop_refuses():
+    """Issue 36: tile_order(5, 3, 2, 2, causal=True) listed query block 0..1 with no key block
+    at all, where tiled_attention raised. A query that may see no key has no softmax (the
+    chapter says so of online_softmax): the schedule refuses it too, with the loop's words,
+    rather than show a learner a block that would divide 0 by 0."""
+    message = r"causal attention with seq_q=5 > seq_k=3: aligned bottom-right, the first 2 queries would have no key"
+    with pytest.raises(ValueError, match=message):
+        tile_order(5, 3, 2, 2, causal=True)
+    with pytest.raises(ValueError, match=message):
+        tiled_attention(np.ones((5, 2)), np.ones((3, 2)), np.ones((3, 2)), 2, 2, causal=True)
+    assert all(cols for _, cols in tile_order(3, 5, 2, 2, causal=True))  # every block sees a key
+    assert tile_order(5, 3, 2, 2)[0][1] == [range(0, 2), range(2, 3)]  # without the mask, nothing to refuse
+
+
+@pytest.mark.parametrize("n_kv_heads", [5, 24, 7])
+def test_the_work_per_step_needs_kv_heads_that_divide_the_query_heads(n_kv_heads):
+    """Issue 36: step_multiply_adds counted a layer of 12 query heads sharing 5 (or 24)
+    key/value heads, a layer multi_head_attention refuses."""
+    with pytest.raises(ValueError, match=rf"n_kv_heads={n_kv_heads} must divide n_heads=12"):
+        step_multiply_adds(3, 768, 12, 64, n_kv_heads=n_kv_heads)
+    with pytest.raises(ValueError, match=rf"n_kv_heads={n_kv_heads} must divide n_heads=12"):
+        projection_shapes(768, 12, 64, n_kv_heads=n_kv_heads)
+    assert step_multiply_adds(3, 768, 12, 64, n_kv_heads=4) < step_multiply_adds(3, 768, 12, 64)
