@@ -26,6 +26,8 @@ Modules, one idea each:
   JavaScript; they import the maths above, never define it.
 * ``attncourse.convolution``: a kernel-K convolution built as K attention heads with
   positional scores (Cordonnier et al.); ``convolution_figures`` draws it.
+* ``attncourse.validation``: the argument checks every maths module makes (TypeError for
+  the wrong kind of thing, ValueError for a wrong value, each naming the argument).
 * ``attncourse.checks``: feedback on the exercises, one check per exercise.
 * ``attncourse.instructor``: the student version of the chapters, and grading
   (``python -m attncourse.instructor --help``).
