@@ -218,7 +218,8 @@ def conv2d_as_attention(
     pixels, taps, _ = _checked_conv(image, kernel, "image", "(height, width, c_in)",
                                     "(c_out, c_in, K, K)")
     c_out, c_in, kernel_size, _ = taps.shape
-    deltas = integer(dilation, "dilation", minimum=1) * shifts(kernel_size)  # (K,): the taps' offsets along one axis
+    dilation = integer(dilation, "dilation", minimum=1)
+    deltas = dilation * shifts(kernel_size)  # (K,): the taps' offsets along one axis
     half = int(deltas[-1])  # the padding: the farthest tap
     height, width, _ = pixels.shape
     padded = np.pad(pixels, ((half, half), (half, half), (0, 0)))

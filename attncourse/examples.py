@@ -32,8 +32,8 @@ class ToyEmbeddings:
 
     def __post_init__(self):
         for name in ("tokens", "dims"):
-            labels = tuple(text(label, f"{name}[{k}]") for k, label in enumerate(sequence(getattr(self, name), name)))
-            object.__setattr__(self, name, labels)
+            labels = sequence(getattr(self, name), name)
+            object.__setattr__(self, name, tuple(text(label, f"{name}[{k}]") for k, label in enumerate(labels)))
         object.__setattr__(self, "X", real_array(self.X, "X", ndim=2, layout="(seq, d_model)"))
         if self.X.shape != (len(self.tokens), len(self.dims)):
             raise ValueError(

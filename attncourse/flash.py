@@ -74,7 +74,7 @@ def online_softmax(x: Float[np.ndarray, "... n"], block: int) -> Float[np.ndarra
     scores = real_array(x, "x", min_ndim=1, minus_inf=True)
     n = scores.shape[-1]
     if n == 0:
-        raise ValueError(f"x of shape {scores.shape} has no entries along its last axis: no entries to normalise")
+        raise ValueError(f"x of shape {scores.shape} has no entries along its last axis to normalise")
     running_max = np.full(scores.shape[:-1], -np.inf, dtype=scores.dtype)  # (...,)
     running_sum = np.zeros(scores.shape[:-1], dtype=scores.dtype)  # (...,)
     for start in range(0, n, block):

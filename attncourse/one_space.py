@@ -31,7 +31,8 @@ def _checked_examples(vocab_size: int, sentences, queries, targets):
             f"need one query and one target position per sentence, got {len(sentences)} "
             f"sentences, {len(queries)} queries, {len(targets)} targets"
         )
-    sentences = [index_array(sentence, f"sentences[{k}]", size=vocab_size) for k, sentence in enumerate(sentences)]
+    sentences = [index_array(sentence, f"sentences[{k}]", size=vocab_size)
+                 for k, sentence in enumerate(sentences)]
     queries, targets = ([integer(position, f"{name}[{k}]", minimum=0, maximum=len(sentences[k]) - 1)
                          for k, position in enumerate(positions)]
                         for positions, name in ((queries, "queries"), (targets, "targets")))
@@ -68,7 +69,8 @@ def fit_similarity_attention(
     >>> bool(losses[-1] < losses[0])
     True
     """
-    start = real_array(embeddings, "embeddings", ndim=2, non_empty=True, layout="(vocab, d_model)").astype(float)
+    start = real_array(embeddings, "embeddings", ndim=2, non_empty=True, layout="(vocab, d_model)")
+    start = start.astype(float)  # float64: the embeddings are trained in float64
     sentences, queries, targets = _checked_examples(start.shape[0], sentences, queries, targets)
     steps = integer(steps, "steps", minimum=1)
     learning_rate = number(learning_rate, "learning_rate", above=0)

@@ -24,16 +24,7 @@ import numpy as np
 import torch
 from jaxtyping import Float, Int
 
-from attncourse.validation import (
-    flag,
-    function,
-    index_array,
-    instance,
-    integer,
-    number,
-    real_array,
-    sequence,
-)
+from attncourse import validation as check
 
 __all__ = [
     "minimise_with_adam",
@@ -98,12 +89,13 @@ def make_pronoun_task(
     >>> task.tokens.shape, task.properties.shape, task.referent.shape
     ((2, 5), (2, 5, 4), (2,))
     """
-    n_sentences, d_property = integer(n_sentences, "n_sentences", minimum=1), integer(d_property, "d_property", minimum=1)
-    n_nouns = integer(n_nouns, "n_nouns", minimum=2, maximum=len(PRONOUNS))
-    seq = integer(seq, "seq", minimum=1)
+    n_sentences = check.integer(n_sentences, "n_sentences", minimum=1)
+    d_property = check.integer(d_property, "d_property", minimum=1)
+    n_nouns = check.integer(n_nouns, "n_nouns", minimum=2, maximum=len(PRONOUNS))
+    seq = check.integer(seq, "seq", minimum=1)
     if seq < n_nouns + 1:
         raise ValueError(f"seq={seq} has no room for {n_nouns} nouns and a pronoun")
-    seed = integer(seed, "seed", minimum=0)
+    seed = check.integer(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)
     tokens = np.empty((n_sentences, seq), dtype=int)
     properties = np.zeros((n_sentences, seq, d_property))
@@ -155,11 +147,12 @@ def minimise_with_adam(
 ) -> Float[np.ndarray, " steps"]:
     """Take ``steps`` Adam steps on ``parameters`` against ``loss()``; return the loss
     before each step. ``progress`` wraps the loop, e.g. ``progress=tqdm``."""
-    loss = function(loss, "loss")
-    parameters = [instance(p, f"parameters[{k}]", torch.Tensor) for k, p in enumerate(sequence(parameters, "parameters"))]
-    steps = integer(steps, "steps", minimum=1)
-    learning_rate = number(learning_rate, "learning_rate", above=0)
-    progress = None if progress is None else function(progress, "progress")
+    loss = check.function(loss, "loss")
+    parameters = [check.instance(p, f"parameters[{k}]", torch.Tensor)
+                  for k, p in enumerate(check.sequence(parameters, "parameters"))]
+    steps = check.integer(steps, "steps", minimum=1)
+    learning_rate = check.number(learning_rate, "learning_rate", above=0)
+    progress = None if progress is None else check.function(progress, "progress")
     optimiser = torch.optim.Adam(parameters, lr=learning_rate)
     losses = []
     for _ in (progress or iter)(range(steps)):
@@ -195,8 +188,8 @@ def train_pronoun_attention(
     thread: the matrices are tiny, and one thread adds up the numbers in the same order on
     every machine.
     """
-    task = instance(task, "task", PronounTask, "make_pronoun_task")
-    (model,) = train_pronoun_attention_seeds([task], [integer(seed, "seed", minimum=0)], d_k, steps,
+    task = check.instance(task, "task", PronounTask, "make_pronoun_task")
+    (model,) = train_pronoun_attention_seeds([task], [check.integer(seed, "seed", minimum=0)], d_k, steps,
                                              learning_rate, progress, tied)
     return model
 
@@ -217,13 +210,14 @@ def train_pronoun_attention_seeds(
     entry, so every model takes the steps it would take alone. The tasks must have the
     same shapes. Returns one TrainedAttention per model, in order.
     """
-    tasks = [instance(task, f"tasks[{m}]", PronounTask, "make_pronoun_task")
-             for m, task in enumerate(sequence(tasks, "tasks"))]
-    seeds = [integer(seed, f"seeds[{m}]", minimum=0) for m, seed in enumerate(sequence(seeds, "seeds"))]
-    d_k, steps = integer(d_k, "d_k", minimum=1), integer(steps, "steps", minimum=1)
-    learning_rate = number(learning_rate, "learning_rate", above=0)
-    progress = None if progress is None else function(progress, "progress")
-    tied = flag(tied, "tied")
+    tasks = [check.instance(task, f"tasks[{m}]", PronounTask, "make_pronoun_task")
+             for m, task in enumerate(check.sequence(tasks, "tasks"))]
+    seeds = [check.integer(seed, f"seeds[{m}]", minimum=0)
+             for m, seed in enumerate(check.sequence(seeds, "seeds"))]
+    d_k, steps = check.integer(d_k, "d_k", minimum=1), check.integer(steps, "steps", minimum=1)
+    learning_rate = check.number(learning_rate, "learning_rate", above=0)
+    progress = None if progress is None else check.function(progress, "progress")
+    tied = check.flag(tied, "tied")
     if len(tasks) != len(seeds) or not tasks:
         raise ValueError(f"need one seed per task, got {len(tasks)} tasks and {len(seeds)} seeds")
     shapes = {task.properties.shape for task in tasks}
@@ -287,9 +281,9 @@ def tied_pronoun_head(
     >>> W.shape, W_v.shape
     ((28, 4), (28, 4))
     """
-    noun_length = number(noun_length, "noun_length", above=0)
-    pronoun_length = number(pronoun_length, "pronoun_length", above=0)
-    d_property = integer(d_property, "d_property", minimum=1)
+    noun_length = check.number(noun_length, "noun_length", above=0)
+    pronoun_length = check.number(pronoun_length, "pronoun_length", above=0)
+    d_property = check.integer(d_property, "d_property", minimum=1)
     d_model = len(VOCABULARY) + d_property
     W = np.zeros((d_model, len(PRONOUNS)))  # (d_model, d_k): one dimension per kind
     for kind, (pronoun, nouns) in enumerate(PRONOUN_REFERENTS.items()):
@@ -305,8 +299,9 @@ def referent_accuracy(
     pronoun_weights: Float[np.ndarray, "batch seq"], referent: Int[np.ndarray, " batch"]
 ) -> float:
     """Fraction of sentences whose pronoun puts its largest weight on the referent."""
-    pronoun_weights = real_array(pronoun_weights, "pronoun_weights", ndim=2, non_empty=(1,), layout="(batch, seq)")
-    referent = index_array(referent, "referent", size=pronoun_weights.shape[1], layout="(batch,)")
+    pronoun_weights = check.real_array(pronoun_weights, "pronoun_weights", ndim=2, non_empty=(1,),
+                                       layout="(batch, seq)")
+    referent = check.index_array(referent, "referent", size=pronoun_weights.shape[1], layout="(batch,)")
     if referent.shape != pronoun_weights.shape[:1]:
         raise ValueError(
             f"need pronoun weights (batch, seq) and referents (batch,), got "

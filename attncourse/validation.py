@@ -192,7 +192,8 @@ def boolean_array(value, name: str) -> np.ndarray:
     """
     array = _as_array(value, name)
     if array.dtype != bool:
-        raise TypeError(f"{name} must be boolean (True = may attend), got dtype {array.dtype}: {_shown(value)}")
+        raise TypeError(f"{name} must be boolean (True = may attend), got dtype {array.dtype}: "
+                        f"{_shown(value)}")
     return array
 
 
@@ -370,12 +371,14 @@ def same_size(dimension: str, first: tuple[str, np.ndarray, int], second: tuple[
     return int(a.shape[axis_a])
 
 
-def broadcastable(shape_a: tuple[int, ...], shape_b: tuple[int, ...], name_a: str, name_b: str) -> tuple[int, ...]:
+def broadcastable(shape_a: tuple[int, ...], shape_b: tuple[int, ...], name_a: str,
+                  name_b: str) -> tuple[int, ...]:
     """The broadcast of two batch shapes, or a ValueError naming both."""
     try:
         return np.broadcast_shapes(shape_a, shape_b)
     except ValueError:
-        raise ValueError(f"batch dimensions of {name_a} {shape_a} and {name_b} {shape_b} do not broadcast") from None
+        raise ValueError(f"batch dimensions of {name_a} {shape_a} and {name_b} {shape_b} "
+                         "do not broadcast") from None
 
 
 def divides(part: int, part_name: str, whole: int, whole_name: str, why: str = "") -> None:

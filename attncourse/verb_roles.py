@@ -84,7 +84,8 @@ def make_role_task(n_sentences: int, seed: int, seq: int = 6, d_property: int = 
     >>> task.embeddings().shape, task.wanted_output().shape
     ((3, 4, 6), (3, 4))
     """
-    n_sentences, d_property = integer(n_sentences, "n_sentences", minimum=1), integer(d_property, "d_property", minimum=1)
+    n_sentences = integer(n_sentences, "n_sentences", minimum=1)
+    d_property = integer(d_property, "d_property", minimum=1)
     seq = integer(seq, "seq (room for a subject, a verb and an object)", minimum=3)
     seed = integer(seed, "seed", minimum=0)
     rng = np.random.default_rng(seed)

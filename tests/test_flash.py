@@ -75,7 +75,7 @@ def test_online_softmax_accepts_lists_and_numpy_integer_blocks_and_leaves_its_in
         ([1.0, np.nan], 1, r"contains NaN", ValueError),
         ([1.0, np.inf], 2, r"contains \+inf", ValueError),
         ([[0.0, 1.0], [-np.inf, -np.inf]], 1, r"row at index \(1,\) is entirely -inf", ValueError),
-        (np.zeros((2, 0)), 1, r"no entries to normalise", ValueError),
+        (np.zeros((2, 0)), 1, r"x of shape \(2, 0\) has no entries along its last axis to normalise", ValueError),
         ([1.0, 2.0], 0, r"block must be a positive integer, got 0", ValueError),
         ([1.0, 2.0], -3, r"block must be a positive integer, got -3", ValueError),
         ([1.0, 2.0], True, r"block must be a positive integer, got True of type bool", TypeError),

@@ -273,19 +273,6 @@ def test_a_mask_per_head_broadcasts_against_the_weights():
         ({"n_heads": 0}, r"n_heads must be a positive integer, got 0"),
         ({"X": np.zeros(4)}, r"X must have at least 2 dimensions"),
         ({"mask": np.ones((2, 2), dtype=bool)}, r"mask of shape \(2, 2\) does not broadcast"),
-    ],
-)
-def test_bad_input_is_a_value_error_naming_the_dimensions(change, message):
-    rng = np.random.default_rng(0)
-    X, W_q, W_k, W_v, W_o = random_problem(rng, seq=3, d_model=4, n_heads=2, d_head=2)
-    arguments = {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o, "n_heads": 2} | change
-    with pytest.raises(ValueError, match=message):
-        multi_head_attention(**arguments)
-
-
-@pytest.mark.parametrize(
-    "change, message",
-    [
         ({"mask": np.ones((3, 3))}, r"mask must be boolean"),
         ({"n_heads": "2"}, r"n_heads must be a positive integer, got '2' of type str"),
         ({"n_kv_heads": 1.0}, r"n_kv_heads must be a positive integer, got 1.0 of type float"),
@@ -293,11 +280,14 @@ def test_bad_input_is_a_value_error_naming_the_dimensions(change, message):
         ({"X": np.ones((3, 4), dtype=bool)}, r"X must hold numbers, got a boolean array"),
     ],
 )
-def test_the_wrong_kind_of_input_is_a_type_error_naming_it(change, message):
+def test_bad_input_is_an_error_naming_the_dimensions_or_the_kind(change, message):
+    """A wrong value is a ValueError; the wrong kind of thing (a float mask, '2' heads,
+    complex or boolean matrices) a TypeError."""
     rng = np.random.default_rng(0)
     X, W_q, W_k, W_v, W_o = random_problem(rng, seq=3, d_model=4, n_heads=2, d_head=2)
     arguments = {"X": X, "W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o, "n_heads": 2} | change
-    with pytest.raises(TypeError, match=message):
+    wrong_kind = any(word in message for word in ("boolean", "of type", "must be real", "hold numbers"))
+    with pytest.raises(TypeError if wrong_kind else ValueError, match=message):
         multi_head_attention(**arguments)
 
 
