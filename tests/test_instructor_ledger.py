@@ -14,7 +14,8 @@ import pytest
 
 from attncourse import instructor
 from attncourse.checks.predict import ATTEMPTS_MIMETYPE
-from attncourse.instructor import COMPLETED, FAILED, NOT_ATTEMPTED, PASSED, grading, ledger
+from attncourse.instructor import COMPLETED, FAILED, NOT_ATTEMPTED, PASSED, grading
+from attncourse.instructor.gradebook import ledger
 from tests.test_instructor_grading import (
     CHAPTER_1,
     CORRECT_SOFTMAX,

@@ -1,5 +1,5 @@
 """Red-team cases of the grading-integrity issue (classes C, D and E) that need no kernel:
-where an honest learner's answer is recorded (``attncourse.instructor.placement``), which
+where an honest learner's answer is recorded (``attncourse.instructor.notebook.placement``), which
 files of a submissions folder are graded or listed (``grading._learners``), and the
 bookkeeping of a report folder (``ledger``, ``report``, the overrides of an export). The
 same learners graded in the sandbox are in tests/test_instructor_grading.py's hostile
@@ -15,11 +15,12 @@ import nbformat
 import pytest
 
 from attncourse import instructor
-from attncourse.instructor import export, grading, ledger, make_student_notebook, report
-from attncourse.instructor.grading import Grade
-from attncourse.instructor.placement import Exercise, notebook_to_run
-from attncourse.instructor.sandbox import Limits
-from attncourse.instructor.tags import role_of
+from attncourse.instructor import grading, make_student_notebook, submissions
+from attncourse.instructor.course.tags import role_of
+from attncourse.instructor.gradebook import export, ledger, report
+from attncourse.instructor.model import Exercise, Grade, NotebookRun
+from attncourse.instructor.notebook.placement import notebook_to_run
+from attncourse.instructor.run.sandbox import Limits
 from tests.test_instructor_grading import DOUBLING, ROOT
 
 SOFTMAX = "ch1-stable-softmax"
@@ -100,7 +101,7 @@ def test_saved_outputs_do_not_count_against_the_size_a_notebook_is_read_to(tmp_p
     with pytest.raises(ValueError, match="its cells hold .* besides their outputs; grade reads notebooks of up to"):
         grading.read_submitted(tmp_path / "long.ipynb", limits)
     with open(tmp_path / "huge.ipynb", "wb") as file:
-        file.truncate(grading.SAVED_OUTPUTS_FACTOR * 10_000 + 1)  # not read at all
+        file.truncate(submissions.SAVED_OUTPUTS_FACTOR * 10_000 + 1)  # not read at all
     with pytest.raises(ValueError, match="^it is .*; grade reads notebooks of up to"):
         grading.read_submitted(tmp_path / "huge.ipynb", limits)
 
@@ -122,7 +123,7 @@ def test_archives_nested_folders_links_and_sockets_are_graded_or_listed(tmp_path
     (folder / "empty").mkdir()
     with socket.socket(socket.AF_UNIX) as listening:
         listening.bind(str(folder / "bob" / "sock.ipynb"))
-        found, skipped = grading._learners(folder)
+        found, skipped = submissions.find_learners(folder)
     assert {name: [p.as_posix() for p in paths] for name, paths in found.items()} == {
         "CAPS": ["CAPS.IPYNB"], "Zoë Smith": ["Zoë Smith/ch1 (1).ipynb"], "ada": ["ada/week 1/part a/ch1.ipynb"],
         "bob": ["bob/ch1.ipynb"], "cy": ["cy/empty.ipynb"], "empty": []}
@@ -217,8 +218,8 @@ def test_a_scratch_notebook_that_binds_an_exercises_name_is_no_duplicate_of_the_
     chapter.cells[0].metadata["tags"] = [f"exercise:{DOUBLING}"]
     scratch = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("prediction = logits.argmax()")])
     stripped = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(handed_out)])  # a copy, tags lost
-    runs = [grading._Run("amy/ch1.ipynb", chapter), grading._Run("amy/Untitled.ipynb", scratch),
-            grading._Run("amy/copy.ipynb", stripped)]
+    runs = [NotebookRun("amy/ch1.ipynb", chapter), NotebookRun("amy/Untitled.ipynb", scratch),
+            NotebookRun("amy/copy.ipynb", stripped)]
     graded = ("amy/ch1.ipynb", instructor.COMPLETED, "you predicted 0.4", "")
     kept = grading._without_scratch([graded, ("amy/Untitled.ipynb", instructor.FAILED, "no number", "")], runs, course)
     assert kept == [(*graded[:3], "also bound in amy/Untitled.ipynb (no tags, none of the course's cells), "
@@ -283,7 +284,7 @@ def test_an_interrupted_grading_starts_no_further_notebook(tmp_path, monkeypatch
 
     def run(submissions, relative, *args, **kwargs):
         ran.append(relative.name)
-        return grading._Run(relative.name, problem="stands in for a run")
+        return NotebookRun(relative.name, problem="stands in for a run")
 
     def interrupted(learner, rows, notes):
         saved.append(learner)

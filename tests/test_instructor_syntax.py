@@ -1,4 +1,4 @@
-"""The grader's parser (``attncourse.instructor.syntax``): safe from its threads, and a
+"""The grader's parser (``attncourse.instructor.notebook.source``): safe from its threads, and a
 cell Python cannot parse is that cell's problem, not the whole notebook's."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import threading
 import nbformat
 import pytest
 
-from attncourse.instructor.placement import Exercise, notebook_to_run
-from attncourse.instructor.syntax import UNPARSEABLE, parse
+from attncourse.instructor.model import Exercise
+from attncourse.instructor.notebook.placement import notebook_to_run
+from attncourse.instructor.notebook.source import UNPARSEABLE, parse
 
 NESTED = "x = " + "[" * 90 + "1" + "]" * 90 + "\n" + "\n".join(
     f"def f{i}(a, b):\n    return [a + b for _ in range(3)]" for i in range(50))

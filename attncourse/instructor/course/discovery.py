@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import subprocess
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import nbformat
@@ -23,8 +24,8 @@ from nbclient import NotebookClient
 
 import attncourse
 from attncourse.checks import wire
-from attncourse.instructor.slicing import cells_to_skip, effects
-from attncourse.instructor.tags import HIDDEN_TEST, exercise_of, role_of
+from attncourse.instructor.course.tags import HIDDEN_TEST, exercise_of, role_of
+from attncourse.instructor.notebook.slicing import cells_to_skip, effects
 
 CHAPTER_TIME_LIMIT = 900.0
 _FOUND: dict[str, dict] = {}  # digest -> what a run found, for this process's lifetime
@@ -34,7 +35,8 @@ class CourseError(ValueError):
     """A hidden test that does not pass on the course's own solution."""
 
 
-def hidden_inputs(chapters: dict[Path, object], labels: set[str], cache: Path | None = None) -> dict[str, dict]:
+def hidden_inputs(chapters: Mapping[Path, nbformat.NotebookNode], labels: set[str], cache: Path | None = None
+                  ) -> dict[str, dict]:
     """label -> ``{"modules", "values", "calls"}`` (see ``wire``) for every hidden test of
     ``labels`` in ``chapters`` (path -> solved notebook)."""
     found: dict[str, dict] = {}
@@ -42,7 +44,7 @@ def hidden_inputs(chapters: dict[Path, object], labels: set[str], cache: Path | 
         needed = [cell for cell in nb.cells if role_of(cell) == HIDDEN_TEST and exercise_of(cell) in labels]
         if not needed:
             continue
-        key = _digest(path)
+        key = digest([path])
         if key not in _FOUND and cache is not None and (cache / f"{key}.json").exists():
             _FOUND[key] = json.loads((cache / f"{key}.json").read_text(encoding="utf-8"))
         if key not in _FOUND:
@@ -54,13 +56,16 @@ def hidden_inputs(chapters: dict[Path, object], labels: set[str], cache: Path | 
     return found
 
 
-def _digest(chapter: Path) -> str:
-    """The chapter's bytes and every file of the package: what the discovery depends on."""
-    digest = hashlib.sha256(chapter.read_bytes())
+def digest(chapters: Iterable[Path]) -> str:
+    """A digest of ``chapters`` and of every file of the package: what a discovery, and a
+    grading, depend on."""
+    found = hashlib.sha256()
+    for chapter in chapters:
+        found.update(chapter.read_bytes())
     package = Path(attncourse.__file__).parent
     for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + path.read_bytes())
-    return digest.hexdigest()
+        found.update(str(path.relative_to(package)).encode() + path.read_bytes())
+    return found.hexdigest()
 
 
 def _run_chapter(path: Path, nb) -> dict[str, dict]:
