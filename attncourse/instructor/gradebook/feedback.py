@@ -29,9 +29,9 @@ from attncourse.instructor.model import (
     Grade,
 )
 
-RESULTS = {  # the status as a learner reads it
-    PASSED: "passed", COMPLETED: "completed", FAILED: "not right yet",
-    NOT_ATTEMPTED: "not attempted", NEEDS_REVIEW: "waiting for your instructor's review",
+RESULTS = {  # the status as a learner reads it (as it is, or in other words)
+    PASSED: PASSED, COMPLETED: COMPLETED, FAILED: "not right yet",
+    NOT_ATTEMPTED: NOT_ATTEMPTED, NEEDS_REVIEW: "waiting for your instructor's review",
     CRASHED: "the notebook stopped before this exercise", ERROR: "not graded (see below)",
 }
 

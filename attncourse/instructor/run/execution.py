@@ -15,7 +15,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
 from attncourse.checks.core import describe
-from attncourse.instructor.model import Execution
+from attncourse.instructor.model import RAISED, Execution
 from attncourse.instructor.run.channels import SandboxedKernelManager
 from attncourse.instructor.run.sandbox import Limits, Sandbox, megabytes
 
@@ -234,6 +234,6 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
         f"cell {index + 1} raised {output.get('ename')}: {output.get('evalue', '')}"[:300]
         for index, cell in enumerate(nb.cells)
         for output in cell.get("outputs", [])
-        if output.get("output_type") == "error"
+        if output.get("output_type") == RAISED
     ]
     return run
