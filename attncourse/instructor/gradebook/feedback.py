@@ -16,23 +16,15 @@ from pathlib import Path
 
 import jinja2
 
+from attncourse.instructor import model
 from attncourse.instructor.gradebook.ledger import file_name
 from attncourse.instructor.gradebook.report import markdown_text
-from attncourse.instructor.model import (
-    COMPLETED,
-    CRASHED,
-    ERROR,
-    FAILED,
-    NEEDS_REVIEW,
-    NOT_ATTEMPTED,
-    PASSED,
-    Grade,
-)
+from attncourse.instructor.model import Grade
 
 RESULTS = {  # the status as a learner reads it (as it is, or in other words)
-    PASSED: PASSED, COMPLETED: COMPLETED, FAILED: "not right yet",
-    NOT_ATTEMPTED: NOT_ATTEMPTED, NEEDS_REVIEW: "waiting for your instructor's review",
-    CRASHED: "the notebook stopped before this exercise", ERROR: "not graded (see below)",
+    model.PASSED: model.PASSED, model.COMPLETED: model.COMPLETED, model.FAILED: "not right yet",
+    model.NOT_ATTEMPTED: model.NOT_ATTEMPTED, model.NEEDS_REVIEW: "waiting for your instructor's review",
+    model.CRASHED: "the notebook stopped before this exercise", model.ERROR: "not graded (see below)",
 }
 
 
@@ -58,7 +50,7 @@ def learner_message(grade: Grade) -> str:
     message = grade.message
     if "hidden test:" in message:
         message = message.split("hidden test:")[0].strip() + " A hidden test did not pass."
-    if grade.status == NEEDS_REVIEW:
+    if grade.status == model.NEEDS_REVIEW:
         message = "Your instructor reviews this exercise by hand: the grader could not tell. " + message
     return message.strip()
 
