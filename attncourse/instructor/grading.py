@@ -358,7 +358,7 @@ def grade_submissions(
         report_progress(learner, tuple(rows))
 
     with prepared_sandbox(unsafe_no_sandbox, limits, contained) as sandbox:  # a sandbox that cannot start: before discovery
-        course = course_of(chapters, assign, cache, tagged_labels(submissions, [path for _, path in tasks], limits))
+        course = course_of(chapters, assign, cache, tagged_labels(submissions, [path for _, path in tasks], limits), jobs)
         run_one = functools.partial(_run_safely, submissions, course=course, sandbox=sandbox,
                                     time_limit=time_limit, check_timeout=check_timeout)
         remaining = {learner: len(paths) for learner, paths in todo.items()}

@@ -35,23 +35,25 @@ class CourseError(ValueError):
     """A hidden test that does not pass on the course's own solution."""
 
 
-def hidden_inputs(chapters: Mapping[Path, nbformat.NotebookNode], labels: set[str], cache: Path | None = None
-                  ) -> dict[str, dict]:
+def hidden_inputs(chapters: Mapping[Path, nbformat.NotebookNode], labels: set[str], cache: Path | None = None,
+                  jobs: int = 1) -> dict[str, dict]:
     """label -> ``{"modules", "values", "calls"}`` (see ``wire``) for every hidden test of
-    ``labels`` in ``chapters`` (path -> solved notebook)."""
-    found: dict[str, dict] = {}
-    for path, nb in chapters.items():
-        needed = [cell for cell in nb.cells if role_of(cell) == HIDDEN_TEST and exercise_of(cell) in labels]
-        if not needed:
-            continue
-        key = digest([path])
+    ``labels`` in ``chapters`` (path -> solved notebook), up to ``jobs`` chapters run at once."""
+    needed = {path: nb for path, nb in chapters.items()
+              if any(role_of(cell) == HIDDEN_TEST and exercise_of(cell) in labels for cell in nb.cells)}
+    keys = {path: digest([path]) for path in needed}
+    for key in keys.values():
         if key not in _FOUND and cache is not None and (cache / f"{key}.json").exists():
             _FOUND[key] = json.loads((cache / f"{key}.json").read_text(encoding="utf-8"))
-        if key not in _FOUND:
-            _FOUND[key] = _run_chapter(path, nb)
+    to_run = [path for path, key in keys.items() if key not in _FOUND]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(to_run)))) as pool:
+        for path, run in zip(to_run, pool.map(lambda path: _run_chapter(path, needed[path]), to_run)):
+            _FOUND[keys[path]] = run
             if cache is not None:
                 cache.mkdir(parents=True, exist_ok=True)
-                (cache / f"{key}.json").write_text(json.dumps(_FOUND[key]), encoding="utf-8")
+                (cache / f"{keys[path]}.json").write_text(json.dumps(run), encoding="utf-8")
+    found: dict[str, dict] = {}
+    for key in keys.values():
         found.update({label: tests for label, tests in _FOUND[key].items() if label in labels})
     return found
 

@@ -27,11 +27,11 @@ from attncourse.instructor.notebook.source import calls_of_check
 
 
 def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None = None,
-              submitted: Iterable[str] | None = None) -> Course:
+              submitted: Iterable[str] | None = None, jobs: int = 1) -> Course:
     """The exercises of the solved chapters, and their hidden tests' inputs (running the
-    chapters that hold an assigned exercise's hidden test, once: see discovery). Without
-    ``assign``, only the chapters of ``submitted`` (labels found in the submissions; None:
-    every chapter) are run."""
+    chapters that hold an assigned exercise's hidden test, once, up to ``jobs`` at a time:
+    see discovery). Without ``assign``, only the chapters of ``submitted`` (labels found in
+    the submissions; None: every chapter) are run."""
     sources = read_chapters(Path(chapters))
     checks.load_all()  # every check and predict exercise declared, for the grades below
     order = labels_assigned(sources.values(), assign)
@@ -47,7 +47,7 @@ def course_of(chapters: Path, assign: Iterable[str] | None, cache: Path | None =
                 hidden.setdefault(label, []).append(cell.source)
     discovered = set(hidden) if assign is not None or submitted is None else {
         label for label in hidden if chapter_of(label) in {chapter_of(found) for found in submitted}}
-    inputs = hidden_inputs(sources, discovered, cache)
+    inputs = hidden_inputs(sources, discovered, cache, jobs)
     exercises = {label: exercise_of_course(label, checks_cells[label].source, inputs.get(label, {}))
                  for label in order if label in checks_cells}
     code = {path: frozenset(c.source.strip() for c in nb.cells if c.cell_type == "code") for path, nb in sources.items()}
