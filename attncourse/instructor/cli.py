@@ -125,7 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--check-timeout", type=_positive(float), default=None, metavar="SECONDS",
                        help=f"time budget of each check (default: {checks.DEFAULT_TIMEOUT:g})")
     grade.add_argument("--jobs", type=_positive(int), default=None, metavar="N",
-                       help=f"notebooks run at once (default: the number of processors, {os.cpu_count()})")
+                       help="notebooks run at once, and solved chapters, for their hidden tests' inputs (default: "
+                            f"the number of processors, {os.cpu_count()})")
     grade.add_argument("--learners", metavar="NAME[,NAME...]", default=None,
                        help="grade only these learners; the other learners' rows already in --out are kept")
     grade.add_argument("--score-predictions", action="store_true",

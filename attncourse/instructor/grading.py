@@ -33,7 +33,7 @@ from attncourse.checks.predict import PREDICTIONS
 from attncourse.instructor import judge
 from attncourse.instructor.course.discovery import digest
 from attncourse.instructor.course.solved import course_of
-from attncourse.instructor.course.tags import exercise_labels, for_instructors
+from attncourse.instructor.course.tags import chapter_of, exercise_labels, for_instructors
 from attncourse.instructor.gradebook import points
 from attncourse.instructor.gradebook.ledger import Ledger, lock
 from attncourse.instructor.gradebook.report import write_report
@@ -111,6 +111,7 @@ def _run_notebook(submissions: Path, relative: Path, course: Course, sandbox: Sa
 
 
 def _judged(run: NotebookRun, execution: Execution, course: Course) -> None:
+    """``execution`` as ``run``'s, and every exercise it recorded judged."""
     run.execution, run.problem = execution, execution.problem
     run.verdicts = judge.judge_all(run, course)
 
@@ -128,10 +129,10 @@ def _answered(submitted, course: Course) -> list[str]:
     its tags): an exercise whose tags an editor dropped or the learner misspelt is graded
     like the others."""
     tagged = set(exercise_labels(submitted)) & set(course.exercises)
-    chapters = {label.split("-", 1)[0] for label in tagged} or _chapters_by_cells(submitted, course)
+    chapters = {chapter_of(label) for label in tagged} or _chapters_by_cells(submitted, course)
     defined = set().union(*(defined_names(c.source) for c in submitted.cells if c.cell_type == "code"))
     return [label for label, e in course.exercises.items()
-            if label in tagged or (set(e.names) & defined and (not chapters or label.split("-", 1)[0] in chapters))]
+            if label in tagged or (set(e.names) & defined and (not chapters or chapter_of(label) in chapters))]
 
 
 def _chapters_by_cells(submitted, course: Course) -> set[str]:

@@ -55,10 +55,10 @@ MISSING_IN_THE_SANDBOX = frozenset({
     "ModuleNotFoundError", "FileNotFoundError", "NotADirectoryError", "IsADirectoryError",
     "PermissionError", "OSError", "URLError", "ConnectionError", "gaierror", "StdinNotImplementedError"})
 
+# What the learner reads where the grader could not tell, and in place of a hidden test's
+# message (the instructor's message quotes it after HIDDEN).
 BY_HAND = "Your instructor reviews this exercise by hand: the grader could not tell. "
-HIDDEN_FAILED = "A hidden test did not pass."
-_STATUS_OF_CHECK = {checks.PASSED: PASSED, checks.FAILED: FAILED, checks.NOT_IMPLEMENTED: NOT_ATTEMPTED,
-                    checks.NEEDS_REVIEW: NEEDS_REVIEW}
+HIDDEN, HIDDEN_FAILED = "hidden test: ", "A hidden test did not pass."
 
 
 def judge_all(run: NotebookRun, course: Course) -> dict[str, Grade]:
@@ -123,7 +123,7 @@ def judge_record(label: str, record: dict, hidden_sources: list[str], hidden_inp
     if review:
         status, message = NEEDS_REVIEW, review[0].message
     elif failed:
-        status, message = FAILED, " ".join(("hidden test: " if r.kind == "hidden" else "") + r.message for r in failed)
+        status, message = FAILED, " ".join((HIDDEN if r.kind == "hidden" else "") + r.message for r in failed)
     elif not_started:
         status, message = NOT_ATTEMPTED, not_started[0].message
     else:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from attncourse.instructor import model
+from attncourse.instructor import judge, model
 from attncourse.instructor.gradebook.ledger import file_name
 from attncourse.instructor.gradebook.report import markdown_text
 from attncourse.instructor.model import Grade
@@ -43,15 +43,15 @@ class Entry:
 
 
 def learner_message(grade: Grade) -> str:
-    """What the learner reads of a row: its feedback. A row graded before every row had one
-    (an older report) gives its message, cut before any hidden test's own text."""
+    """What the learner reads of a row: its feedback (``judge``). A row graded before every
+    row had one (an older report) gives its message, cut before any hidden test's own text."""
     if grade.feedback:
         return grade.feedback
     message = grade.message
-    if "hidden test:" in message:
-        message = message.split("hidden test:")[0].strip() + " A hidden test did not pass."
+    if judge.HIDDEN in message:
+        message = message.split(judge.HIDDEN)[0].strip() + " " + judge.HIDDEN_FAILED
     if grade.status == model.NEEDS_REVIEW:
-        message = "Your instructor reviews this exercise by hand: the grader could not tell. " + message
+        message = judge.BY_HAND + message
     return message.strip()
 
 
