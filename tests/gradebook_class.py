@@ -37,7 +37,7 @@ import nbformat
 from attncourse.checks import core
 from attncourse.checks.predict import PREDICTIONS
 from attncourse.instructor import make_student_notebook
-from attncourse.instructor.tags import exercise_of, role_of
+from attncourse.instructor.course.tags import exercise_of, role_of
 from tests.test_instructor_grading import CORRECT_SOFTMAX, NAIVE_SOFTMAX
 
 ROOT = Path(__file__).resolve().parent.parent

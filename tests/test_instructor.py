@@ -21,8 +21,8 @@ from attncourse.instructor import (
     solution_leaks,
     write_student_version,
 )
-from attncourse.instructor.sandbox import DEFAULT_LIMITS, MiB
-from attncourse.instructor.tags import exercise_of
+from attncourse.instructor.course.tags import exercise_of
+from attncourse.instructor.run.sandbox import DEFAULT_LIMITS, MiB
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"

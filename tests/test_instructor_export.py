@@ -1,4 +1,4 @@
-"""Tests for ``attncourse.instructor.export``: the Canvas gradebook CSV checked column by
+"""Tests for ``attncourse.instructor.gradebook.export``: the Canvas gradebook CSV checked column by
 column against Canvas's import format, and the plain CSV and JSON of every learner and
 exercise with points (the test class's files, written by the guide's walkthrough)."""
 
@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from attncourse.instructor import export, points
-from attncourse.instructor.grading import Grade
+from attncourse.instructor.gradebook import export, points
+from attncourse.instructor.model import Grade
 from tests.gradebook_class import (
     ASSIGNED,
     EXPECTED_POINTS,

@@ -1,4 +1,4 @@
-"""Tests for ``attncourse.instructor.feedback``: one file per learner in HTML and Markdown with
+"""Tests for ``attncourse.instructor.gradebook.feedback``: one file per learner in HTML and Markdown with
 the same content; the HTML self-contained and accessible; no solution, hidden-test code or
 hidden input in any of them (the test class's files, written by the guide's walkthrough)."""
 
@@ -11,9 +11,9 @@ import re
 import nbformat
 import pytest
 
-from attncourse.instructor import feedback, points
-from attncourse.instructor.grading import Grade
-from attncourse.instructor.tags import HIDDEN_TEST, SOLUTION, role_of
+from attncourse.instructor.course.tags import HIDDEN_TEST, SOLUTION, role_of
+from attncourse.instructor.gradebook import feedback, points
+from attncourse.instructor.model import Grade
 from tests.gradebook_class import (
     ASSIGNED,
     EXPECTED_POINTS,

@@ -20,7 +20,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attncourse.instructor import export, gradescope, points
+from attncourse.instructor import gradescope
+from attncourse.instructor.gradebook import export, points
 from tests.gradebook_class import (
     ASSIGNED,
     CHAPTER_1,

@@ -49,18 +49,17 @@ from attncourse.instructor import (
     NOT_ATTEMPTED,
     PASSED,
     SandboxUnavailable,
-    cgroups,
     grade_submissions,
     grading,
     make_student_notebook,
-    sandbox,
     write_report,
 )
-from attncourse.instructor import execution as grading_execution
-from attncourse.instructor.grading import SKIPPED
-from attncourse.instructor.report import csv_cell, markdown_text
-from attncourse.instructor.sandbox import DEFAULT_LIMITS, NOBODY, Limits, MiB
-from attncourse.instructor.tags import exercise_of, role_of
+from attncourse.instructor.course.tags import exercise_of, role_of
+from attncourse.instructor.gradebook.report import csv_cell, markdown_text
+from attncourse.instructor.model import SKIPPED
+from attncourse.instructor.run import cgroups, sandbox
+from attncourse.instructor.run import execution as grading_execution
+from attncourse.instructor.run.sandbox import DEFAULT_LIMITS, NOBODY, Limits, MiB
 
 # The class is graded once per session (see `graded`), and these tests read the result.
 # Every test here starts real kernels in the sandbox: `make test` runs them, `make unit` does not.
@@ -555,7 +554,7 @@ def stable_softmax(scores):
     raise NotImplementedError"""
     patcher = """\
 from attncourse.checks import core
-core._evaluate = lambda label, kind, evaluate, answers, timeout: core.Result(label, "passed", "patched", kind)"""
+core.evaluate_check = lambda label, kind, evaluate, answers, timeout: core.Result(label, "passed", "patched", kind)"""
     replacer = """\
 setattr(__import__("attncourse.checks", fromlist=["x"]), "stable_softmax", lambda *a, **k: print("Passed."))"""
     objects = """\

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from attncourse.instructor import FAILED, PASSED, grade_submissions, make_student_notebook
-from attncourse.instructor.tags import exercise_of, role_of
+from attncourse.instructor.course.tags import exercise_of, role_of
 from tests.ch8_ch9_learners import LEARNERS, as_stub
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("grade-ch8-ch9")]  # one worker grades the class

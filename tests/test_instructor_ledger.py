@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 
 import nbformat
 import pytest
 
 from attncourse import instructor
 from attncourse.checks.predict import ATTEMPTS_MIMETYPE
-from attncourse.instructor import COMPLETED, FAILED, NOT_ATTEMPTED, PASSED, grading, ledger
+from attncourse.instructor import COMPLETED, FAILED, NOT_ATTEMPTED, PASSED, grading
+from attncourse.instructor.gradebook import ledger
 from tests.test_instructor_grading import (
     CHAPTER_1,
     CORRECT_SOFTMAX,
@@ -27,7 +29,7 @@ from tests.test_instructor_grading import (
     submission,
 )
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ledger")]  # one worker grades the class of two once
 CHAPTERS = ROOT / "chapters"
 
 
@@ -42,11 +44,30 @@ def rows(tmp_path) -> dict[tuple[str, str], dict]:
         return {(row["learner"], row["exercise"]): row for row in csv.DictReader(file)}
 
 
+def write_class_of_two(folder):
+    (folder / "subs").mkdir()
+    nbformat.write(submission(CORRECT_SOFTMAX, RIGHT_PREDICTION), folder / "subs" / "ada.ipynb")
+    nbformat.write(submission(NAIVE_SOFTMAX, "prediction = 0.3"), folder / "subs" / "bob.ipynb")
+    return folder
+
+
 @pytest.fixture
 def class_of_two(tmp_path):
-    (tmp_path / "subs").mkdir()
-    nbformat.write(submission(CORRECT_SOFTMAX, RIGHT_PREDICTION), tmp_path / "subs" / "ada.ipynb")
-    nbformat.write(submission(NAIVE_SOFTMAX, "prediction = 0.3"), tmp_path / "subs" / "bob.ipynb")
+    return write_class_of_two(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def graded_once(tmp_path_factory):
+    """The class of two graded once for the module: the tests that begin by grading it start
+    from a copy, so that their first ``grade`` finds every learner graded and runs nothing."""
+    folder = write_class_of_two(tmp_path_factory.mktemp("class-of-two"))
+    assert grade(folder) == 0
+    return folder
+
+
+@pytest.fixture
+def graded_class_of_two(tmp_path, graded_once):
+    shutil.copytree(graded_once, tmp_path, dirs_exist_ok=True, symlinks=True)
     return tmp_path
 
 
@@ -62,8 +83,8 @@ def counting_runs(monkeypatch) -> list[str]:
     return ran
 
 
-def test_regrading_one_learner_keeps_every_other_row_and_when_it_was_graded(class_of_two, monkeypatch, capsys):
-    tmp_path = class_of_two
+def test_regrading_one_learner_keeps_every_other_row_and_when_it_was_graded(graded_class_of_two, monkeypatch, capsys):
+    tmp_path = graded_class_of_two
     assert grade(tmp_path) == 0
     first = rows(tmp_path)
     assert first["bob", SOFTMAX]["status"] == FAILED and first["ada", SOFTMAX]["status"] == PASSED
@@ -96,8 +117,8 @@ def test_a_crash_mid_class_leaves_finished_grades_and_a_rerun_continues(class_of
     assert ran == ["bob.ipynb"] and set(rows(tmp_path)) == {(n, e) for n in ("ada", "bob") for e in (SOFTMAX, DOUBLING)}
 
 
-def test_rerunning_unchanged_grades_nothing_again_and_changed_options_regrade(class_of_two, monkeypatch):
-    tmp_path = class_of_two
+def test_rerunning_unchanged_grades_nothing_again_and_changed_options_regrade(graded_class_of_two, monkeypatch):
+    tmp_path = graded_class_of_two
     assert grade(tmp_path) == 0
     ran = counting_runs(monkeypatch)
     assert grade(tmp_path) == 0 and ran == []
@@ -142,8 +163,8 @@ def test_predict_exercises_are_completed_by_default_and_flagged_when_revealed_or
     assert "revealed.ipynb: the check showed the answer" in summary
 
 
-def test_the_ledger_holds_one_file_per_learner(class_of_two):
-    tmp_path = class_of_two
+def test_the_ledger_holds_one_file_per_learner(graded_class_of_two):
+    tmp_path = graded_class_of_two
     assert grade(tmp_path) == 0
     files = sorted((tmp_path / "report" / "learners").glob("*.json"))
     assert [json.loads(f.read_text())["learner"] for f in files] == ["ada", "bob"]
@@ -151,10 +172,10 @@ def test_the_ledger_holds_one_file_per_learner(class_of_two):
 
 
 def test_a_misspelt_learner_is_refused_and_rows_of_a_renamed_learner_or_other_options_are_flagged(
-        class_of_two, capsys):
+        graded_class_of_two, capsys):
     """Red team E (redC): a regrade names learners that exist; nothing graded is dropped, and
     what may be out of date says so in the report and the exports."""
-    tmp_path = class_of_two
+    tmp_path = graded_class_of_two
     nbformat.write(submission(CORRECT_SOFTMAX, 'prediction = "about 0.4"'), tmp_path / "subs" / "cy.ipynb")
     assert grade(tmp_path) == 0
     assert rows(tmp_path)["cy", DOUBLING]["status"] == FAILED  # not a number: not completed

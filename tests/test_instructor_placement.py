@@ -1,5 +1,5 @@
 """Red-team cases of the grading-integrity issue (classes C, D and E) that need no kernel:
-where an honest learner's answer is recorded (``attncourse.instructor.placement``), which
+where an honest learner's answer is recorded (``attncourse.instructor.notebook.placement``), which
 files of a submissions folder are graded or listed (``grading._learners``), and the
 bookkeeping of a report folder (``ledger``, ``report``, the overrides of an export). The
 same learners graded in the sandbox are in tests/test_instructor_grading.py's hostile
@@ -10,16 +10,19 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 
 import nbformat
 import pytest
 
 from attncourse import instructor
-from attncourse.instructor import export, grading, ledger, make_student_notebook, report
-from attncourse.instructor.grading import Grade
-from attncourse.instructor.placement import Exercise, notebook_to_run
-from attncourse.instructor.sandbox import Limits
-from attncourse.instructor.tags import role_of
+from attncourse.instructor import grading, make_student_notebook, submissions
+from attncourse.instructor.course.tags import role_of
+from attncourse.instructor.gradebook import export, ledger, report
+from attncourse.instructor.model import Exercise, Grade, NotebookRun, Placed
+from attncourse.instructor.notebook.placement import notebook_to_run
+from attncourse.instructor.run.sandbox import Limits
 from tests.test_instructor_grading import DOUBLING, ROOT
 
 SOFTMAX = "ch1-stable-softmax"
@@ -100,7 +103,7 @@ def test_saved_outputs_do_not_count_against_the_size_a_notebook_is_read_to(tmp_p
     with pytest.raises(ValueError, match="its cells hold .* besides their outputs; grade reads notebooks of up to"):
         grading.read_submitted(tmp_path / "long.ipynb", limits)
     with open(tmp_path / "huge.ipynb", "wb") as file:
-        file.truncate(grading.SAVED_OUTPUTS_FACTOR * 10_000 + 1)  # not read at all
+        file.truncate(submissions.SAVED_OUTPUTS_FACTOR * 10_000 + 1)  # not read at all
     with pytest.raises(ValueError, match="^it is .*; grade reads notebooks of up to"):
         grading.read_submitted(tmp_path / "huge.ipynb", limits)
 
@@ -122,7 +125,7 @@ def test_archives_nested_folders_links_and_sockets_are_graded_or_listed(tmp_path
     (folder / "empty").mkdir()
     with socket.socket(socket.AF_UNIX) as listening:
         listening.bind(str(folder / "bob" / "sock.ipynb"))
-        found, skipped = grading._learners(folder)
+        found, skipped = submissions.find_learners(folder)
     assert {name: [p.as_posix() for p in paths] for name, paths in found.items()} == {
         "CAPS": ["CAPS.IPYNB"], "Zoë Smith": ["Zoë Smith/ch1 (1).ipynb"], "ada": ["ada/week 1/part a/ch1.ipynb"],
         "bob": ["bob/ch1.ipynb"], "cy": ["cy/empty.ipynb"], "empty": []}
@@ -217,8 +220,8 @@ def test_a_scratch_notebook_that_binds_an_exercises_name_is_no_duplicate_of_the_
     chapter.cells[0].metadata["tags"] = [f"exercise:{DOUBLING}"]
     scratch = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("prediction = logits.argmax()")])
     stripped = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(handed_out)])  # a copy, tags lost
-    runs = [grading._Run("amy/ch1.ipynb", chapter), grading._Run("amy/Untitled.ipynb", scratch),
-            grading._Run("amy/copy.ipynb", stripped)]
+    runs = [NotebookRun("amy/ch1.ipynb", chapter), NotebookRun("amy/Untitled.ipynb", scratch),
+            NotebookRun("amy/copy.ipynb", stripped)]
     graded = ("amy/ch1.ipynb", instructor.COMPLETED, "you predicted 0.4", "")
     kept = grading._without_scratch([graded, ("amy/Untitled.ipynb", instructor.FAILED, "no number", "")], runs, course)
     assert kept == [(*graded[:3], "also bound in amy/Untitled.ipynb (no tags, none of the course's cells), "
@@ -283,7 +286,7 @@ def test_an_interrupted_grading_starts_no_further_notebook(tmp_path, monkeypatch
 
     def run(submissions, relative, *args, **kwargs):
         ran.append(relative.name)
-        return grading._Run(relative.name, problem="stands in for a run")
+        return NotebookRun(relative.name, problem="stands in for a run")
 
     def interrupted(learner, rows, notes):
         saved.append(learner)
@@ -306,3 +309,76 @@ def test_copies_of_a_notebook_that_earn_the_same_grade_are_graded_not_an_error()
          "also in amy/ch1-Copy1.ipynb, graded the same (passed): keep one notebook per chapter")]
     differ = [same[0], ("amy/ch1-Copy1.ipynb", instructor.FAILED, "wrong", "")]
     assert grading._agreeing_copies(differ) == differ
+
+
+# --- one reader of cell source: a check call however it is laid out --------------------
+
+OWN_SOFTMAX = ANSWER.replace("def stable_softmax", "def my_softmax")
+ONE_LINE = "check.stable_softmax(my_softmax)"
+
+
+def _laid_out_by_ruff(source: str, width: int) -> str:
+    """``source`` as ruff's formatter (black's style) writes it in ``width`` columns."""
+    done = subprocess.run([sys.executable, "-m", "ruff", "format", "--line-length", str(width), "-"],
+                          input=source, capture_output=True, text=True, check=True)
+    return done.stdout.rstrip("\n")
+
+
+def _layouts() -> dict[str, str]:
+    return {
+        "on two lines": "check.stable_softmax(\n    my_softmax)",
+        "with a comment after it": ONE_LINE + "  # my own softmax",
+        "with a comment inside it": "check.stable_softmax(  # my own softmax\n    my_softmax\n)",
+        "by ruff format in 20 columns": _laid_out_by_ruff(ONE_LINE, 20),
+        "by ruff format, with a trailing comma": _laid_out_by_ruff("check.stable_softmax(my_softmax,)", 88),
+        "by ruff format, a comment after it, in 20 columns": _laid_out_by_ruff(ONE_LINE + "  # mine", 20),
+    }
+
+
+def _placed_with(call: str, notebook: str) -> tuple[list[str], list[tuple[int, str, str]]]:
+    """(the cells grade runs, the recordings placed) of a notebook whose own check of
+    ``my_softmax`` is ``call``: tagged, untagged, or untagged with the stub deleted."""
+    cells = {"tagged": [(STUB, "stub"), (OWN_SOFTMAX, None), (call, "check")],
+             "untagged": [(STUB, None), (OWN_SOFTMAX, None), (call, None)],
+             "untagged, stub deleted": [(OWN_SOFTMAX, None), (call, None)]}[notebook]
+    run, placed = notebook_to_run(_notebook(*cells), [EXERCISE], frozenset({STUB, CHECK}))
+    return [cell.source for cell in run.cells], [(p.index, p.label, p.note) for p in placed]
+
+
+@pytest.mark.parametrize("notebook", ["tagged", "untagged", "untagged, stub deleted"])
+def test_a_check_call_however_it_is_laid_out_is_placed_like_the_one_line_form(notebook):
+    """``check.stable_softmax(\\n    my_softmax)`` split over two lines was not seen as a
+    check call in an untagged cell: the answer was graded at the notebook's end, "no cell
+    of the notebook defines stable_softmax". Every layout black or ruff format gives a call
+    (line breaks inside it, a trailing comma, a comment) is placed as the one-line form."""
+    expected = _placed_with(ONE_LINE, notebook)
+    (_, _, note), = expected[1]
+    assert "the notebook's own check call (my_softmax)" in note  # graded on the learner's own function
+    for layout, call in _layouts().items():
+        assert "\n" in call or "#" in call, layout
+        assert _placed_with(call, notebook) == expected, layout
+
+
+def test_grade_into_tells_its_progress_once_at_the_start_and_after_each_learner(tmp_path, monkeypatch):
+    """What a progress bar needs: learners done, failed and remaining, and the time left."""
+    (tmp_path / "subs").mkdir()
+    for name in ("ada", "bob", "cy"):
+        (tmp_path / "subs" / f"{name}.ipynb").write_text("{}")
+
+    def run(submissions, relative, *args, **kwargs):  # no kernel: bob's notebook crashed, the others passed
+        if relative.name == "bob.ipynb":
+            return NotebookRun(relative.name, problem="stands in for a crash")
+        verdict = Grade("", DOUBLING, instructor.PASSED, "right", relative.name)
+        return NotebookRun(relative.name, nbformat.v4.new_notebook(), placed=[Placed(0, DOUBLING, "")],
+                           verdicts={DOUBLING: verdict})
+
+    monkeypatch.setattr(grading, "_run_notebook", run)
+    heard = []
+    grades, table, _ = grading.grade_into(tmp_path / "report", tmp_path / "subs", ROOT / "chapters", [DOUBLING],
+                                          jobs=1, unsafe_no_sandbox=True, progress=heard.append)
+    assert [(p.done, p.total, p.failed, p.remaining, p.learner) for p in heard] == [
+        (0, 3, 0, 3, ""), (1, 3, 0, 2, "ada"), (2, 3, 1, 1, "bob"), (3, 3, 1, 0, "cy")]
+    assert heard[0].seconds_left is None and heard[1].seconds_left == pytest.approx(heard[1].elapsed * 2)
+    assert [row.status for row in heard[2].rows] == [instructor.CRASHED]
+    assert [g.status for g in grades] == [instructor.COMPLETED, instructor.CRASHED, instructor.COMPLETED]
+    assert table.exists()

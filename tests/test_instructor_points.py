@@ -1,4 +1,4 @@
-"""Tests for ``attncourse.instructor.points``: points declared next to each check, partial
+"""Tests for ``attncourse.instructor.gradebook.points``: points declared next to each check, partial
 credit judged one input at a time on recorded data (no kernels: the records are made here
 by the sandbox's own recorder, as in tests/test_instructor_wire.py), totals and the class's
 distribution, the instructor's overrides."""
@@ -12,9 +12,9 @@ import pytest
 
 from attncourse import checks
 from attncourse.checks import core, wire
-from attncourse.instructor import points
-from attncourse.instructor.grading import Grade
-from attncourse.instructor.report import summary
+from attncourse.instructor.gradebook import points
+from attncourse.instructor.gradebook.report import summary
+from attncourse.instructor.model import Grade
 
 SOFTMAX = "ch1-stable-softmax"
 HIDDEN = '''@check.hidden_test("ch1-stable-softmax")

@@ -1,4 +1,4 @@
-"""The grader's side of its sandboxes (``attncourse.instructor.sandbox``): a message too
+"""The grader's side of its sandboxes (``attncourse.instructor.run``): a message too
 large is refused and said so, a kernel that closes its sockets is not taken for one, and
 what a killed grader left behind is removed by the next. The sandbox itself is attacked by
 the hostile classes in tests/test_instructor_grading.py."""
@@ -22,8 +22,9 @@ import zmq
 import zmq.asyncio
 from jupyter_client.session import Session
 
-from attncourse.instructor import cgroups, sandbox
-from attncourse.instructor.sandbox import SandboxedKernelManager, _CountedChannel, prepared_sandbox
+from attncourse.instructor.run import cgroups, sandbox
+from attncourse.instructor.run.channels import SandboxedKernelManager, _CountedChannel
+from attncourse.instructor.run.sandbox import prepared_sandbox
 from tests.test_instructor_grading import (
     DOUBLING,
     RIGHT_PREDICTION,

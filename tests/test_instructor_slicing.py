@@ -1,4 +1,4 @@
-"""Tests for ``attncourse.instructor.slicing``: which of the course's cells grading leaves out.
+"""Tests for ``attncourse.instructor.notebook.slicing``: which of the course's cells grading leaves out.
 
 A cell left out wrongly would change a learner's answer; grading then runs the whole
 notebook again (tests/test_instructor_grading.py), but the slice itself should err on
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from attncourse.instructor.slicing import cells_to_skip
+from attncourse.instructor.notebook.slicing import cells_to_skip
 
 IMPORTS = "import numpy as np\nimport torch\nfrom attncourse.attention import softmax\nfrom myst_nb import glue"
 DATA = "rng = np.random.default_rng(0)\nX = rng.standard_normal((4, 3))"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from attncourse.instructor import points
-from attncourse.instructor.tags import exercise_labels
+from attncourse.instructor.course.tags import exercise_labels
+from attncourse.instructor.gradebook import points
 from tests.gradebook_class import ASSIGNED, EXPECTED_POINTS, guide_commands, walkthrough
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gradebook-term")]

@@ -1,6 +1,6 @@
 """Tests for the wire between a learner's notebook and the grader (``attncourse.checks.wire``),
-the verdict on recorded data (``attncourse.instructor.verdict``) and where an answer is
-graded (``attncourse.instructor.placement``), without kernels: records are made here by
+the verdict on recorded data (``attncourse.instructor.replay``) and where an answer is
+graded (``attncourse.instructor.notebook.placement``), without kernels: records are made here by
 the sandbox's own recorder, then judged, forged or cut as a learner might."""
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import pytest
 
 from attncourse import checks
 from attncourse.checks import wire
-from attncourse.instructor import points, verdict
-from attncourse.instructor.placement import Exercise, defined_names, notebook_to_run
+from attncourse.instructor import replay as verdict
+from attncourse.instructor.model import Exercise
+from attncourse.instructor.notebook.placement import notebook_to_run
+from attncourse.instructor.notebook.source import defined_names
 from tests.ch8_ch9_learners import LEARNERS, normaliser_right
 
 SOFTMAX = "ch1-stable-softmax"
@@ -317,7 +319,7 @@ def test_a_hidden_test_calls_from_the_notebook_only_the_functions_its_check_grad
     import re
     from pathlib import Path
 
-    from attncourse.instructor.tags import exercise_of, role_of
+    from attncourse.instructor.course.tags import exercise_of, role_of
 
     for path in sorted((Path(__file__).resolve().parent.parent / "chapters").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
@@ -341,7 +343,7 @@ def test_partial_credit_replays_each_input_its_own_calls_streams_included():
 
     record = recorded("ch9-online-softmax", all_but_the_first)
     assert [call["input"] for call in record["calls"]] == list(range(len(record["calls"])))
-    statuses, described = points.judge_inputs("ch9-online-softmax", record)
+    statuses, described = verdict.judge_inputs("ch9-online-softmax", record)
     assert statuses == [checks.FAILED] + [checks.PASSED] * (len(described) - 1)
 
 

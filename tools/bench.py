@@ -431,8 +431,8 @@ def grading_time():
     import nbformat
 
     from attncourse.instructor import grade_submissions, make_student_notebook
-    from attncourse.instructor.grading import course_of
-    from attncourse.instructor.tags import exercise_labels
+    from attncourse.instructor.course.solved import course_of
+    from attncourse.instructor.course.tags import exercise_labels
 
     print(f"\nGrading a class of {CLASS_SIZE} per chapter (sandboxed, {os.cpu_count()} at once; "
           f"half solved, half untouched; target under {GRADING_BUDGET_S} s, discovery included; "

@@ -57,7 +57,7 @@ class Stop(BaseException):
 
 class Replayed(Exception):
     """What a learner's function did in the sandbox, raised by the grader's replay of it
-    (``attncourse.instructor.verdict``) where the function itself would have raised."""
+    (``attncourse.instructor.replay``) where the function itself would have raised."""
 
     def __init__(self, function: str, raised: str = "", not_implemented: bool = False,
                  stopped: float | None = None):
@@ -86,6 +86,12 @@ CHECKS: dict[str, Callable[..., None]] = {}
 POINTS: dict[str, float] = {}
 
 
+def check_name(label: str) -> str:
+    """The name of exercise ``label``'s check: the label less its chapter, dashes as
+    underscores (``ch1-stable-softmax``: ``check.stable_softmax``)."""
+    return label.split("-", 1)[-1].replace("-", "_")
+
+
 def load_chapter_of(label: str) -> None:
     """Import the checks module of exercise ``label``'s chapter (``ch4-...``: ``ch4``), which
     declares that chapter's checks and predict exercises, unless ``label`` is declared
@@ -102,14 +108,14 @@ def load_chapter_of(label: str) -> None:
 def exercise(label: str, *, points: float = 1):
     """Register ``evaluate(run, *answers) -> str`` as the check of exercise ``label``,
     worth ``points`` (an implement exercise whose check goes through :func:`inputs` earns
-    the fraction of its inputs it gets right; see ``attncourse.instructor.points``).
+    the fraction of its inputs it gets right; see ``attncourse.instructor.gradebook.points``).
 
     The public check takes the answers (and an optional ``timeout=`` in seconds), prints
     its message, records it, applies the CI mode and returns None.
     """
 
     def register(evaluate):
-        name = label.split("-", 1)[-1].replace("-", "_")
+        name = check_name(label)
         if evaluate.__name__ != name:
             raise ValueError(f"the check of exercise {label!r} must be named {name!r}")
         if label in CHECKS:
@@ -120,7 +126,7 @@ def exercise(label: str, *, points: float = 1):
 
         @functools.wraps(evaluate)
         def check(*answers, timeout: float | None = None) -> None:
-            _report(_evaluate(label, "check", evaluate, answers, timeout))
+            _report(evaluate_check(label, "check", evaluate, answers, timeout))
 
         parameters = list(inspect.signature(evaluate).parameters.values())[1:]
         timeout_parameter = inspect.Parameter(
@@ -152,7 +158,7 @@ def hidden_test(label: str, *, timeout: float | None = None):
             run(test, name="a hidden test")
             return "a hidden test passed"
 
-        _report(_evaluate(label, "hidden", evaluate, (), timeout))
+        _report(evaluate_check(label, "hidden", evaluate, (), timeout))
 
     return run_now
 
@@ -196,8 +202,12 @@ class one_input:
 # Running the learner's code
 
 
-def _evaluate(label, kind, evaluate, answers, timeout) -> Result:
-    """Run the whole check in a worker thread under one time budget.
+def evaluate_check(label, kind, evaluate, answers, timeout) -> Result:
+    """The outcome of the check ``evaluate(run, *answers)`` of exercise ``label``: the whole
+    check run in a worker thread under one time budget (``timeout`` seconds, or the
+    default). ``kind``: "check", or "hidden" for a hidden test. The learner's notebook
+    reports it (``exercise``, ``hidden_test``); the grader judges with it on a record
+    (``attncourse.instructor.replay``).
 
     Everything a check does with the learner's answer (calling it, converting what it
     returns to an array, ``len``, attribute access, ``repr``) may run the learner's code,

@@ -35,7 +35,7 @@ from numbers import Real
 
 import numpy as np
 
-from attncourse.checks.core import Failed, NotImplementedYet, exercise
+from attncourse.checks.core import Failed, NotImplementedYet, check_name, exercise
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def predict_exercise(label: str, *, answer: float, tolerance: float, hint: str, 
             raise Failed(problem)
         return _judge(prediction, number)
 
-    evaluate.__name__ = label.split("-", 1)[-1].replace("-", "_")
+    evaluate.__name__ = check_name(label)
     evaluate.__doc__ = f"Exercise {label}: predict a number (within {tolerance:g})."
     check = exercise(label, points=points)(evaluate)
     PREDICTIONS[label] = prediction

@@ -5,7 +5,7 @@ after each exercise, a cell the grader wrote calls :func:`export`: it reads the 
 answers, calls the learner's functions on the inputs the course's checks and hidden tests
 use, and sends back only what came out, as plain data (numbers, strings, lists, arrays as
 bytes). The grader then runs the course's checks and hidden tests in its own process
-(:mod:`attncourse.instructor.verdict`) with the learner's functions replaced by a replay
+(:mod:`attncourse.instructor.replay`) with the learner's functions replaced by a replay
 of those outputs. The expected values and the hidden tests' code never enter the sandbox:
 only their inputs do (found by :func:`discover` on the solved chapter, which the grader
 runs as its own, trusted code).

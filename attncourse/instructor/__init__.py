@@ -7,42 +7,56 @@
     python -m attncourse.instructor autograder --out autograder.zip [--assign LABEL,LABEL]
 
 ``python -m attncourse.instructor --help`` explains the workflow and the tag convention
-(also in the book's instructor guide). One module per concern: ``tags`` (the tag
-convention), ``student`` (the student version), ``grading`` (the class: what runs, what
-is graded), ``placement`` (where each answer is), ``execution`` and ``sandbox`` (running a
-notebook), ``discovery`` (the hidden tests' inputs), ``verdict`` (the checks on recorded
-data; the data's format is ``attncourse.checks.wire``), ``ledger`` (grades on disk),
-``report`` (grades.csv and summary.md), ``cli`` (the command line); after grading,
-``points`` (points and partial credit), ``feedback`` (a file per learner), ``export``
-(Canvas, Gradescope's results.json, CSV, JSON) and ``gradescope`` (the autograder zip and
-the per-submission command). The functions behind the commands are importable from here.
+(also in the book's instructor guide, whose section "How grading works" follows one
+answer from the notebook to the gradebook). The package is laid out as that answer
+travels:
+
+* ``model``: the records every stage passes on (statuses, ``Course``, ``Exercise``,
+  ``Placed``, ``NotebookRun``, ``Grade``, ``Progress``);
+* ``course/``: the solved chapters (``tags``: the tag convention; ``student``: the
+  student version; ``solved``: what grading takes from them; ``discovery``: the hidden
+  tests' inputs);
+* ``submissions``: the learners and their notebooks in the submissions folder;
+* ``notebook/``: a learner's notebook as grade runs it (``source``: the one reader of
+  cell source; ``placement``: where each answer is; ``slicing``: which of the course's
+  cells must run);
+* ``run/``: running it (``sandbox``, ``channels``: the kernel's, ``execution``, ``cgroups``);
+* ``replay`` and ``judge``: the course's checks on what it recorded, and each exercise's
+  verdict;
+* ``grading``: the class (``grade_submissions``; ``grade_into``, which the command line
+  and Gradescope's autograder call);
+* ``gradebook/``: after grading (``points``, ``ledger``, ``report``, ``feedback``, ``export``);
+* ``gradescope``: the autograder zip and the per-submission command; ``cli``: the command line.
+
+The names below are importable from here; importing the package loads none of the
+grader's kernel machinery (zmq, jupyter_client, nbclient), which ``grading`` loads.
 """
 
-from attncourse.instructor.cli import main
-from attncourse.instructor.grading import (
-    COMPLETED,
-    CRASHED,
-    ERROR,
-    FAILED,
-    NEEDS_REVIEW,
-    NOT_ATTEMPTED,
-    PASSED,
-    Grade,
-    grade_submissions,
-)
-from attncourse.instructor.report import summary, write_report
-from attncourse.instructor.sandbox import Limits, SandboxUnavailable
-from attncourse.instructor.student import (
-    SolutionLeak,
-    make_student_notebook,
-    solution_leaks,
-    write_student_version,
-)
-from attncourse.instructor.tags import convention_problems, exercise_labels
+from __future__ import annotations
 
-__all__ = [
-    "COMPLETED", "CRASHED", "ERROR", "FAILED", "NEEDS_REVIEW", "NOT_ATTEMPTED", "PASSED",
-    "Grade", "Limits", "SandboxUnavailable", "SolutionLeak",
-    "convention_problems", "exercise_labels", "grade_submissions", "main",
-    "make_student_notebook", "solution_leaks", "summary", "write_report", "write_student_version",
-]
+import importlib
+
+# Public name -> the module that defines it, imported on first use (PEP 562).
+_HOMES = {
+    **dict.fromkeys(["COMPLETED", "CRASHED", "ERROR", "FAILED", "NEEDS_REVIEW", "NOT_ATTEMPTED", "PASSED",
+                     "Grade", "Progress"], "model"),
+    **dict.fromkeys(["grade_into", "grade_submissions"], "grading"),
+    **dict.fromkeys(["summary", "write_report"], "gradebook.report"),
+    **dict.fromkeys(["Limits", "SandboxUnavailable"], "run.sandbox"),
+    **dict.fromkeys(["SolutionLeak", "make_student_notebook", "solution_leaks", "write_student_version"],
+                    "course.student"),
+    **dict.fromkeys(["convention_problems", "exercise_labels"], "course.tags"),
+    "main": "cli",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

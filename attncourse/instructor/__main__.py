@@ -1,3 +1,5 @@
+"""``python -m attncourse.instructor``: the command line (``cli``)."""
+
 import sys
 
 from attncourse.instructor.cli import main

@@ -1,8 +1,11 @@
-"""The command line: ``python -m attncourse.instructor {list,student,grade,export,autograder,autograde}``."""
+"""The command line, ``python -m attncourse.instructor {list,student,grade,export,autograder,autograde}``:
+it parses the arguments, calls the library (``grading.grade_into``, ``gradebook.export``,
+``gradescope``, ``course.student``) and prints what it did."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -10,29 +13,25 @@ from pathlib import Path
 import nbformat
 
 from attncourse import checks
-from attncourse.instructor.grading import (
-    SAVED_OUTPUTS_FACTOR,
-    SKIPPED,
-    grade_submissions,
-    learners_in,
+from attncourse.instructor.course.student import SolutionLeak, write_student_version
+from attncourse.instructor.course.tags import (
+    TAG_CONVENTION,
+    exercise_labels,
+    exercise_title,
+    read_chapters,
 )
-from attncourse.instructor.ledger import Ledger, lock, stale_rows
-from attncourse.instructor.points import points_of
-from attncourse.instructor.report import write_report
-from attncourse.instructor.sandbox import (
+from attncourse.instructor.gradebook.export import FORMATS, GRADESCOPE_VISIBILITY, export
+from attncourse.instructor.gradebook.ledger import stale_rows
+from attncourse.instructor.gradebook.points import points_of
+from attncourse.instructor.gradescope import autograde, build_zip
+from attncourse.instructor.run.sandbox import (
     DEFAULT_LIMITS,
     UNSAFE_MEANS,
     Limits,
     MiB,
     SandboxUnavailable,
 )
-from attncourse.instructor.student import SolutionLeak, write_student_version
-from attncourse.instructor.tags import (
-    TAG_CONVENTION,
-    exercise_labels,
-    exercise_title,
-    read_chapters,
-)
+from attncourse.instructor.submissions import SAVED_OUTPUTS_FACTOR
 
 _DESCRIPTION = """\
 Instructor tools for "Attention, step by step".
@@ -126,7 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--check-timeout", type=_positive(float), default=None, metavar="SECONDS",
                        help=f"time budget of each check (default: {checks.DEFAULT_TIMEOUT:g})")
     grade.add_argument("--jobs", type=_positive(int), default=None, metavar="N",
-                       help=f"notebooks run at once (default: the number of processors, {os.cpu_count()})")
+                       help="notebooks run at once, and solved chapters, for their hidden tests' inputs (default: "
+                            f"the number of processors, {os.cpu_count()})")
     grade.add_argument("--learners", metavar="NAME[,NAME...]", default=None,
                        help="grade only these learners; the other learners' rows already in --out are kept")
     grade.add_argument("--score-predictions", action="store_true",
@@ -143,8 +143,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _export_parser(commands, chapters, formatter) -> None:
-    from attncourse.instructor.export import FORMATS, GRADESCOPE_VISIBILITY
-
     listed = "\n".join(f"  {name:11} {what}" for name, what in FORMATS.items())
     export = commands.add_parser(
         "export", parents=[chapters], formatter_class=formatter,
@@ -210,88 +208,58 @@ def _positive(kind):
     return parse
 
 
-def _refuse_out_inside(submissions: Path, out: Path) -> None:
-    inside, folder = out.resolve(), submissions.resolve()
-    if inside == folder or folder in inside.parents:
-        raise ValueError(f"--out {out} is inside the submissions folder {submissions}: "
-                         "the report would be graded as a submission, or overwrite one")
-
-
 def _grade(args, assign: list[str] | None) -> None:
-    """Grade into --out: each learner's rows on disk as soon as they are known, the report
-    rewritten after each, learners already graded on the same notebooks and options kept."""
-    _refuse_out_inside(args.submissions, args.out)
-    limits = Limits(memory=args.memory_limit * MiB)
-    options = repr((sorted(assign or []), args.time_limit, args.check_timeout, limits, args.score_predictions,
-                    args.unsafe_no_sandbox, str(args.chapters.resolve())))
-    ledger = Ledger(args.out, options + _course_digest(args.chapters))
-    keys: dict[str, str] = {}
+    from attncourse.instructor.grading import (
+        grade_into,  # it runs kernels: its machinery loads only to grade
+    )
 
-    def finished(learner, notebooks):
-        keys[learner] = ledger.key(args.submissions, notebooks)
-        return ledger.finished(learner, keys[learner])
-
-    skipped: list[str] = []
-    present = learners_in(args.submissions) if args.submissions.is_dir() else set()
-
-    def done(learner, rows, notes):
-        ledger.begin(present)  # once grading has started: a grading refused at its start changes nothing
-        ledger.save(learner, keys[learner], rows, notes)
-        write_report(*ledger.everything(skipped), args.out)
-
-    learners = [name.strip() for name in args.learners.split(",")] if args.learners else None
-    with lock(args.out):
-        _, problems = grade_submissions(
-            args.submissions, args.chapters, assign, args.time_limit, args.check_timeout,
-            executed_dir=args.out / "executed", jobs=args.jobs, unsafe_no_sandbox=args.unsafe_no_sandbox,
-            limits=limits, score_predictions=args.score_predictions, cache=args.out / ".cache",
-            learners=learners, done=done, finished=finished, contained=args.container,
-        )
-        skipped += problems.get(SKIPPED, [])
-        ledger.begin(present)
-        grades, notes = ledger.everything(skipped)
-        table, text = write_report(grades, notes, args.out)
+    grades, table, text = grade_into(
+        args.out, args.submissions, args.chapters, assign, time_limit=args.time_limit,
+        check_timeout=args.check_timeout, jobs=args.jobs, limits=Limits(memory=args.memory_limit * MiB),
+        learners=[name.strip() for name in args.learners.split(",")] if args.learners else None,
+        score_predictions=args.score_predictions, unsafe_no_sandbox=args.unsafe_no_sandbox, contained=args.container)
     print(text.read_text(encoding="utf-8"))
     for warning in stale_rows(grades):
         print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {table} and {text}")
 
 
-def _gradebook(args, assign: list[str] | None) -> None:
-    """The commands after grading: export, autograder, autograde."""
-    import json
-
-    from attncourse.instructor import export, gradescope
-
-    if args.command == "export":
-        written, problems = export.export(
-            args.format, args.report, args.out, args.chapters, overrides=args.overrides, roster=args.roster,
-            assignment=args.assignment, match=args.match, learner=args.learner, visibility=args.visibility)
-        for problem in problems:
-            print(f"warning: {problem}", file=sys.stderr)
-        print(f"wrote {len(written)} file(s): {', '.join(map(str, written[:4]))}{' ...' if len(written) > 4 else ''}")
-    elif args.command == "autograder":
-        options = {"time_limit": args.time_limit, "score_predictions": args.score_predictions,
-                   "visibility": args.visibility}
-        out = gradescope.build_zip(args.chapters, args.out, assign, options, args.chapters.resolve().parent)
-        print(f"wrote {out}: upload it as the autograder of a Gradescope programming assignment")
-    else:
-        options = json.loads(args.config.read_text(encoding="utf-8")) if args.config else {}
-        if assign:
-            options["assign"] = assign
-        data = gradescope.autograde(args.submission, args.results, args.chapters, options, args.container)
-        print(f"wrote {args.results}: {data['score']:g} points")
+def _list(chapters: Path) -> None:
+    for path, nb in read_chapters(chapters).items():
+        print(path.name)
+        for label in exercise_labels(nb):
+            worth = f"{points_of(label):g} pt" + ("s" if points_of(label) != 1 else "")
+            print(f"  {label:36} {worth:>6}  {exercise_title(nb, label)}")
 
 
-def _course_digest(chapters: Path) -> str:
-    import hashlib
+def _export(args) -> None:
+    written, problems = export(args.format, args.report, args.out, args.chapters, overrides=args.overrides,
+                               roster=args.roster, assignment=args.assignment, match=args.match,
+                               learner=args.learner, visibility=args.visibility)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    print(f"wrote {len(written)} file(s): {', '.join(map(str, written[:4]))}{' ...' if len(written) > 4 else ''}")
 
-    import attncourse
 
-    digest = hashlib.sha256()
-    for path in [*sorted(Path(chapters).glob("*.ipynb")), *sorted(Path(attncourse.__file__).parent.rglob("*.py"))]:
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+def _autograder(args, assign: list[str] | None) -> None:
+    options = {"time_limit": args.time_limit, "score_predictions": args.score_predictions,
+               "visibility": args.visibility}
+    out = build_zip(args.chapters, args.out, assign, options, args.chapters.resolve().parent)
+    print(f"wrote {out}: upload it as the autograder of a Gradescope programming assignment")
+
+
+def _autograde(args, assign: list[str] | None) -> None:
+    options = json.loads(args.config.read_text(encoding="utf-8")) if args.config else {}
+    if assign:
+        options["assign"] = assign
+    data = autograde(args.submission, args.results, args.chapters, options, args.container)
+    print(f"wrote {args.results}: {data['score']:g} points")
+
+
+def _student(args, assign: list[str] | None) -> None:
+    for path in write_student_version(args.chapters, args.out, assign):
+        labels = exercise_labels(nbformat.read(path, as_version=4))
+        print(f"wrote {path}  ({', '.join(labels) or 'no exercises'})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -302,19 +270,17 @@ def main(argv: list[str] | None = None) -> int:
         assign = [label.strip() for item in args.assign for label in item.split(",") if label.strip()]
     try:
         if args.command == "list":
-            for path, nb in read_chapters(args.chapters).items():
-                print(path.name)
-                for label in exercise_labels(nb):
-                    worth = f"{points_of(label):g} pt" + ("s" if points_of(label) != 1 else "")
-                    print(f"  {label:36} {worth:>6}  {exercise_title(nb, label)}")
-        elif args.command in ("export", "autograder", "autograde"):
-            _gradebook(args, assign)
+            _list(args.chapters)
         elif args.command == "student":
-            for path in write_student_version(args.chapters, args.out, assign):
-                labels = exercise_labels(nbformat.read(path, as_version=4))
-                print(f"wrote {path}  ({', '.join(labels) or 'no exercises'})")
-        else:
+            _student(args, assign)
+        elif args.command == "grade":
             _grade(args, assign)
+        elif args.command == "export":
+            _export(args)
+        elif args.command == "autograder":
+            _autograder(args, assign)
+        else:
+            _autograde(args, assign)
     except SolutionLeak as leak:
         print(f"error: {leak}", file=sys.stderr)
         return 1

@@ -26,7 +26,9 @@ import zipfile
 from pathlib import Path
 
 import attncourse
-from attncourse.instructor.tags import exercise_labels, read_chapters
+from attncourse.instructor.course.tags import exercise_labels, labels_assigned, read_chapters
+from attncourse.instructor.gradebook import export
+from attncourse.instructor.run.sandbox import DEFAULT_LIMITS, Limits, MiB
 
 CONFIG = "autograder.json"
 PYTHON = "/opt/attncourse/bin/python"  # the course's environment in the image, readable by every user
@@ -75,10 +77,7 @@ def build_zip(chapters: Path, out: Path, assign: list[str] | None, options: dict
     binder/requirements.txt less its editable install) and ``autograder.json`` (the
     exercises and options)."""
     sources = read_chapters(Path(chapters))
-    order = [label for nb in sources.values() for label in exercise_labels(nb)]
-    unknown = sorted(set(assign or ()) - set(order))
-    if unknown:
-        raise ValueError(f"unknown exercise(s) {', '.join(unknown)}; the chapters have: {', '.join(order)}")
+    order = labels_assigned(sources.values(), assign)
     wanted = set(assign or order)
     held = [path for path, nb in sources.items() if wanted & set(exercise_labels(nb))]
     package = Path(attncourse.__file__).parent
@@ -113,29 +112,25 @@ def _add(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: boo
 
 def autograde(submission: Path, results: Path, chapters: Path, options: dict, contained: bool) -> dict:
     """Grade one submission (a folder of notebooks, as Gradescope gives it) and write
-    Gradescope's ``results.json`` at ``results``; returns it. The grading is ``grade``'s own,
-    into a report folder of root's alone; if it fails, results.json says so with no score."""
-    from attncourse.instructor import export
-    from attncourse.instructor.cli import main
+    Gradescope's ``results.json`` at ``results``; returns it. The grading is ``grade``'s own
+    (``grading.grade_into``), into a report folder of root's alone; if it fails,
+    results.json says so with no score. ``options``: the zip's ``autograder.json``
+    (``assign``, ``time_limit``, ``memory_limit`` in MiB, ``check_timeout``,
+    ``score_predictions``, ``visibility``)."""
+    from attncourse.instructor.grading import (
+        grade_into,  # it runs kernels: its machinery loads only to grade
+    )
 
     work = Path(tempfile.mkdtemp(prefix="autograde-"))  # 0700: the learner's kernel cannot reach it
     try:
         learner = work / "submissions" / "submission"
         shutil.copytree(submission, learner, symlinks=True)
         report = work / "report"
-        argv = ["grade", str(work / "submissions"), "--out", str(report), "--chapters", str(chapters)]
-        if options.get("assign"):
-            argv += ["--assign", ",".join(options["assign"])]
-        for option in ("time_limit", "memory_limit", "check_timeout"):
-            if options.get(option) is not None:
-                argv += [f"--{option.replace('_', '-')}", str(options[option])]
-        if options.get("score_predictions"):
-            argv.append("--score-predictions")
-        if contained:
-            argv.append("--container")
-        status = main(argv)
-        if status != 0:
-            raise RuntimeError(f"grade exited with status {status}")
+        memory = options.get("memory_limit")
+        grade_into(report, work / "submissions", chapters, options.get("assign") or None,
+                   time_limit=float(options.get("time_limit") or 120.0), check_timeout=_seconds(options.get("check_timeout")),
+                   limits=Limits(memory=int(memory) * MiB) if memory is not None else DEFAULT_LIMITS,
+                   score_predictions=bool(options.get("score_predictions")), contained=contained)
         rows = export.load(report)
         data = export.gradescope_results([r for r in rows if r.learner == "submission"], export.titles_of(chapters),
                                          options.get("visibility", "visible"))
@@ -149,3 +144,7 @@ def autograde(submission: Path, results: Path, chapters: Path, options: dict, co
     temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
     temporary.replace(results)
     return data
+
+
+def _seconds(value) -> float | None:
+    return None if value is None else float(value)

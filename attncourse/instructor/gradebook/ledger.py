@@ -1,6 +1,6 @@
 """The grades on disk, one file per learner, written as soon as that learner is graded.
 
-``OUT/learners/LEARNER-DIGEST.json`` holds a learner's rows, the problems seen and the key
+``OUT/learners/LEARNER.json`` (``file_name``) holds a learner's rows, the problems seen and the key
 of what they were graded on (a digest of their notebooks, the course and the options). A
 crash of the grader leaves every finished learner's file; grading again into the same
 folder skips the learners whose key has not changed and regrades the others, and the
@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from attncourse.instructor.grading import SKIPPED, Grade
+from attncourse.instructor.model import SKIPPED, Grade
 
 FOLDER = "learners"
 LAST = "last_grading.json"  # the last grading's options and learners
@@ -38,8 +38,7 @@ class Ledger:
         self.options = options  # the course and the grading options, as text
 
     def _path(self, learner: str) -> Path:
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in learner)[:60]
-        return self.folder / f"{safe}-{hashlib.sha256(learner.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}.json"
+        return self.folder / f"{file_name(learner)}.json"
 
     def key(self, submissions: Path, notebooks: list[Path]) -> str:
         digest = hashlib.sha256(self.options.encode())
@@ -81,7 +80,7 @@ class Ledger:
         kept and flagged for review (their ``review`` says why)."""
         grades: list[Grade] = []
         problems: dict[str, list[str]] = {SKIPPED: skipped} if skipped else {}
-        entries = []
+        entries: dict[str, dict] = {}
         for path in sorted(self.folder.glob("*.json")) if self.folder.exists() else []:
             try:
                 entry = json.loads(path.read_text(encoding="utf-8"))
@@ -90,12 +89,13 @@ class Ledger:
                     raise TypeError("no learner")
             except (OSError, ValueError, TypeError, KeyError):  # not a file of the ledger's: an --out
                 continue  # folder of the instructor's may hold a learners/ folder of their own
-            entries.append({**entry, "grades": rows})
+            if entry["learner"] not in entries or path == self._path(entry["learner"]):  # over a file an
+                entries[entry["learner"]] = {**entry, "grades": rows}  # older grade named otherwise
         try:
             last = json.loads((self.folder.parent / LAST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             last = None  # a report of an older grade: nothing to measure against
-        for entry in sorted(entries, key=lambda e: e.get("learner", "")):
+        for entry in sorted(entries.values(), key=lambda e: e["learner"]):
             stale = "" if last is None else (
                 STALE_LEARNER if entry["learner"] not in last["present"] else
                 STALE_OPTIONS if entry.get("options", last["options"]) != last["options"] else "")
@@ -103,6 +103,16 @@ class Ledger:
             grades += [dataclasses.replace(g, review="; ".join(filter(None, [g.review, stale]))) for g in rows]
             problems[entry["learner"]] = entry.get("problems", []) + ([stale] if stale else [])
         return grades, problems
+
+
+def file_name(learner: str) -> str:
+    """A file name for ``learner``, safe on any system and distinct for distinct names (a
+    digest of the name follows any name changed to be safe, or that has capitals: two names
+    that differ in case alone are one file on some disks)."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in learner)[:60] or "learner"
+    if safe == learner and learner == learner.lower():
+        return safe
+    return f"{safe}-{hashlib.sha256(learner.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def stale_rows(grades: list[Grade]) -> list[str]:

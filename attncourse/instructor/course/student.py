@@ -11,12 +11,13 @@ from pathlib import Path
 
 import nbformat
 
-from attncourse.instructor.tags import (
+from attncourse.instructor.course.tags import (
     EXERCISE_END,
     EXERCISE_START,
     exercise_labels,
     exercise_of,
     for_instructors,
+    labels_assigned,
     read_chapters,
 )
 
@@ -95,11 +96,8 @@ def write_student_version(chapters: Path, out: Path, assign: Iterable[str] | Non
     into ``out``, a new or empty folder. Raises SolutionLeak, writing nothing, if any
     solution text would survive; ValueError for an unknown label or a broken convention."""
     notebooks = read_chapters(Path(chapters))
-    known = [label for nb in notebooks.values() for label in exercise_labels(nb)]
     assigned = None if assign is None else list(dict.fromkeys(assign))
-    unknown = sorted(set(assigned or ()) - set(known))
-    if unknown:
-        raise ValueError(f"unknown exercise(s) {', '.join(unknown)}; the chapters have: {', '.join(known)}")
+    labels_assigned(notebooks.values(), assigned)
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty: give a new or empty folder")

@@ -3,29 +3,28 @@ any host, headings and a captioned table for screen readers, light and dark colo
 as Markdown with the same content.
 
 Each exercise shows its result, points and the check's message with its hint. What a
-learner may read only: the message comes from ``Grade.feedback`` (the course's check on the
-learner's own answer, hidden tests by number only: ``points.learner_view``); the solution
-cells, the hidden tests' code and their inputs are never read here.
+learner may read only: the fields the judge wrote for the learner, ``Grade.feedback`` (the
+course's check on the learner's own answer, hidden tests by number only) and
+``Grade.hint``; the solution cells, the hidden tests' code and their inputs are never
+read here.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
-from attncourse.checks import core
-from attncourse.checks.predict import PREDICTIONS
-from attncourse.instructor import points
-from attncourse.instructor.report import markdown_text
+from attncourse.instructor import judge, model
+from attncourse.instructor.gradebook.ledger import file_name
+from attncourse.instructor.gradebook.report import markdown_text
+from attncourse.instructor.model import Grade
 
-RESULTS = {  # the status as a learner reads it
-    "passed": "passed", "completed": "completed", "failed": "not right yet",
-    "not attempted": "not attempted", "needs review": "waiting for your instructor's review",
-    "notebook crashed": "the notebook stopped before this exercise", "error": "not graded (see below)",
+RESULTS = {  # the status as a learner reads it (as it is, or in other words)
+    model.PASSED: model.PASSED, model.COMPLETED: model.COMPLETED, model.FAILED: "not right yet",
+    model.NOT_ATTEMPTED: model.NOT_ATTEMPTED, model.NEEDS_REVIEW: "waiting for your instructor's review",
+    model.CRASHED: "the notebook stopped before this exercise", model.ERROR: "not graded (see below)",
 }
 
 
@@ -43,40 +42,22 @@ class Entry:
     override: str
 
 
-def learner_message(grade) -> str:
-    """What the learner reads of a row: the learner-safe feedback, or for a row without one
-    (nothing was recorded: not attempted, crashed, an error) its message, cut before any
-    hidden test's own text."""
+def learner_message(grade: Grade) -> str:
+    """What the learner reads of a row: its feedback (``judge``). A row graded before every
+    row had one (an older report) gives its message, cut before any hidden test's own text."""
     if grade.feedback:
         return grade.feedback
     message = grade.message
-    if "hidden test:" in message:
-        message = message.split("hidden test:")[0].strip() + " A hidden test did not pass."
-    if grade.status == "needs review":
-        message = "Your instructor reviews this exercise by hand: the grader could not tell. " + message
+    if judge.HIDDEN in message:
+        message = message.split(judge.HIDDEN)[0].strip() + " " + judge.HIDDEN_FAILED
+    if grade.status == model.NEEDS_REVIEW:
+        message = judge.BY_HAND + message
     return message.strip()
 
 
-def hint_of(label: str, message: str, status: str) -> str:
-    """A hint where the exercise is not passed: a predict exercise's own, or the check's."""
-    if status in points.EARNS_ALL:
-        return ""
-    core.load_chapter_of(label)
-    if label in PREDICTIONS:
-        return PREDICTIONS[label].hint
-    found = re.search(r"Hint: (.*?)(?= \d+ of \d+ inputs right|$)", message)
-    return found[1].strip() if found else ""
-
-
-def entries(rows: list[points.Scored], titles: dict[str, str]) -> list[Entry]:
-    made = []
-    for row in rows:
-        grade = row.grade
-        message = learner_message(grade)
-        made.append(Entry(grade.exercise, titles.get(grade.exercise, ""), RESULTS.get(grade.status, grade.status),
-                          row.points, row.max_points, message, hint_of(grade.exercise, message, grade.status),
-                          row.override))
-    return made
+def entries(rows: list[Grade], titles: dict[str, str]) -> list[Entry]:
+    return [Entry(row.exercise, titles.get(row.exercise, ""), RESULTS.get(row.status, row.status), row.points,
+                  row.max_points, learner_message(row), row.hint, row.override) for row in rows]
 
 
 def _environment(autoescape: bool) -> jinja2.Environment:
@@ -171,13 +152,7 @@ Exercise {{ e.label|md }}. **Result:** {{ e.result|md }}. **Points:** {{ e.point
 """)
 
 
-def file_name(learner: str) -> str:
-    """A file name for ``learner``, safe on any system and distinct for distinct names."""
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in learner)[:60] or "learner"
-    return safe if safe == learner else f"{safe}-{hashlib.sha256(learner.encode()).hexdigest()[:8]}"
-
-
-def render(learner: str, rows: list[points.Scored], titles: dict[str, str], course: str) -> tuple[str, str]:
+def render(learner: str, rows: list[Grade], titles: dict[str, str], course: str) -> tuple[str, str]:
     """(the HTML, the Markdown) of ``learner``'s feedback."""
     made = entries(rows, titles)
     values = {"learner": learner, "course": course, "entries": made,
@@ -185,7 +160,7 @@ def render(learner: str, rows: list[points.Scored], titles: dict[str, str], cour
     return HTML.render(values), MARKDOWN.render(values)
 
 
-def write_feedback(rows: list[points.Scored], titles: dict[str, str], out: Path,
+def write_feedback(rows: list[Grade], titles: dict[str, str], out: Path,
                    course: str = "Attention, step by step") -> list[Path]:
     """Write ``LEARNER.html`` and ``LEARNER.md`` for every learner of ``rows`` into ``out``."""
     out = Path(out)

@@ -27,7 +27,16 @@ import ast
 import builtins
 import re
 
-from attncourse.instructor.syntax import UNPARSEABLE, parse
+from attncourse.instructor.notebook.source import (
+    UNPARSEABLE,
+    dotted,
+    has_magics,
+    imported_names,
+    local_names,
+    outer_reads,
+    parse,
+    run_now,
+)
 
 # A module function that changes state no argument shows: a global setting (opaque: any later
 # cell may depend on it), or seeding or drawing from a global random generator (numpy's,
@@ -77,15 +86,6 @@ def _shared(argument: ast.AST) -> set[str]:
     return {root} if root and not _made_by_a_call(argument) else set()
 
 
-def _dotted(node: ast.AST) -> str:
-    """``a.b.c`` for an attribute chain (its root's name first)."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([getattr(node, "id", "?"), *reversed(parts)])
-
-
 def modules_of(sources: list[str]) -> dict[str, str]:
     """name -> the module it comes from, by the import statements of ``sources``
     (``from attncourse.x import f`` gives ``f`` from ``attncourse.x``)."""
@@ -111,7 +111,7 @@ def effects(source: str, modules: dict[str, str], functions: dict[str, set[str]]
     defined so far may change when called; the cell's own definitions are added; ``made``:
     see ``made_by_the_course``)."""
     words = set(re.findall(r"[A-Za-z_]\w*", source))
-    if any(line.lstrip().startswith(("%", "!")) for line in source.splitlines()):
+    if has_magics(source):
         return _Effects(words, words, True)
     try:
         return _effects_of(parse(source).body, modules, functions, made)
@@ -127,12 +127,12 @@ def _effects_of(body: list[ast.stmt], modules: dict[str, str], functions: dict[s
         inner = _effects_of(node.body, modules, scope, made)
         methods = [scope[m.name] for m in node.body if isinstance(node, ast.ClassDef)
                    and isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]  # a class's call may run any
-        functions[node.name] = ((inner.writes - _local_names(node)) | set().union(*methods)
+        functions[node.name] = ((inner.writes - local_names(node)) | set().union(*methods)
                                 | ({"*"} if inner.opaque else set()))
-    reads = _outer_reads(body)
+    reads = outer_reads(body)
     writes: set[str] = set()
     opaque = False
-    for node in _run_now(body):
+    for node in run_now(body):
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             opaque = True
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -152,131 +152,11 @@ def _effects_of(body: list[ast.stmt], modules: dict[str, str], functions: dict[s
     return _Effects(reads, writes, opaque or "*" in writes)
 
 
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _start(node: ast.AST) -> tuple[int, int]:
-    return node.lineno, node.col_offset
-
-
-def _end(node: ast.AST) -> tuple[int, int]:
-    return node.end_lineno or 0, node.end_col_offset or 0
-
-
-def _outer_reads(body: list[ast.stmt]) -> set[str]:
-    """The names a cell reads from the cells before it: every name it reads, except where
-    the cell has bound it before reading it (a loop's variable read in its loop, a name
-    assigned above) and a function's, lambda's or comprehension's own names inside it.
-    A function's other names count as read now, though read when it is called."""
-    bound: dict[str, tuple[int, int]] = {}  # name -> where the cell first binds it
-    loads: list[tuple[str, tuple[int, int]]] = []  # the cell's own reads, where
-    inner: set[str] = set()  # what functions, lambdas and comprehensions read from outside
-
-    def bind(target: ast.AST, at: tuple[int, int]) -> None:
-        for node in ast.walk(target):
-            if isinstance(node, ast.Name):
-                bound[node.id] = min(bound.get(node.id, at), at)
-
-    def visit(node: ast.AST, local: frozenset[str] | None) -> None:
-        """``local``: the names of the function or comprehension ``node`` is in (None: the cell)."""
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            arguments = node.args
-            for outer in [*getattr(node, "decorator_list", []), *arguments.defaults,
-                          *(d for d in arguments.kw_defaults if d)]:
-                visit(outer, local)
-            names = frozenset(_parameters(arguments))
-            if isinstance(node, ast.Lambda):
-                visit(node.body, (local or frozenset()) | names)
-                return
-            if local is None:
-                bound.setdefault(node.name, _end(node))
-            for statement in node.body:
-                visit(statement, (local or frozenset()) | names | _local_names(node))
-            return
-        if isinstance(node, _COMPREHENSIONS):
-            visit(node.generators[0].iter, local)  # evaluated outside the comprehension
-            names = (local or frozenset()) | {n.id for g in node.generators for n in ast.walk(g.target)
-                                              if isinstance(n, ast.Name)}
-            parts = [*(g.iter for g in node.generators[1:]), *(c for g in node.generators for c in g.ifs)]
-            parts += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-            for part in parts:
-                visit(part, names)
-            return
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, (ast.Load, ast.Del)):
-                if local is None:
-                    loads.append((node.id, _start(node)))
-                elif node.id not in local:
-                    inner.add(node.id)
-            return
-        if local is None:
-            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                loads.append((node.target.id, _start(node)))  # x += 1 reads x first
-            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                    bind(target, _end(node))
-            elif isinstance(node, (ast.For, ast.AsyncFor)):
-                bind(node.target, _end(node.iter))
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                bind(node.optional_vars, _end(node.context_expr))
-            elif isinstance(node, ast.NamedExpr):
-                bind(node.target, _end(node))
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for name in imported_names(node):
-                    bound[name] = min(bound.get(name, _end(node)), _end(node))
-            elif isinstance(node, ast.ClassDef):
-                bound.setdefault(node.name, _end(node))
-        for child in ast.iter_child_nodes(node):
-            visit(child, local)
-
-    for statement in body:
-        visit(statement, None)
-    return inner | {name for name, at in loads if not (name in bound and bound[name] <= at)}
-
-
-def _local_names(definition) -> set[str]:
-    """The names a function's (or class's) body binds for itself: its parameters and what
-    it assigns. Changing them changes no name of the notebook's (a parameter's object is
-    its caller's argument, counted at the call; ``global`` makes the body opaque)."""
-    names = {node.id for node in _run_now(definition.body) if isinstance(node, ast.Name)
-             and isinstance(node.ctx, (ast.Store, ast.Del))}
-    names |= {node.name for node in _run_now(definition.body)
-              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        names |= _parameters(definition.args)
-    return names
-
-
-def _parameters(arguments: ast.arguments) -> set[str]:
-    return {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                            arguments.vararg, arguments.kwarg] if a}
-
-
-def imported_names(node: ast.Import | ast.ImportFrom) -> list[str]:
-    """The names an import statement binds (``import a.b`` binds ``a``)."""
-    return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
-
-
-def _run_now(body: list[ast.stmt]):
-    """The nodes of ``body`` that run when it runs: a function's or lambda's body runs when
-    it is called (its effects are counted there), its decorators and defaults now; a
-    class's body runs now."""
-    pending: list[ast.AST] = list(body)
-    while pending:
-        node = pending.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            pending += [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d)]
-        elif isinstance(node, ast.Lambda):
-            pending += [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
-        else:
-            pending += list(ast.iter_child_nodes(node))
-
-
 def _definitions(body: list[ast.stmt]) -> list:
     """The functions and classes defined in ``body``, not inside another definition (each
     body is read once: nested definitions cost no more than their depth)."""
-    found, pending = [], list(body)
+    found: list[ast.AST] = []
+    pending: list[ast.AST] = list(body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -301,14 +181,14 @@ def _call_effects(call: ast.Call, modules: dict[str, str], functions: dict[str, 
         return arguments, func.id not in modules  # a lambda, a name bound by a call: anything
     root = _root(func)
     if isinstance(func, ast.Attribute) and root in modules:
-        dotted = modules[root] + _dotted(func)[len(root):]
-        if dotted.startswith(_PURE_MODULES):
+        path = modules[root] + dotted(func)[len(root):]
+        if path.startswith(_PURE_MODULES):
             return set(), False
         if _SETTINGS.search(func.attr):
             return set(), True
         in_place = func.attr in _IN_PLACE or func.attr.endswith("_") or any(k.arg == "out" for k in call.keywords)
         changed = _names_in(call) if in_place else set()  # a view made in the call shares too
-        if _RANDOM.search(func.attr) or (_DRAWS.search(dotted) and func.attr != "default_rng"):
+        if _RANDOM.search(func.attr) or (_DRAWS.search(path) and func.attr != "default_rng"):
             return changed | {RANDOM_STATE}, False
         return changed, False
     if root is None and _made_by_a_call(func):
@@ -350,12 +230,12 @@ def made_by_the_course(sources: list[str], modules: dict[str, str]) -> frozenset
         except UNPARSEABLE:
             other.update(re.findall(r"[A-Za-z_]\w*", source))
             continue
-        for node in _run_now(body):
+        for node in run_now(body):
             value = getattr(node, "value", None)
-            callee = _dotted(value.func).rsplit(".", 1)[-1] if isinstance(value, ast.Call) else ""
-            by_course = (isinstance(node, ast.Assign) and isinstance(value, ast.Call) and not callee[:1].isupper()
+            callee = dotted(value.func).rsplit(".", 1)[-1] if isinstance(value, ast.Call) else ""
+            by_course = (isinstance(value, ast.Call) and not callee[:1].isupper()
                          and modules.get(_root(value.func) or "", "").startswith("attncourse"))  # not a class: a widget
-            if by_course:
+            if isinstance(node, ast.Assign) and by_course:
                 targets = [n for t in node.targets for n in ast.walk(t)]
                 if all(isinstance(n, (ast.Name, ast.Tuple, ast.Load, ast.Store)) for n in targets):
                     made.update(n.id for n in targets if isinstance(n, ast.Name))

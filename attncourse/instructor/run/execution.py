@@ -8,28 +8,16 @@ import contextlib
 import os
 import subprocess
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
 from attncourse.checks.core import describe
-from attncourse.instructor.sandbox import Limits, MiB, Sandbox, SandboxedKernelManager
-
-
-@dataclass
-class Execution:
-    """How a notebook's run went."""
-
-    executed: Any  # the notebook, with its outputs
-    problem: str = ""  # why the run stopped early ("" if it ran to the end)
-    stopped_in: int | None = None  # the cell running when it stopped
-    errors: list[str] = field(default_factory=list)  # cells that raised
-    timed_out: bool = False  # stopped at the time limit
-    cpu_seconds: float = 0.0  # of processor time its processes had used when it ended or was stopped
+from attncourse.instructor.model import RAISED, Execution
+from attncourse.instructor.run.channels import SandboxedKernelManager
+from attncourse.instructor.run.sandbox import Limits, Sandbox, megabytes
 
 
 class _OutOfMemory(Exception):
@@ -88,10 +76,6 @@ class _OutputLimitedClient(NotebookClient):
                 "stream", name="stderr", text=f"[grade: output cut off here, past the limit of {megabytes(self.output_limit)}]\n"))
 
 
-def megabytes(size: int) -> str:
-    return f"{size / MiB:g} MiB"
-
-
 def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, running: int, elapsed: float,
                     time_limit: float, limits: Limits, group_out_of_memory: bool = False) -> tuple[int, str]:
     """(the cell where the run stopped, why), after the run raised ``error`` (None: it
@@ -116,7 +100,7 @@ def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, runni
                          f"and Linux stopped the kernel")
     if isinstance(error, DeadKernelError):
         return running, f"the kernel died {where}"
-    return running, f"could not run {where}: {describe(error)}"
+    return running, f"could not run {where}: {describe(error) if error else 'no reason given'}"
 
 
 class _TooLarge(Exception):
@@ -233,7 +217,7 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
         run.timed_out = isinstance(error, _OutOfTime)
         if isinstance(error, _TooLarge) and client.cut_in is None:  # output past the limit, unread
             client.cut_in = current["cell"]
-        run.cpu_seconds = error.cpu_seconds if run.timed_out else 0.0
+        run.cpu_seconds = error.cpu_seconds if isinstance(error, _OutOfTime) else 0.0
         run.stopped_in, run.problem = _why_it_stopped(error, client, current["cell"], elapsed, time_limit, limits,
                                                       km.out_of_memory())
     finally:
@@ -250,6 +234,6 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
         f"cell {index + 1} raised {output.get('ename')}: {output.get('evalue', '')}"[:300]
         for index, cell in enumerate(nb.cells)
         for output in cell.get("outputs", [])
-        if output.get("output_type") == "error"
+        if output.get("output_type") == RAISED
     ]
     return run

@@ -1,5 +1,5 @@
-"""The verdict: the course's checks and hidden tests, run in the grader's own process on the
-data a learner's notebook recorded (``attncourse.checks.wire``).
+"""The course's checks and hidden tests, run in the grader's own process on the data a
+learner's notebook recorded (``attncourse.checks.wire``), the learner's functions replayed.
 
 Nothing here runs a line of the learner's code. Each of the learner's functions is a
 replay: called with inputs, it looks up the output the notebook recorded for those inputs
@@ -45,12 +45,11 @@ class Replay:
                 self.calls[call["function"], call["args"]].append(call)
 
     def function(self, key: str, name: str) -> wire.Function:
-        fn = wire.Function(name, replay=self._answer)
-        fn.key = key
-        return fn
+        """The learner's function recorded as ``key`` (``answer:0``, ``name:NAME``), called ``name``."""
+        return wire.Function(name, replay=functools.partial(self._answer, key))
 
-    def _answer(self, fn: wire.Function, args: tuple, kwargs: dict) -> Any:
-        recorded = self.calls.get((fn.key, wire.digest(args, kwargs)))
+    def _answer(self, key: str, fn: wire.Function, args: tuple, kwargs: dict) -> Any:
+        recorded = self.calls.get((key, wire.digest(args, kwargs)))
         if not recorded:
             raise core.NotRecorded(
                 f"{fn.__name__}() was called on inputs whose output the notebook did not record "
@@ -94,10 +93,49 @@ def judge_check(label: str, record: dict) -> core.Result:
     replay = Replay(record)
     answers = [wire.decode(answer, functions=functools.partial(_answer_function, replay, i))
                for i, answer in enumerate(record.get("answers", []))]
-    evaluate = checks.load_all()[label].__wrapped__  # the check undecorated
     with _ONE_AT_A_TIME:
         predict.forget_misses()  # the learner's misses are in the record, not in this process
-        return core._evaluate(label, "check", evaluate, answers, JUDGE_TIMEOUT)
+        return core.evaluate_check(label, "check", _undecorated(label), answers, JUDGE_TIMEOUT)
+
+
+def judge_inputs(label: str, record: dict) -> tuple[list[str], list[str] | None]:
+    """(the status of each input of ``label``'s check, judged alone on ``record``; the
+    inputs' descriptions), or ``([], None)`` if the check does not try inputs one by one."""
+    evaluate = _undecorated(label)
+    statuses: list[str] = []
+    described: list[str] | None = None
+    index, count = 0, 1
+    while index < count:
+        replay = Replay(record, input=index)  # the calls made on this input, afresh
+        answers = [wire.decode(answer, functions=functools.partial(_answer_function, replay, i))
+                   for i, answer in enumerate(record.get("answers", []))]
+        seen: list[list[str] | None] = []
+
+        def alone(run, *answers, index=index, seen=seen):
+            chosen = core.one_input(index)
+            try:
+                with chosen:
+                    return evaluate(run, *answers)
+            finally:
+                seen.append(chosen.described)
+
+        with _ONE_AT_A_TIME:
+            predict.forget_misses()
+            result = core.evaluate_check(label, "check", alone, answers, JUDGE_TIMEOUT)
+        if index == 0:
+            described = seen[0] if seen else None
+            if described is None:
+                return [], None
+            count = len(described)
+        statuses.append(result.status)
+        index += 1
+    return statuses, described
+
+
+def _undecorated(label: str):
+    """The check of ``label`` as its chapter wrote it, without the decorator that reports."""
+    check: Any = checks.load_all()[label]
+    return check.__wrapped__
 
 
 def judge_hidden(label: str, source: str, inputs: dict, record: dict) -> list[core.Result]:
@@ -121,7 +159,7 @@ def judge_hidden(label: str, source: str, inputs: dict, record: dict) -> list[co
                 run(test, name="a hidden test")
                 return "a hidden test passed"
 
-            results.append(core._evaluate(test_label, "hidden", evaluate, (), JUDGE_TIMEOUT))
+            results.append(core.evaluate_check(test_label, "hidden", evaluate, (), JUDGE_TIMEOUT))
 
         return run_now
 

@@ -9,8 +9,9 @@ import re
 from dataclasses import astuple, fields
 from pathlib import Path
 
-from attncourse.instructor.grading import PASSED, SKIPPED, Grade
-from attncourse.instructor.ledger import write_whole
+from attncourse.instructor.gradebook import points
+from attncourse.instructor.gradebook.ledger import write_whole
+from attncourse.instructor.model import PASSED, SKIPPED, Grade
 
 
 def csv_cell(text: str) -> str:
@@ -63,9 +64,7 @@ def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
 
 def points_section(grades: list[Grade]) -> list[str]:
     """The summary's points: each learner's total, each exercise's mean, the class's
-    distribution (``attncourse.instructor.points``)."""
-    from attncourse.instructor import points
-
+    distribution (``gradebook.points``)."""
     rows = points.scored(grades)
     if not rows:
         return []
@@ -80,14 +79,15 @@ def points_section(grades: list[Grade]) -> list[str]:
 
 
 def write_report(grades: list[Grade], problems: dict[str, list[str]], out: Path) -> tuple[Path, Path]:
-    """Write ``grades.csv`` (one row per learner and exercise) and ``summary.md`` into ``out``."""
+    """Write ``grades.csv`` (one row per learner and exercise, with its points) and
+    ``summary.md`` into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     table, text = out / "grades.csv", out / "summary.md"
     rows = io.StringIO(newline="")
     writer = csv.writer(rows)
     writer.writerow([f.name for f in fields(Grade)])
-    writer.writerows([csv_cell(str(value)) for value in astuple(grade)] for grade in grades)
+    writer.writerows([csv_cell(str(value)) for value in astuple(grade)] for grade in points.scored(grades))
     write_whole(table, rows.getvalue())  # a grader killed mid-write leaves the last whole report
     write_whole(text, summary(grades, problems))
     return table, text

@@ -14,78 +14,27 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
-import re
-from dataclasses import dataclass
 
 import nbformat
 
 from attncourse.checks import wire
-from attncourse.instructor.slicing import cells_to_skip, imported_names
-from attncourse.instructor.syntax import UNPARSEABLE, parse
-from attncourse.instructor.tags import CHECK, HIDDEN_TEST, exercise_of, role_of
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """What grading needs of an exercise: its check's arguments and the names it reads."""
-
-    label: str
-    expressions: tuple[str, ...]  # the check's arguments, as the course's check cell writes them
-    names: tuple[str, ...]  # every notebook name the answer is made of
-    aliases: tuple[tuple[str, str], ...] = ()  # a name the hidden tests read -> the learner's stand-in
-
-
-@dataclass(frozen=True)
-class Placed:
-    """A recording cell the grader wrote, and what it records."""
-
-    index: int
-    label: str
-    note: str  # why an instructor should look at this exercise ("" if no reason)
-
-
-def exercise_of_course(label: str, check_cell, hidden: dict) -> Exercise:
-    """``label``'s check arguments, from the course's check cell (``check.NAME(a, b)``), and
-    the notebook names its hidden tests read (``hidden``: what ``discovery`` found)."""
-    expressions: list[str] = []
-    names: list[str] = []
-    for node in ast.walk(parse(check_cell.source)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == _check_name(label):
-            expressions += [ast.unparse(arg) for arg in node.args]
-            names += [n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)]
-    names += hidden.get("values", []) + [call["function"] for call in hidden.get("calls", [])]
-    return Exercise(label, tuple(expressions), tuple(dict.fromkeys(names)))
-
-
-def _check_name(label: str) -> str:
-    return label.split("-", 1)[-1].replace("-", "_")
-
-
-def defined_names(source: str) -> set[str]:
-    """The names a cell binds at its top level (IPython's magics and shell lines aside); a
-    cell Python cannot parse is read with a pattern, as best it can."""
-    lines = ["pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
-    try:
-        tree = parse("\n".join(lines))
-    except UNPARSEABLE:
-        return set(re.findall(r"^\s*(?:def\s+|class\s+)?([A-Za-z_]\w*)\s*(?:\(|=[^=]|:)", source, re.MULTILINE))
-    found: set[str] = set()
-    pending = list(tree.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(node.name)  # what it binds inside is its own
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.update(imported_names(node))
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            found.add(node.id)
-        elif not isinstance(node, ast.Lambda):
-            pending += list(ast.iter_child_nodes(node))
-    return found
+from attncourse.checks.core import check_name
+from attncourse.instructor.course.tags import CHECK, HIDDEN_TEST, exercise_of, role_of
+from attncourse.instructor.model import Exercise, Placed
+from attncourse.instructor.notebook.slicing import cells_to_skip
+from attncourse.instructor.notebook.source import (
+    UNPARSEABLE,
+    calls_of_check,
+    checks_called,
+    defined_names,
+    is_check_call,
+    names_read,
+    parse_cell,
+)
 
 
 def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozenset[str] = frozenset()
-                    ) -> tuple[object, list[Placed]]:
+                    ) -> tuple[nbformat.NotebookNode, list[Placed]]:
     """The learner's cells (their own check and hidden-test cells dropped: the grader's
     recording cells take their place), with a recording cell after the answer to each
     exercise. The course's own cells (``course_sources``, unchanged) that no answer needs
@@ -104,7 +53,7 @@ def notebook_to_run(submitted, exercises: list[Exercise], course_sources: frozen
         after.setdefault(position, []).append((exercise, "; ".join(filter(None, [note, own]))))
     run = nbformat.v4.new_notebook(metadata=copy.deepcopy(submitted.metadata))
     placed: list[Placed] = []
-    check_names = {_check_name(exercise.label) for exercise in exercises}
+    check_names = {check_name(exercise.label) for exercise in exercises}
     for position in range(-1, len(cells)):
         if position >= 0 and not checks_of[position]:
             run.cells.append(cells[position])
@@ -134,14 +83,12 @@ def _besides_check_calls(source: str, check_names: set[str]) -> str:
     (then the cell is left out, as a check cell is)."""
     lines = source.splitlines(keepends=True)
     try:
-        tree = parse("".join("pass\n" if line.lstrip().startswith(("%", "!")) else line for line in lines))
+        tree = parse_cell(source)
     except UNPARSEABLE:
         return ""
 
     def is_check(node: ast.stmt) -> bool:
-        call = node.value if isinstance(node, ast.Expr) else None
-        return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and (
-            call.func.attr in check_names or getattr(call.func.value, "id", None) in ("check", "checks"))
+        return isinstance(node, ast.Expr) and is_check_call(node.value, check_names)
 
     calls = [node for node in tree.body if is_check(node)]
     if not calls:
@@ -159,9 +106,9 @@ def _as_checked(cells, checks_of, exercise: Exercise) -> tuple[Exercise, str]:
     """``exercise`` with the arguments of the notebook's own last call of its check, where
     they differ from the course's (a learner who wrote ``my_softmax`` and checked
     ``check.stable_softmax(my_softmax)`` is graded on ``my_softmax``), and a note saying so."""
-    name = _check_name(exercise.label)
-    calls = [node for i, cell in enumerate(cells) if {exercise.label, "name:" + name} & checks_of[i]
-             for node in _parsed_calls(cell.source) if isinstance(node.func, ast.Attribute) and node.func.attr == name]
+    name = check_name(exercise.label)
+    calls = [call for i, cell in enumerate(cells) if {exercise.label, "name:" + name} & checks_of[i]
+             for call in calls_of_check(exercise.label, cell.source)]
     if not calls or calls[-1].keywords or len(calls[-1].args) != len(exercise.expressions):
         return exercise, ""
     own = tuple(ast.unparse(arg) for arg in calls[-1].args)
@@ -173,13 +120,6 @@ def _as_checked(cells, checks_of, exercise: Exercise) -> tuple[Exercise, str]:
     return (Exercise(exercise.label, own, tuple(dict.fromkeys([*exercise.names, *names])), aliases),
             f"graded on the arguments of the notebook's own check call ({', '.join(own)}), "
             f"not the course's ({', '.join(exercise.expressions)})")
-
-
-def _parsed_calls(source: str) -> list[ast.Call]:
-    try:
-        return [node for node in ast.walk(parse(source)) if isinstance(node, ast.Call)]
-    except UNPARSEABLE:
-        return []
 
 
 def _skip_unneeded(run, placed: list[Placed], exercises: dict[str, Exercise], course_sources: frozenset[str]) -> None:
@@ -205,20 +145,13 @@ def skipped_cells(run) -> int:
 
 def _checks_called(cell) -> set[str]:
     """The exercises a learner's cell checks: tagged as a check, or only calling checks
-    (``check.NAME(...)``, ``checks.NAME(...)``, ``attncourse.checks.NAME(...)``), with the
-    imports they need."""
+    (``check.NAME(...)``, ``checks.NAME(...)``, ``attncourse.checks.NAME(...)``, on one
+    line or several), with the imports they need."""
     if cell.cell_type != "code":
         return set()
     if role_of(cell) == CHECK:
         return {exercise_of(cell) or ""}
-    calls = _CHECK_CALL.findall(cell.source)
-    lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")
-             and not _IMPORT_LINE.match(line)]
-    return {"name:" + name for name in calls} if calls and len(calls) == len(lines) else set()
-
-
-_CHECK_CALL = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?checks?\.(\w+)\(.*\)\s*$", re.MULTILINE)
-_IMPORT_LINE = re.compile(r"^\s*(import|from)\s")
+    return {"name:" + name for name in checks_called(cell.source)}
 
 
 def _position(cells, defines, checks_of, exercise: Exercise, exercises: list[Exercise],
@@ -239,7 +172,7 @@ def _position(cells, defines, checks_of, exercise: Exercise, exercises: list[Exe
     end = next((i for i, cell in enumerate(cells) if i > start and exercise_of(cell) in sharing
                 and defines[i] & names), len(cells))
     own_checks = [i for i in range(start, end)
-                  if {exercise.label, "name:" + _check_name(exercise.label)} & checks_of[i]]
+                  if {exercise.label, "name:" + check_name(exercise.label)} & checks_of[i]]
     defining = [i for i in range(start, end) if defines[i] & names]
     before_check = [i for i in defining if own_checks and i <= own_checks[-1]]  # its cell may bind it first
     defining = before_check or defining  # the last definition before its last check, if any
@@ -268,24 +201,6 @@ def _after_what_it_reads(cells, defines, position: int, end: int) -> int:
     """``position``, or the later cell (before ``end``) that defines the last of the names
     the answer in cell ``position`` reads that no cell up to it defines (a helper written
     below the answer, which the learner's function calls)."""
-    needed = _names_read(cells[position].source) - set().union(*defines[: position + 1]) - set(dir(builtins))
+    needed = names_read(cells[position].source) - set().union(*defines[: position + 1]) - set(dir(builtins))
     later = [i for i in range(position + 1, end) if defines[i] & needed]
     return later[-1] if later else position
-
-
-def _names_read(source: str) -> set[str]:
-    """The names a cell reads that it does not bind itself (anywhere in it: a function's
-    arguments and locals are its own)."""
-    try:
-        tree = parse("\n".join("pass" if line.lstrip().startswith(("%", "!")) else line
-                                   for line in source.splitlines()))
-    except UNPARSEABLE:
-        return set()
-    read: set[str] = set()
-    bound: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-    return read - bound

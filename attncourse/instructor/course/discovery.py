@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import subprocess
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import nbformat
@@ -23,8 +24,8 @@ from nbclient import NotebookClient
 
 import attncourse
 from attncourse.checks import wire
-from attncourse.instructor.slicing import cells_to_skip, effects
-from attncourse.instructor.tags import HIDDEN_TEST, exercise_of, role_of
+from attncourse.instructor.course.tags import HIDDEN_TEST, exercise_of, role_of
+from attncourse.instructor.notebook.slicing import cells_to_skip, effects
 
 CHAPTER_TIME_LIMIT = 900.0
 _FOUND: dict[str, dict] = {}  # digest -> what a run found, for this process's lifetime
@@ -34,33 +35,39 @@ class CourseError(ValueError):
     """A hidden test that does not pass on the course's own solution."""
 
 
-def hidden_inputs(chapters: dict[Path, object], labels: set[str], cache: Path | None = None) -> dict[str, dict]:
+def hidden_inputs(chapters: Mapping[Path, nbformat.NotebookNode], labels: set[str], cache: Path | None = None,
+                  jobs: int = 1) -> dict[str, dict]:
     """label -> ``{"modules", "values", "calls"}`` (see ``wire``) for every hidden test of
-    ``labels`` in ``chapters`` (path -> solved notebook)."""
-    found: dict[str, dict] = {}
-    for path, nb in chapters.items():
-        needed = [cell for cell in nb.cells if role_of(cell) == HIDDEN_TEST and exercise_of(cell) in labels]
-        if not needed:
-            continue
-        key = _digest(path)
+    ``labels`` in ``chapters`` (path -> solved notebook), up to ``jobs`` chapters run at once."""
+    needed = {path: nb for path, nb in chapters.items()
+              if any(role_of(cell) == HIDDEN_TEST and exercise_of(cell) in labels for cell in nb.cells)}
+    keys = {path: digest([path]) for path in needed}
+    for key in keys.values():
         if key not in _FOUND and cache is not None and (cache / f"{key}.json").exists():
             _FOUND[key] = json.loads((cache / f"{key}.json").read_text(encoding="utf-8"))
-        if key not in _FOUND:
-            _FOUND[key] = _run_chapter(path, nb)
+    to_run = [path for path, key in keys.items() if key not in _FOUND]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(jobs, len(to_run)))) as pool:
+        for path, run in zip(to_run, pool.map(lambda path: _run_chapter(path, needed[path]), to_run)):
+            _FOUND[keys[path]] = run
             if cache is not None:
                 cache.mkdir(parents=True, exist_ok=True)
-                (cache / f"{key}.json").write_text(json.dumps(_FOUND[key]), encoding="utf-8")
+                (cache / f"{keys[path]}.json").write_text(json.dumps(run), encoding="utf-8")
+    found: dict[str, dict] = {}
+    for key in keys.values():
         found.update({label: tests for label, tests in _FOUND[key].items() if label in labels})
     return found
 
 
-def _digest(chapter: Path) -> str:
-    """The chapter's bytes and every file of the package: what the discovery depends on."""
-    digest = hashlib.sha256(chapter.read_bytes())
+def digest(chapters: Iterable[Path]) -> str:
+    """A digest of ``chapters`` and of every file of the package: what a discovery, and a
+    grading, depend on."""
+    found = hashlib.sha256()
+    for chapter in chapters:
+        found.update(chapter.read_bytes())
     package = Path(attncourse.__file__).parent
     for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + path.read_bytes())
-    return digest.hexdigest()
+        found.update(str(path.relative_to(package)).encode() + path.read_bytes())
+    return found.hexdigest()
 
 
 def _run_chapter(path: Path, nb) -> dict[str, dict]:

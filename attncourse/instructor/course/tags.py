@@ -4,6 +4,7 @@ or a hidden test of which exercise, and every way a notebook can break it."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import nbformat
@@ -64,6 +65,21 @@ def exercise_labels(nb) -> list[str]:
     """The exercise labels of a notebook, in order of appearance."""
     labels = [exercise_of(cell) for cell in nb.cells]
     return list(dict.fromkeys(label for label in labels if label))
+
+
+def chapter_of(label: str) -> str:
+    """The chapter an exercise label belongs to (``ch1-stable-softmax``: ``ch1``)."""
+    return label.split("-", 1)[0]
+
+
+def labels_assigned(notebooks: Iterable, assign: Iterable[str] | None) -> list[str]:
+    """Every exercise label of ``notebooks``, in order; raises ValueError naming each label
+    of ``assign`` that none of them has."""
+    order = [label for nb in notebooks for label in exercise_labels(nb)]
+    unknown = sorted(set(assign or ()) - set(order))
+    if unknown:
+        raise ValueError(f"unknown exercise(s) {', '.join(unknown)}; the chapters have: {', '.join(order)}")
+    return order
 
 
 def exercise_title(nb, label: str) -> str:

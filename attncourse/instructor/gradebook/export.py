@@ -25,12 +25,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from attncourse.instructor import points
-from attncourse.instructor.feedback import learner_message, write_feedback
-from attncourse.instructor.grading import Grade
-from attncourse.instructor.ledger import Ledger, stale_rows
-from attncourse.instructor.report import csv_cell
-from attncourse.instructor.tags import exercise_labels, exercise_title, read_chapters
+from attncourse.instructor.course.tags import exercise_labels, exercise_title, read_chapters
+from attncourse.instructor.gradebook import points
+from attncourse.instructor.gradebook.feedback import learner_message, write_feedback
+from attncourse.instructor.gradebook.ledger import Ledger, file_name, stale_rows
+from attncourse.instructor.gradebook.report import csv_cell
+from attncourse.instructor.model import FAILED, PASSED, Grade
 
 FORMATS = {
     "csv": "OUT is a CSV file: one row per learner and exercise with its points",
@@ -45,7 +45,7 @@ CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 GRADESCOPE_VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
 
 
-def load(report: Path, overrides: Path | None = None) -> list[points.Scored]:
+def load(report: Path, overrides: Path | None = None) -> list[Grade]:
     """Every row graded into ``report`` (``grade --out``), with its points."""
     grades, _ = Ledger(Path(report), "").everything([])
     if not grades:
@@ -67,16 +67,15 @@ def plain_title(title: str) -> str:
     return re.sub(r"(\*{1,2}|`)(\S(?:.*?\S)?)\1", r"\2", title)
 
 
-def _row(row: points.Scored, titles: dict[str, str]) -> dict:
-    grade: Grade = row.grade
-    return {"learner": grade.learner, "exercise": grade.exercise, "title": titles.get(grade.exercise, ""),
-            "status": grade.status, "points": row.points, "max_points": row.max_points,
-            "inputs_right": grade.inputs_right, "inputs": grade.inputs, "override": row.override,
-            "feedback": learner_message(grade), "review": grade.review, "notebook": grade.notebook,
-            "graded_at": grade.graded_at}
+def _row(row: Grade, titles: dict[str, str]) -> dict:
+    return {"learner": row.learner, "exercise": row.exercise, "title": titles.get(row.exercise, ""),
+            "status": row.status, "points": row.points, "max_points": row.max_points,
+            "inputs_right": row.inputs_right, "inputs": row.inputs, "override": row.override,
+            "feedback": learner_message(row), "review": row.review, "notebook": row.notebook,
+            "graded_at": row.graded_at}
 
 
-def write_csv(rows: list[points.Scored], titles: dict[str, str], out: Path) -> Path:
+def write_csv(rows: list[Grade], titles: dict[str, str], out: Path) -> Path:
     with open(out, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
         fields = list(_row(rows[0], titles))
@@ -86,7 +85,7 @@ def write_csv(rows: list[points.Scored], titles: dict[str, str], out: Path) -> P
     return Path(out)
 
 
-def write_json(rows: list[points.Scored], titles: dict[str, str], out: Path) -> Path:
+def write_json(rows: list[Grade], titles: dict[str, str], out: Path) -> Path:
     totals = points.totals(rows)
     exercises = points.by_exercise(rows)
     data = {
@@ -101,7 +100,7 @@ def write_json(rows: list[points.Scored], titles: dict[str, str], out: Path) -> 
     return Path(out)
 
 
-def gradescope_results(rows: list[points.Scored], titles: dict[str, str], visibility: str = "visible") -> dict:
+def gradescope_results(rows: list[Grade], titles: dict[str, str], visibility: str = "visible") -> dict:
     """One learner's ``rows`` as Gradescope's results.json (see the module doc)."""
     if visibility not in GRADESCOPE_VISIBILITY:
         raise ValueError(f"visibility must be one of {', '.join(GRADESCOPE_VISIBILITY)}, not {visibility!r}")
@@ -109,22 +108,20 @@ def gradescope_results(rows: list[points.Scored], titles: dict[str, str], visibi
     for row in rows:
         label = row.exercise
         title = titles.get(label, "")
-        output = learner_message(row.grade)
+        output = learner_message(row)
         if row.override:
             output += f" Your instructor's note: {row.override}"
         tests.append({"name": f"{label}: {title}" if title else label, "score": row.points,
-                      "max_score": row.max_points, "status": "passed" if row.points >= row.max_points else "failed",
-                      "output": f"{row.grade.status}. {output}".strip(), "visibility": visibility})
+                      "max_score": row.max_points, "status": PASSED if row.points >= row.max_points else FAILED,
+                      "output": f"{row.status}. {output}".strip(), "visibility": visibility})
     score = round(sum(test["score"] for test in tests), 2)
     return {"score": score, "output": f"{score:g} of {sum(t['max_score'] for t in tests):g} points.",
             "stdout_visibility": "hidden", "tests": tests}
 
 
-def write_gradescope(rows: list[points.Scored], titles: dict[str, str], out: Path, learner: str | None = None,
+def write_gradescope(rows: list[Grade], titles: dict[str, str], out: Path, learner: str | None = None,
                      visibility: str = "visible") -> list[Path]:
     """results.json for ``learner`` at ``out``, or for every learner at ``out/LEARNER/results.json``."""
-    from attncourse.instructor.feedback import file_name
-
     learners = [learner] if learner else list(dict.fromkeys(row.learner for row in rows))
     written = []
     for name in learners:
@@ -154,7 +151,7 @@ def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     return columns, students
 
 
-def canvas_gradebook(rows: list[points.Scored], roster: Path, assignment: str,
+def canvas_gradebook(rows: list[Grade], roster: Path, assignment: str,
                      match: str = "SIS Login ID") -> tuple[list[list[str]], list[str]]:
     """(the CSV's rows, problems): Canvas's five identifying columns of every student of
     ``roster``, then the assignment's column holding each learner's total points. A learner
@@ -182,7 +179,7 @@ def canvas_gradebook(rows: list[points.Scored], roster: Path, assignment: str,
     return table, problems
 
 
-def write_canvas(rows: list[points.Scored], roster: Path, assignment: str, out: Path,
+def write_canvas(rows: list[Grade], roster: Path, assignment: str, out: Path,
                  match: str = "SIS Login ID") -> list[str]:
     table, problems = canvas_gradebook(rows, roster, assignment, match)
     with open(out, "w", newline="", encoding="utf-8") as file:
@@ -196,7 +193,7 @@ def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"),
     """Write ``report``'s grades as ``fmt`` (one of FORMATS) to ``out``: (files written, problems)."""
     rows = load(report, overrides)
     titles = titles_of(chapters)
-    problems = stale_rows([row.grade for row in rows]) + (unmatched_overrides(rows, overrides) if overrides else [])
+    problems = stale_rows(rows) + (unmatched_overrides(rows, overrides) if overrides else [])
     if fmt == "csv":
         return [write_csv(rows, titles, out)], problems
     if fmt == "json":
@@ -213,7 +210,7 @@ def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"),
     raise ValueError(f"unknown format {fmt!r}; the formats are {', '.join(FORMATS)}")
 
 
-def unmatched_overrides(rows: list[points.Scored], overrides: Path) -> list[str]:
+def unmatched_overrides(rows: list[Grade], overrides: Path) -> list[str]:
     """The instructor's decisions that name no row of the report (a misspelt learner or
     label, a learner never graded): each would be lost without a word."""
     graded = {(row.learner, row.exercise) for row in rows}

@@ -1,0 +1,120 @@
+"""Points: what each exercise is worth, what each row earned (arithmetic on its verdict),
+an instructor's overrides, and the class's totals.
+
+Each exercise declares its points next to its check (``@exercise(label, points=3)``,
+``predict_exercise(..., points=1)``; default 1: ``attncourse.checks.core.POINTS``).
+
+* An implement exercise (its check goes through ``attncourse.checks.core.inputs``) earns
+  the fraction of its inputs it gets right: the check's inputs, judged one at a time on the
+  data the notebook recorded, and each hidden test (the judge counts them:
+  ``Grade.inputs_right`` of ``Grade.inputs``).
+* Any other exercise earns all its points when passed (or, for a predict exercise,
+  completed), none otherwise.
+* ``needs review``, ``notebook crashed``, ``error`` and ``not attempted`` earn nothing until
+  the row changes (a regrade, or an instructor's override after review: :func:`read_overrides`).
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+from attncourse.checks import core
+from attncourse.instructor.model import EARNS_ALL, FAILED, Grade
+
+OVERRIDE_COLUMNS = ("learner", "exercise", "points", "note")
+
+
+def points_of(label: str) -> float:
+    """The points exercise ``label`` is worth (1 if its check declares none)."""
+    core.load_chapter_of(label)
+    return core.POINTS.get(label, 1.0)
+
+
+def earned(grade: Grade) -> float:
+    """The points a row earned (see the module doc)."""
+    worth = points_of(grade.exercise)
+    if grade.status in EARNS_ALL:
+        return worth
+    if grade.status == FAILED and grade.inputs:
+        return round(worth * grade.inputs_right / grade.inputs, 2)
+    return 0.0
+
+
+def scored(grades: list[Grade], overrides: dict[tuple[str, str], tuple[float, str]] | None = None) -> list[Grade]:
+    """Every row with its points and what it is worth; an instructor's override (points,
+    note) replaces its points."""
+    rows = []
+    for grade in grades:
+        got, note = (overrides or {}).get((grade.learner, grade.exercise), (earned(grade), ""))
+        rows.append(replace(grade, points=got, max_points=points_of(grade.exercise), override=note))
+    return rows
+
+
+def learner_view(label: str, record: dict, hidden_sources: list[str], hidden_inputs: dict) -> dict:
+    """What a learner may read of one record's verdict and the inputs it got right, as the
+    row's fields (``judge.judge_record``): ``{"feedback", "inputs_right", "inputs"}``, the
+    last two for an implement exercise; nothing for a record whose answers could not be read."""
+    from attncourse.instructor.judge import judge_record
+
+    if record.get("missing"):
+        return {}
+    verdict = judge_record(label, record, hidden_sources, hidden_inputs)
+    credit = {"inputs_right": verdict.inputs_right, "inputs": verdict.inputs} if verdict.inputs else {}
+    return {**credit, "feedback": verdict.feedback}
+
+
+def read_overrides(path: Path) -> dict[tuple[str, str], tuple[float, str]]:
+    """An instructor's overrides after review: a CSV with columns learner, exercise, points,
+    note (the note is required: it says why, and the feedback file shows it)."""
+    found: dict[tuple[str, str], tuple[float, str]] = {}
+    with open(path, newline="", encoding="utf-8-sig") as file:
+        reader = csv.DictReader(file)
+        missing = set(OVERRIDE_COLUMNS) - set(reader.fieldnames or [])
+        if missing:
+            raise ValueError(f"{path}: the overrides need the columns {', '.join(OVERRIDE_COLUMNS)}; "
+                             f"missing {', '.join(sorted(missing))}")
+        for number, row in enumerate(reader, start=2):
+            try:
+                points = float(row["points"])
+            except ValueError:
+                raise ValueError(f"{path}, line {number}: points {row['points']!r} is not a number") from None
+            label = row["exercise"].strip()
+            if not 0 <= points <= points_of(label):
+                raise ValueError(f"{path}, line {number}: {label} is worth 0 to {points_of(label):g} points, "
+                                 f"not {points:g}")
+            if not row["note"].strip():
+                raise ValueError(f"{path}, line {number}: say why in the note column")
+            found[row["learner"].strip(), label] = (points, row["note"].strip())
+    return found
+
+
+def totals(rows: list[Grade]) -> dict[str, tuple[float, float]]:
+    """learner -> (points earned, points possible)."""
+    found: dict[str, tuple[float, float]] = {}
+    for row in rows:
+        got, worth = found.get(row.learner, (0.0, 0.0))
+        found[row.learner] = (round(got + row.points, 2), worth + row.max_points)
+    return found
+
+
+def by_exercise(rows: list[Grade]) -> dict[str, tuple[float, float, int]]:
+    """exercise -> (mean points, points possible, learners with every point)."""
+    found: dict[str, list[Grade]] = {}
+    for row in rows:
+        found.setdefault(row.exercise, []).append(row)
+    return {label: (round(statistics.fmean(r.points for r in group), 2), group[0].max_points,
+                    sum(r.points == r.max_points for r in group)) for label, group in found.items()}
+
+
+def distribution(rows: list[Grade], bins: int = 5) -> list[tuple[str, int]]:
+    """The class's totals as percentages in ``bins`` bands: [("0-20%", n), ...]; the last
+    band includes 100%."""
+    counts = [0] * bins
+    for got, worth in totals(rows).values():
+        share = got / worth if worth else 0.0
+        counts[min(int(share * bins), bins - 1)] += 1
+    width = 100 // bins
+    return [(f"{i * width}-{(i + 1) * width}%", n) for i, n in enumerate(counts)]

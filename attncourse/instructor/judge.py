@@ -1,0 +1,275 @@
+"""The one judge: each exercise a notebook recorded, judged once into its verdict, a
+``Grade`` (status, message, review notes, the inputs right, what the learner may read),
+from the executed notebook and the course's checks and hidden tests run on its record
+(``replay``).
+
+Nothing here runs a line of the learner's code: the record is data (``attncourse.checks.wire``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from dataclasses import replace
+
+import numpy as np
+
+from attncourse import checks
+from attncourse.checks import core, wire
+from attncourse.checks.predict import ATTEMPTS_MIMETYPE, PREDICTIONS, read_number
+from attncourse.instructor import replay
+from attncourse.instructor.course.tags import CHECK, HIDDEN_TEST, role_of
+from attncourse.instructor.model import (
+    COMPLETED,
+    CRASHED,
+    EARNS_ALL,
+    ERROR,
+    FAILED,
+    NEEDS_REVIEW,
+    NOT_ATTEMPTED,
+    PASSED,
+    RAISED,
+    Course,
+    Grade,
+    NotebookRun,
+    Placed,
+)
+from attncourse.instructor.notebook.source import defined_names
+
+# What in a learner's source reads a predict exercise's answer from the course's declarations.
+READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|\bpredict_exercise\b"
+                           r"|\battncourse\.checks\.(predict|ch\d+)\b|\.answer\b")
+
+# What in a learner's source touches the grader's recording in the sandbox. It cannot change
+# a verdict (the data is judged here), but it can withhold or alter data: worth a look.
+TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bimport\s+(wire|core)\b|\bexport\s*\("
+                               r"|\bsys\s*\.\s*(setprofile|settrace)\b|\bevents\s*\.\s*register\b"
+                               r"|^\s*[\w.]*\bdisplay\s*=[^=]|\bCHECKS\b|__wrapped__", re.MULTILINE)
+
+# What a learner's cell raises when the sandbox lacks what the learner's own machine had:
+# the files beside the notebook, a module the course does not install, the network, a
+# keyboard. An answer that fails after one of these may be right: the grader cannot tell.
+# (An ImportError of a name from a module the sandbox has is the learner's own, anywhere.)
+MISSING_IN_THE_SANDBOX = frozenset({
+    "ModuleNotFoundError", "FileNotFoundError", "NotADirectoryError", "IsADirectoryError",
+    "PermissionError", "OSError", "URLError", "ConnectionError", "gaierror", "StdinNotImplementedError"})
+
+# What the learner reads where the grader could not tell, and in place of a hidden test's
+# message (the instructor's message quotes it after HIDDEN).
+BY_HAND = "Your instructor reviews this exercise by hand: the grader could not tell. "
+HIDDEN, HIDDEN_FAILED = "hidden test: ", "A hidden test did not pass."
+
+
+def judge_all(run: NotebookRun, course: Course) -> dict[str, Grade]:
+    """Every exercise recorded in ``run``, judged (a failure of the grader's own is that
+    exercise's error, not the notebook's)."""
+    verdicts = {}
+    for placed in run.placed:
+        try:
+            verdicts[placed.label] = judge(run, placed, course)
+        except Exception as error:  # a bug of grade's own: this row's error, not the class's
+            verdicts[placed.label] = Grade("", placed.label, ERROR,
+                                           f"the grader failed on this exercise: {core.describe(error)}", run.notebook)
+    return verdicts
+
+
+def judge(run: NotebookRun, placed: Placed, course: Course) -> Grade:
+    """The verdict on the exercise ``placed`` recorded in ``run``'s executed notebook, of no
+    learner yet (the class names it)."""
+    label = placed.label
+    if run.stopped_in is not None and run.stopped_in <= placed.index:
+        return Grade("", label, CRASHED, run.problem, run.notebook, placed.note)
+    record, problem = recorded(run, placed)
+    if record is None:
+        return Grade("", label, NEEDS_REVIEW, problem, run.notebook, problem)
+    notes = [placed.note] if placed.note else []
+    touching = [m.group(0) for c in learners_code(run.submitted, course)
+                for m in [TOUCHES_RECORDING.search(c.source)] if m]
+    if touching:
+        notes.append(f"its source touches the grader's recording (`{touching[0]}`)")
+    if record.get("references"):
+        notes.append(f"its answer called the course's own {', '.join(map(str, record['references'][:3]))}")
+    try:
+        verdict = judge_record(label, record, course.hidden.get(label, []), course.inputs.get(label, {}))
+    except wire.WireError as error:
+        return Grade("", label, NEEDS_REVIEW, f"its record cannot be read: {error}", run.notebook,
+                     f"a malformed record ({error})")
+    verdict = replace(verdict, notebook=run.notebook)
+    if verdict.status == NEEDS_REVIEW:
+        return replace(verdict, review="; ".join([verdict.message, *notes]))
+    if verdict.status == PASSED:
+        return replace(verdict, review="; ".join(notes))
+    lacking = _missing_in_the_sandbox(run, placed, course, after_the_stub=verdict.status == NOT_ATTEMPTED)
+    if not lacking:
+        return replace(verdict, review="; ".join(notes))
+    why = (f"{verdict.status} ({verdict.message}), but {lacking}: grade runs the notebook alone, without the files "
+           "beside it, modules the course does not install, the network or a keyboard, so the answer may be right")
+    return replace(verdict, status=NEEDS_REVIEW, message=why, review="; ".join([why, *notes]))
+
+
+def judge_record(label: str, record: dict, hidden_sources: list[str], hidden_inputs: dict) -> Grade:
+    """The course's check of ``label`` and its hidden tests (``hidden_sources``, with the
+    inputs ``hidden_inputs`` discovery found) on ``record``, and the check's inputs one at a
+    time, each run once: the verdict of no learner or notebook yet. Raises WireError for a
+    record that cannot be read."""
+    check = replay.judge_check(label, record)
+    hidden = [result for source in hidden_sources
+              for result in replay.judge_hidden(label, source, hidden_inputs, record)]
+    results = [check, *hidden]
+    review = [r for r in results if r.status == checks.NEEDS_REVIEW]
+    failed = [r for r in results if r.status == checks.FAILED]
+    not_started = [r for r in results if r.status == checks.NOT_IMPLEMENTED]
+    if review:
+        status, message = NEEDS_REVIEW, review[0].message
+    elif failed:
+        status, message = FAILED, " ".join((HIDDEN if r.kind == "hidden" else "") + r.message for r in failed)
+    elif not_started:
+        status, message = NOT_ATTEMPTED, not_started[0].message
+    else:
+        status, message = PASSED, check.message
+    verdict = Grade("", label, status, message, "", hint=_hint(check.message))
+    try:
+        credit = {} if record.get("missing") else _credit(label, record, check, hidden)
+    except Exception:  # a record partial credit cannot judge: the status above stands
+        credit = {}
+    if credit:
+        return replace(verdict, **credit)
+    if status == FAILED and any(r.kind == "hidden" for r in failed):  # what the learner may read of it
+        visible = " ".join(r.message for r in failed if r.kind != "hidden")
+        return replace(verdict, feedback=f"{visible} {HIDDEN_FAILED}".strip())
+    return verdict
+
+
+def _credit(label: str, record: dict, check: core.Result, hidden: list[core.Result]) -> dict:
+    """The partial credit of an implement exercise (``inputs_right`` of ``inputs``: the
+    check's inputs judged one at a time, and each hidden test) and the learner's feedback:
+    the check's own message, the inputs it got wrong as the check describes them, the
+    hidden tests that failed by number only."""
+    failed_hidden = [f"hidden test {n}" for n, result in enumerate(hidden, start=1) if result.status != checks.PASSED]
+    statuses, described = replay.judge_inputs(label, record)
+    parts = [check.message]
+    if described is None:
+        if failed_hidden:
+            parts.append(f"Not right on: {'; '.join(failed_hidden)}.")
+        return {"feedback": " ".join(parts)}
+    missed = [d for d, status in zip(described, statuses) if status != checks.PASSED] + failed_hidden
+    total = len(described) + len(hidden)
+    if check.status != checks.NOT_IMPLEMENTED:
+        right = f"{total - len(missed)} of {total} inputs right"
+        parts.append(right + (f"; not right on: {'; '.join(missed)}." if missed else "."))
+    return {"inputs_right": total - len(missed), "inputs": total, "feedback": " ".join(parts)}
+
+
+def _hint(message: str) -> str:
+    """The hint a check's message gives (after "Hint: "), or ""."""
+    found = re.search(r"Hint: (.*)", message)
+    return found[1].strip() if found else ""
+
+
+def recorded(run: NotebookRun, placed: Placed) -> tuple[dict | None, str]:
+    """The record the grader's cell ``placed`` sent, or why there is none to judge."""
+    cell = run.executed.cells[placed.index]
+    raised = [o for o in cell.get("outputs", []) if o.get("output_type") == RAISED]
+    records = [o["data"][wire.RECORD_MIMETYPE] for o in cell.get("outputs", [])
+               if wire.RECORD_MIMETYPE in o.get("data", {})]
+    where = f"the grader's cell {placed.index + 1}"
+    if raised:
+        return None, f"{where} raised {raised[0].get('ename')}: {raised[0].get('evalue', '')}"
+    if not records:
+        return None, f"{where} ran but recorded nothing (the notebook changed what it uses?)"
+    record = records[-1]  # the grader's own comes last; what the learner's code displayed comes before
+    if not (isinstance(record, dict) and record.get("schema") == wire.SCHEMA and record.get("exercise") == placed.label
+            and isinstance(record.get("answers"), list) and isinstance(record.get("calls"), list)):
+        return None, f"{where} sent a malformed record"
+    return record, ""
+
+
+def learners_code(submitted, course: Course) -> list:
+    """The code cells the learner wrote or changed (the course's own cells, as handed
+    out, import the checks' modules themselves)."""
+    return [c for c in submitted.cells if c.cell_type == "code" and role_of(c) not in (CHECK, HIDDEN_TEST)
+            and c.source.strip() not in course.sources]
+
+
+def _missing_in_the_sandbox(run: NotebookRun, placed: Placed, course: Course, after_the_stub: bool) -> str:
+    """Which of the learner's cells before ``placed`` raised for want of something the
+    sandbox does not give (``MISSING_IN_THE_SANDBOX``), as "cell N raised ...", or "".
+    ``after_the_stub``: only a cell after the last definition of the exercise's names (an
+    answer left as handed out is not attempted, whatever failed above it)."""
+    cells = run.executed.cells[: placed.index]
+    names = set(course.exercises[placed.label].names)
+    first = max((i for i, cell in enumerate(cells) if cell.cell_type == "code" and defined_names(cell.source) & names),
+                default=-1) if after_the_stub else -1
+    for index, cell in enumerate(cells):
+        if index <= first or cell.cell_type != "code" or "attncourse" in cell.metadata \
+                or cell.source.strip() in course.sources:
+            continue  # the grader's cells, and the course's as handed out
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == RAISED and output.get("ename") in MISSING_IN_THE_SANDBOX:
+                return f"cell {index + 1} raised {output.get('ename')}: {str(output.get('evalue', ''))[:200]}"
+    return ""
+
+
+# ---------------------------------------------------------------------------------------
+# Predict exercises, and what the learner reads
+
+
+def as_prediction(verdict: Grade, run: NotebookRun, course: Course, score: bool) -> Grade:
+    """A predict exercise's verdict: completed (or as judged, where the instructor scores
+    them, ``score``), with what the notebook's saved attempts and source say about how it
+    was found."""
+    notes = [verdict.review] if verdict.review else []
+    attempts = _attempts(run.submitted, verdict.exercise)
+    first_right = next((i for i, a in enumerate(attempts) if a.get("right")), len(attempts))
+    if any(a.get("revealed") for a in attempts[:first_right]):
+        notes.append(f"the check showed the answer after {first_right} misses, before the first right attempt")
+    reading = [m.group(0) for c in learners_code(run.submitted, course) for m in [READS_ANSWERS.search(c.source)] if m]
+    if reading:
+        notes.append(f"its source reads the course's declarations (`{reading[0]}`)")
+    message, status = verdict.message, verdict.status
+    if attempts:
+        first = attempts[0]
+        message = f"{message} (first attempt: {first.get('value')!r}, {len(attempts)} in all)"
+    if not score and (status == PASSED or (status == FAILED and _gave_a_number(run, verdict.exercise))):
+        status = COMPLETED  # a wrong number counts; no number (undefined, a word, a tuple) does not
+    return replace(verdict, status=status, message=message, review="; ".join(notes))
+
+
+def _gave_a_number(run: NotebookRun, label: str) -> bool:
+    """Whether the notebook recorded a number as the prediction of ``label``."""
+    placed = next((p for p in run.placed if p.label == label), None)
+    record, _ = recorded(run, placed) if placed is not None and run.executed is not None else (None, "")
+    if not record or record.get("missing") or not record.get("answers"):
+        return False
+    try:
+        value = wire.decode(record["answers"][0])
+    except wire.WireError:
+        return False
+    if isinstance(value, str):
+        return read_number(value)[0] is not None
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _attempts(submitted, label: str) -> list[dict]:
+    """The attempts the predict check saved in the notebook's outputs (the learner can
+    edit or clear them: best effort)."""
+    found: list[dict] = []
+    for cell in submitted.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data", {}).get(ATTEMPTS_MIMETYPE) if isinstance(output.get("data"), dict) else None
+            if isinstance(data, dict) and data.get("exercise") == label and isinstance(data.get("attempts"), list):
+                found = [a for a in data["attempts"] if isinstance(a, dict)]
+    return found
+
+
+def for_the_learner(grade: Grade) -> Grade:
+    """``grade`` with what its learner reads: its feedback (the judge's, or else its message,
+    which then quotes no hidden test) and its hint (a predict exercise's own, or the
+    check's), none where the row earned every point."""
+    feedback = grade.feedback or ((BY_HAND if grade.status == NEEDS_REVIEW else "") + grade.message).strip()
+    core.load_chapter_of(grade.exercise)
+    hint = PREDICTIONS[grade.exercise].hint if grade.exercise in PREDICTIONS else grade.hint
+    return replace(grade, feedback=feedback, hint="" if grade.status in EARNS_ALL else hint)

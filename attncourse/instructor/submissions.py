@@ -1,0 +1,140 @@
+"""The submissions folder: each learner's notebooks and the files not graded, with why
+(``find_learners``), and a submitted notebook read as Jupyter would open it
+(``read_submitted``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import nbformat
+
+from attncourse.instructor.course.tags import exercise_labels
+from attncourse.instructor.run.sandbox import Limits, megabytes
+
+SAVED_OUTPUTS_FACTOR = 5  # a notebook file may be this many output limits: saved outputs are not run
+
+
+def find_learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
+    """(learner -> their notebooks, relative to ``folder``: LEARNER.ipynb and every notebook
+    under LEARNER/; every other file of the folder, with why it is not graded)."""
+    by_learner: dict[str, list[Path]] = {}
+    skipped: list[str] = []
+    resolved = folder.resolve()
+
+    def skip(path: Path, why: str) -> None:
+        skipped.append(f"{shown(path.relative_to(folder).as_posix())}: {why}")
+
+    def unreadable(error: OSError) -> None:  # os.walk would pass over a folder it cannot list
+        skip(Path(error.filename), f"a folder grade cannot read ({error.strerror}): nothing in it is graded")
+
+    def consider(path: Path, learner: str) -> None:
+        if path.is_symlink():
+            target = path.resolve()
+            leaves = resolved not in target.parents
+            skip(path, "a symbolic link " + ("that leaves the submissions folder" if leaves else "(grade follows none)"))
+        elif path.name.startswith("."):
+            skip(path, "a hidden file (its name starts with a dot)")
+        elif not path.name.lower().endswith(".ipynb"):  # as Jupyter opens it, whatever the case
+            skip(path, "not a notebook (.ipynb)")
+        elif not path.is_file():
+            skip(path, "not a regular file")
+        else:
+            by_learner.setdefault(shown(learner), []).append(path.relative_to(folder))
+
+    for entry in sorted(folder.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():
+            if entry.name.startswith("."):
+                skip(entry, "a hidden folder (its name starts with a dot): nothing in it is graded")
+                continue
+            found = by_learner.setdefault(shown(entry.name), [])
+            for parent, folders, files in os.walk(entry, onerror=unreadable):
+                for name in sorted(folders):
+                    sub = Path(parent) / name
+                    if sub.is_symlink() or name.startswith("."):
+                        skip(sub, "a symbolic link to a folder (grade follows none)" if sub.is_symlink()
+                             else "a hidden folder (its name starts with a dot): nothing in it is graded")
+                folders[:] = sorted(f for f in folders if not f.startswith(".") and not (Path(parent) / f).is_symlink())
+                for name in sorted(files):
+                    consider(Path(parent) / name, entry.name)
+            if not found:
+                by_learner[shown(entry.name)] = []
+        elif entry.is_dir():
+            skip(entry, "a symbolic link to a folder (grade follows none)")
+        else:
+            consider(entry, entry.name[:-len(".ipynb")] if entry.name.lower().endswith(".ipynb") else entry.name)
+    return by_learner, skipped
+
+
+def learners_in(folder: Path) -> set[str]:
+    """The learners of a submissions folder (as ``grade_submissions`` names them)."""
+    return set(find_learners(Path(folder))[0])
+
+
+def shown(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (which Python keeps as lone surrogates,
+    and no report can write) shown as ``\\xff``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def read_leniently(path: Path):
+    """The notebook at ``path``, read as Jupyter opens it: nbformat 4 (or older, converted),
+    with what another editor may leave out or add tolerated (a missing ``metadata``, an
+    ``id`` in an older minor version, a source as one string or as lines)."""
+    data = json.loads(path.read_bytes().decode("utf-8-sig"))
+    if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
+        raise ValueError("not a notebook: no list of cells")
+    if data.get("nbformat", 4) < 4:
+        return nbformat.convert(nbformat.from_dict(data), 4)
+    cells = []
+    for cell in data["cells"]:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        metadata: dict = cell["metadata"] if isinstance(cell.get("metadata"), dict) else {}
+        tags = metadata.get("tags")
+        metadata = {**metadata, "tags": [str(t) for t in tags] if isinstance(tags, list) else []}
+        if cell["cell_type"] == "code":
+            made = nbformat.v4.new_code_cell(source, metadata=metadata)
+            outputs = cell.get("outputs")
+            made.outputs = [nbformat.from_dict(o) for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
+        elif cell["cell_type"] == "markdown":
+            made = nbformat.v4.new_markdown_cell(source, metadata=metadata)
+        else:
+            made = nbformat.v4.new_raw_cell(source, metadata=metadata)
+        cells.append(made)
+    notebook_metadata = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    return nbformat.v4.new_notebook(cells=cells, metadata=notebook_metadata)
+
+
+def read_submitted(path: Path, limits: Limits):
+    """``read_leniently``, for a notebook whose cells hold at most ``limits.output`` bytes
+    of code and text; its saved outputs (a long training log, figures), which grade clears
+    before running it, may take ``SAVED_OUTPUTS_FACTOR`` times as much. Raises ValueError
+    past either."""
+    size, largest = path.stat().st_size, SAVED_OUTPUTS_FACTOR * limits.output
+    if size > largest:
+        raise ValueError(f"it is {megabytes(size)}; grade reads notebooks of up to {megabytes(largest)}")
+    nb = read_leniently(path)
+    cells = sum(len(cell.source.encode("utf-8", "surrogatepass")) for cell in nb.cells)
+    if cells > limits.output:
+        raise ValueError(f"its cells hold {megabytes(cells)} besides their outputs; grade reads notebooks of up to "
+                         f"{megabytes(limits.output)}")
+    return nb
+
+
+def tagged_labels(submissions: Path, notebooks: list[Path], limits: Limits) -> set[str] | None:
+    """The exercise labels ``notebooks`` (in ``submissions``) are tagged with (None if one
+    notebook has no tags left, or cannot be read: every chapter's exercises may then be in it)."""
+    labels: set[str] = set()
+    for path in notebooks:
+        try:
+            found = exercise_labels(read_submitted(submissions / path, limits))
+        except Exception:  # read again, and reported, when it runs
+            return None
+        if not found:
+            return None
+        labels.update(found)
+    return labels

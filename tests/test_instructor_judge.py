@@ -1,0 +1,63 @@
+"""Tests for ``attncourse.instructor.judge``: each recorded exercise is judged once into one
+verdict (status, message, review notes, inputs right, what the learner reads), and the
+learner's row is made from that verdict without judging again (no kernels: the record is
+made here by the sandbox's own recorder, as in tests/test_instructor_points.py)."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from attncourse.checks import wire
+from attncourse.instructor import grading, judge, replay
+from attncourse.instructor.model import FAILED, Course, Execution, Exercise, NotebookRun, Placed
+from attncourse.instructor.run.sandbox import DEFAULT_LIMITS
+from tests.test_instructor_points import HIDDEN, HIDDEN_INPUTS, SOFTMAX, naive, recorded
+
+
+def executed_with(record: dict) -> NotebookRun:
+    """A learner's notebook as grade ran it: the answer, then the grader's cell that sent ``record``."""
+    submitted = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def stable_softmax(s): ...")])
+    executed = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def stable_softmax(s): ..."),
+                                               nbformat.v4.new_code_cell("# the grader's")])
+    executed.cells[1].outputs = [nbformat.v4.new_output("display_data", data={wire.RECORD_MIMETYPE: record})]
+    return NotebookRun("ada.ipynb", submitted, Execution(executed), [Placed(1, SOFTMAX, "")])
+
+
+COURSE = Course(order=[SOFTMAX], exercises={SOFTMAX: Exercise(SOFTMAX, ("stable_softmax",), ("stable_softmax",))},
+                hidden={SOFTMAX: [HIDDEN]}, inputs={SOFTMAX: HIDDEN_INPUTS})
+
+
+@pytest.fixture
+def judged(monkeypatch) -> dict[str, int]:
+    """How often each of the course's checks has been run on a record since the test began."""
+    counts = dict.fromkeys(["judge_check", "judge_hidden", "judge_inputs"], 0)
+
+    def counting(name: str):
+        original = getattr(replay, name)
+
+        def counted(*args):
+            counts[name] += 1
+            return original(*args)
+
+        return counted
+
+    for name in counts:
+        monkeypatch.setattr(replay, name, counting(name))
+    return counts
+
+
+def test_an_exercise_is_judged_once_into_one_verdict_and_its_row_judges_nothing_again(judged):
+    run = executed_with(recorded(naive))
+    run.verdicts = judge.judge_all(run, COURSE)
+    verdict = run.verdicts[SOFTMAX]
+    assert judged == {"judge_check": 1, "judge_hidden": 1, "judge_inputs": 1}  # the check, its hidden test, its inputs
+    assert verdict.status == FAILED
+    assert "hidden test: " in verdict.message and "hidden test 1" in verdict.feedback  # by number only, for the learner
+    assert (verdict.inputs_right, verdict.inputs) == (4, 8) and "4 of 8 inputs right" in verdict.feedback
+    assert verdict.hint and verdict.hint in verdict.message
+    (row,) = grading._grade_learner("ada", [run], [SOFTMAX], COURSE, DEFAULT_LIMITS, False)
+    assert judged == {"judge_check": 1, "judge_hidden": 1, "judge_inputs": 1}  # nothing judged again
+    assert (row.learner, row.status, row.inputs_right, row.inputs, row.feedback, row.hint) == (
+        "ada", FAILED, 4, 8, verdict.feedback, verdict.hint)
+    assert (row.points, row.max_points) == (1.5, 3.0)  # arithmetic on the verdict: 3 points x 4/8
