@@ -486,8 +486,9 @@ function render({ model, el: root }) {
   // Several traits change together (one message from Python): one redraw, one attend().
   const later = batched((asked) => redraw(asked.has("inputs")));
   redraw(true);
-  return onChanges(model, Object.fromEntries(Object.entries(REDRAWS).map(([name, what]) =>
-    [name, () => later(what === "inputs" && !editing ? "inputs" : "views")])), later.cancel, scrolling.stop);
+  const handlers = Object.fromEntries(Object.entries(REDRAWS).map(([name, what]) =>
+    [name, () => later(what === "inputs" && !editing ? "inputs" : "views")]));
+  return onChanges(model, handlers, later.cancel, scrolling.stop);
 }
 
 export default { render };

@@ -58,9 +58,9 @@ function render({ model, el: host }) {
   const fields = {};
   const form = controlRow();
   form.append(inlineLabel("model", preset));
+  const refusal = (value) => (Number.isInteger(value) && value >= 1 ? "" : "Each factor is a whole number of at least 1");
   for (const [name, text] of FIELDS) {
-    fields[name] = numberField({ role: name, label: text }, { note, use: (value) => save({ [name]: value }),
-      refusal: (value) => (Number.isInteger(value) && value >= 1 ? "" : "Each factor is a whole number of at least 1") });
+    fields[name] = numberField({ role: name, label: text }, { refusal, note, use: (value) => save({ [name]: value }) });
     form.append(inlineLabel(text, fields[name].input));
   }
   form.append(inlineLabel("precision", precision));

@@ -201,8 +201,8 @@ function render({ model, el: root }) {
   // Python sends several traits in one message: one redraw.
   const later = batched(redraw);
   redraw();
-  return onChanges(model, Object.fromEntries(REDRAWN_ON.map((name) => [name, () => later()])), later.cancel,
-    () => model.off("msg:custom", onMessage), scrolling.stop);
+  const handlers = Object.fromEntries(REDRAWN_ON.map((name) => [name, () => later()]));
+  return onChanges(model, handlers, later.cancel, () => model.off("msg:custom", onMessage), scrolling.stop);
 }
 
 export default { render };
