@@ -64,10 +64,10 @@ EXAMPLES = {
 SLOW = {"ModelExplorer"}  # building one runs the real model
 
 
-def widget_params(*, ids_of=lambda name: name):
+def widget_params():
     """One pytest parameter per widget class of the registry, by name; slow where building
     its example is."""
-    return [pytest.param(name, id=ids_of(name), marks=[pytest.mark.slow] if name in SLOW else [])
+    return [pytest.param(name, id=name, marks=[pytest.mark.slow] if name in SLOW else [])
             for name in registry_widgets()]
 
 

@@ -7,12 +7,15 @@ widget added there without its entry in SYNC below fails these tests."""
 from __future__ import annotations
 
 import copy
+import sys
+import types
 from dataclasses import dataclass, field
 
+import anywidget
 import numpy as np
 import pytest
 
-from attncourse import convolution, graph, pretrained
+from attncourse import convolution, explorers, graph, pretrained
 from attncourse.attention import dot_product_scores
 from attncourse.explorers import InvalidExplorerInput
 from attncourse.explorers.position_explorer import position_view
@@ -315,3 +318,15 @@ def test_a_refused_assignment_changes_nothing(name, refused):
     with pytest.raises(InvalidExplorerInput):
         assign(explorer, sync.refused[refused])
     assert_shows(explorer, shown)
+
+
+def test_a_widget_added_to_the_registry_without_its_entries_fails_these_tests(monkeypatch):
+    home = types.ModuleType("attncourse.explorers.lonely_explorer")
+    home.LonelyExplorer = type("LonelyExplorer", (anywidget.AnyWidget,), {})
+    monkeypatch.setitem(sys.modules, home.__name__, home)
+    monkeypatch.setitem(explorers._HOMES, "LonelyExplorer", "lonely_explorer")
+    assert [p.id for p in cases("changes") if p.values[0] == "LonelyExplorer"] == ["LonelyExplorer-0"]
+    with pytest.raises(pytest.fail.Exception, match="LonelyExplorer is in the explorers' registry"):
+        example("LonelyExplorer")
+    with pytest.raises(pytest.fail.Exception, match="no entry in SYNC of tests/test_explorer_sync.py"):
+        sync_of("LonelyExplorer")
