@@ -201,3 +201,11 @@ def test_stale_chapters_execute_two_at_a_time_into_the_cache_the_build_reads(tmp
     _, merged = get_cache(cache_dir).merge_match_into_notebook(nbformat.read(notebooks[1], as_version=4))
     assert merged.cells[0].outputs[0].text == "met\n"
     assert cached(cache_dir) == ["one", "two"]
+
+
+def test_the_longest_chapters_execute_first_and_those_never_run_before_them(tmp_path):
+    chapters = [tmp_path / f"0{n}_chapter.ipynb" for n in range(1, 6)]
+    last = {str(chapters[0]): 20.0, str(chapters[1]): 250.0, str(chapters[2]): 40.0}  # a rebuild
+    order = chapter_cache.execution_order(chapters, last)
+    assert [p.name[:2] for p in order] == ["05", "04", "02", "03", "01"]
+    assert [p.name[:2] for p in chapter_cache.execution_order(chapters, {})] == ["05", "04", "03", "02", "01"]

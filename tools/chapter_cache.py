@@ -19,8 +19,8 @@ submodule: ``check.ch7``). A name the package loads by a computed name (``getatt
 ``checks.load_all()``) is not seen: chapters use their names literally.
 
 Then it executes every chapter the cache holds no run of, ``WORKERS`` at a time (the
-longest of its last runs first), into the cache, as the build would one at a time: the
-build then finds each run there. A chapter that fails here is left out of the cache; the
+longest first: see :func:`execution_order`), into the cache, as the build would one at a
+time: the build then finds each run there. A chapter that fails here is left out of the cache; the
 build runs it again, and fails on it with its report.
 
     python -m tools.chapter_cache            # before `jupyter-book build` (make book)
@@ -272,6 +272,21 @@ def unexecuted(notebooks, cache_dir: pathlib.Path = CACHE) -> list[pathlib.Path]
     return missing
 
 
+def execution_order(notebooks, last_seconds: dict[str, float]) -> list[pathlib.Path]:
+    """The longest first, so that no long chapter runs alone at the end: a chapter the
+    cache had a run of by its seconds (``last_seconds``: resolved path -> seconds, from
+    :func:`clear`); before those, the chapters never run here (a clean clone), the later
+    chapters first (they run the larger models: chapter 7 a real one).
+
+    >>> [p.name for p in execution_order([pathlib.Path(f"{n}.ipynb") for n in "123"],
+    ...                                  {str(pathlib.Path("1.ipynb").resolve()): 9.0})]
+    ['3.ipynb', '2.ipynb', '1.ipynb']
+    """
+    later_first = sorted((pathlib.Path(p) for p in notebooks), key=lambda p: p.name, reverse=True)
+    return sorted(later_first, key=lambda p: (str(p.resolve()) in last_seconds,
+                                              -last_seconds.get(str(p.resolve()), 0.0)))
+
+
 def _execute(path: str, timeout: int | None, allow_errors: bool):
     """``(path, the executed notebook or None if it failed, seconds, traceback or None)``:
     ``path`` run top to bottom in its folder, as myst-nb's cache mode runs it."""
@@ -319,7 +334,7 @@ def main() -> None:
     print(f"chapter_cache: {len(cleared)} of {len(notebooks)} chapters to execute afresh"
           + (f": {', '.join(pathlib.Path(c).stem for c in cleared)}" if cleared else ""),
           file=sys.stderr)
-    todo = sorted(unexecuted(notebooks), key=lambda path: -last_seconds.get(str(path.resolve()), 0.0))
+    todo = execution_order(unexecuted(notebooks), last_seconds)
     if todo:
         settings = tools.CONFIG.get("execute", {})
         start = time.perf_counter()
