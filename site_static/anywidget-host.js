@@ -8,8 +8,9 @@
 // In a live kernel (Jupyter, Colab, Binder) none of this runs: the real widget manager
 // and anywidget's own glue do.
 //
-// Loaded as an async, render-blocking module from the page's head, after the page's
-// widget state (one <script type="application/vnd.jupyter.widget-state+json">): it shows
+// Loaded as an async, render-blocking module from the page's head. It reads the page's
+// widget state (one <script type="application/vnd.jupyter.widget-state+json">, in a built
+// chapter's head, before this script) once the parser is past it, wherever it is, and shows
 // each view (a <script type="application/vnd.jupyter.widget-view+json"> where it goes) as
 // the parser passes it, before the text below the view is first painted (in Chromium;
 // other browsers ignore blocking="render", and may paint before the host has run), never
@@ -92,9 +93,11 @@ export class SavedModel {
   }
 }
 
-// The widget state saved in the page: {model id: {model_module, model_name, state}}.
+// The widget state saved in the page, {model id: {model_module, model_name, state}}, once
+// the parser is past it (or the page has none); null while it may still be arriving.
 export function savedState(root = document) {
   const script = root.querySelector(STATE);
+  if (script ? !parsedPast(script, root) : root.readyState === "loading") return null;
   return script ? JSON.parse(script.textContent).state : {};
 }
 
@@ -214,8 +217,9 @@ async function showView(script, load) {
 }
 
 // Whether the parser has finished ``node``: the parser inserts a <script> as soon as it
-// reads its start tag and appends its text as the text arrives, so a view read earlier may
-// be half its JSON. Past it once anything follows it in the document, or the page is parsed.
+// reads its start tag and appends its text as the text arrives, so a script read earlier
+// may be half its JSON (a page that arrives in parts, as on a busy machine). Past it once
+// anything follows it in the document, or the page is parsed.
 function parsedPast(node, root) {
   if (root.readyState !== "loading") return true;
   for (let at = node; at && at !== root; at = at.parentNode) {
@@ -225,19 +229,31 @@ function parsedPast(node, root) {
 }
 
 // Every view of the page, each as soon as the parser has passed it: the models are loaded
-// from the start (the widget state is in the head, before this script; the course's
-// modules at once, see evaluateNow), so the view is drawn before the text below it is
-// first painted, and nothing moves.
+// as soon as the widget state is whole (on a built page it is in the head, before this
+// script; the course's modules at once, see evaluateNow), so the view is drawn before the
+// text below it is first painted, and nothing moves.
 export function showWidgets(root = document) {
-  const state = savedState(root);
-  const load = modelLoader(state);
-  for (const [id, saved] of Object.entries(state)) {
-    // A failure is reported once, when a view of the model is shown.
-    if (saved.model_module === "anywidget") load(id).catch(() => {});
-  }
   const report = (error) => console.error("anywidget host:", error);
+  let load = null; // once the state is read
+  const readState = () => {
+    let state;
+    try {
+      state = savedState(root);
+    } catch (error) {
+      report(error); // a page edited by hand: its views are then named as unknown models
+      state = {};
+    }
+    if (state === null) return false;
+    load = modelLoader(state);
+    for (const [id, saved] of Object.entries(state)) {
+      // A failure is reported once, when a view of the model is shown.
+      if (saved.model_module === "anywidget") load(id).catch(() => {});
+    }
+    return true;
+  };
   const shown = new WeakSet();
   const showNew = () => {
+    if (!load && !readState()) return;
     for (const script of root.querySelectorAll(VIEW)) {
       if (shown.has(script) || !parsedPast(script, root)) continue;
       shown.add(script);

@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 import tools
+from tests.explorer_examples import registry_widgets
 
 HOST = tools.ROOT / "site_static" / "anywidget-host.js"
 
@@ -122,18 +123,12 @@ def test_an_anywidget_model_gives_its_saved_traits():
     assert state == saved["m1"]["state"]
 
 
-# The course's widget modules, as their pages save them (attncourse/explorers/esm.py).
-COURSE_MODULES = ["attention_explorer.js", "graph_explorer.js", "conv_explorer.js", "model_explorer.js",
-                  "answer_box.js"]
-
-
-@pytest.mark.parametrize("name", COURSE_MODULES)
+@pytest.mark.parametrize("name", registry_widgets())
 def test_every_course_module_is_evaluated_at_once_with_its_render(name):
-    """No import() to wait for: a view is drawn as soon as the parser passes it."""
-    from attncourse.explorers.esm import bundle
-
+    """No import() to wait for: a view is drawn as soon as the parser passes it. Every
+    widget of the explorers' registry, its module as its pages save it (esm.py)."""
     found = run_host(f"""
-      const exported = host.evaluateNow({json.dumps(bundle(name))});
+      const exported = host.evaluateNow({json.dumps(registry_widgets()[name]._esm)});
       return exported && typeof exported.default.render;
     """)
     assert found == "function"

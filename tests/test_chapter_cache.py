@@ -171,3 +171,41 @@ def test_the_later_chapters_maths_is_needed_by_its_chapters_alone(needed_by):
     assert needed_by["positions.py"] == ["08"]
     assert needed_by["kv_cache.py"] == needed_by["flash.py"] == ["09"]
     assert needed_by["checks/core.py"] == needed_by["checks/__init__.py"] == [f"{n:02d}" for n in range(1, 10)]
+
+
+@pytest.mark.slow  # starts three kernels
+def test_stale_chapters_execute_two_at_a_time_into_the_cache_the_build_reads(tmp_path):
+    # Each of the first two waits until the other has started: run one at a time, both fail.
+    rendezvous = ("import pathlib, time\npathlib.Path({me!r}).touch()\nwaited = 0\n"
+                  "while not pathlib.Path({other!r}).exists() and waited < 60:\n"
+                  "    time.sleep(0.1)\n    waited += 0.1\n"
+                  "assert pathlib.Path({other!r}).exists(), 'run alone'\nprint('met')")
+    marks = [str(tmp_path / name) for name in ("one.started", "two.started")]
+    cells = {"one": rendezvous.format(me=marks[0], other=marks[1]),
+             "two": rendezvous.format(me=marks[1], other=marks[0]),
+             "broken": "raise ValueError('a failing chapter')"}
+    notebooks = []
+    for name, code in cells.items():
+        path = tmp_path / "chapters" / f"{name}.ipynb"
+        path.parent.mkdir(exist_ok=True)
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), path)
+        notebooks.append(path)
+    cache_dir = tmp_path / "_build" / ".jupyter_cache"
+    assert chapter_cache.unexecuted(notebooks, cache_dir) == notebooks
+    said = []
+    failed = chapter_cache.execute(notebooks, cache_dir, workers=2, timeout=60, report=said.append)
+    assert failed == [str(tmp_path / "chapters" / "broken.ipynb")]
+    assert any("broken failed" in line and "a failing chapter" in line for line in said)
+    assert chapter_cache.unexecuted(notebooks, cache_dir) == [notebooks[2]]  # the build runs it again
+    # The build (myst-nb's cache mode) merges the cached run into the notebook it reads.
+    _, merged = get_cache(cache_dir).merge_match_into_notebook(nbformat.read(notebooks[1], as_version=4))
+    assert merged.cells[0].outputs[0].text == "met\n"
+    assert cached(cache_dir) == ["one", "two"]
+
+
+def test_the_longest_chapters_execute_first_and_those_never_run_before_them(tmp_path):
+    chapters = [tmp_path / f"0{n}_chapter.ipynb" for n in range(1, 6)]
+    last = {str(chapters[0]): 20.0, str(chapters[1]): 250.0, str(chapters[2]): 40.0}  # a rebuild
+    order = chapter_cache.execution_order(chapters, last)
+    assert [p.name[:2] for p in order] == ["05", "04", "02", "03", "01"]
+    assert [p.name[:2] for p in chapter_cache.execution_order(chapters, {})] == ["05", "04", "03", "02", "01"]

@@ -9,14 +9,12 @@ import pytest
 
 from attncourse.explorers import esm
 from attncourse.explorers.esm import bundle, stylesheet
-
-WIDGET_MODULES = ["attention_explorer.js", "graph_explorer.js", "conv_explorer.js", "model_explorer.js",
-                  "answer_box.js"]
+from tests.explorer_examples import registry_widgets
 
 
-@pytest.mark.parametrize("name", WIDGET_MODULES)
+@pytest.mark.parametrize("name", registry_widgets())
 def test_every_widget_module_loads_alone_in_node(name):
-    source = bundle(name)
+    source = registry_widgets()[name]._esm  # what the widget saves: esm.bundle of its front end
     assert 'from "./' not in source  # nothing left to resolve: it has no URL on a page
     encoded = base64.b64encode(source.encode()).decode()
     script = (f"import('data:text/javascript;base64,{encoded}')"

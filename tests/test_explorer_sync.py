@@ -1,37 +1,60 @@
-"""One synchronisation pattern for every explorer: change any input trait from Python and
-what the explorer shows equals the chapter module's function on the new inputs; nothing
-Python computes is synced (the browser computes its own copy, and never sends one up)."""
+"""One synchronisation pattern for every widget the explorers' registry lists: change any
+input trait from Python and what the widget shows equals the chapter module's function on
+the new inputs; nothing Python computes is synced (the browser computes its own copy, and
+never sends one up). Parametrised from the registry (tests/explorer_examples.py): a
+widget added there without its entry in SYNC below fails these tests."""
 
+from __future__ import annotations
+
+import copy
+import sys
+import types
+from dataclasses import dataclass, field
+
+import anywidget
 import numpy as np
 import pytest
 
-from attncourse import convolution, graph, pretrained
+from attncourse import convolution, explorers, graph, pretrained
 from attncourse.attention import dot_product_scores
-from attncourse.explorers import (
-    AttentionExplorer,
-    ConvolutionExplorer,
-    GraphExplorer,
-    InvalidExplorerInput,
-    ModelExplorer,
+from attncourse.explorers import InvalidExplorerInput
+from attncourse.explorers.position_explorer import position_view
+from attncourse.flash import (
+    fast_memory_values,
+    naive_traffic,
+    tiled_attention,
+    tiled_trace,
+    tiled_traffic,
 )
+from attncourse.kv_cache import kv_cache_bytes
 from attncourse.multihead import attention_heads, merge_heads, split_heads
+from tests.explorer_examples import example, missing, widget_params
 
-RNG = np.random.default_rng(24)
-TOKENS = ["a", "b", "c", "d"]
+RNG = np.random.default_rng(2024)  # not the examples' seeds: a change must change something
 
 
 def normal(*shape):
     return RNG.standard_normal(shape)
 
 
+@dataclass
+class Sync:
+    """What a widget shows for its inputs (``expected(widget)``: each result trait as the
+    chapter's module computes it), the input changes to try (name -> {trait: value}), those
+    that change only what is drawn (not what is computed), and assignments it refuses."""
+
+    expected: object
+    changes: dict = field(default_factory=dict)
+    drawn_only: frozenset = frozenset()
+    refused: list = field(default_factory=list)
+
+
+def one_at_a_time(**values):
+    """Changes of one trait each, named by it."""
+    return {name: {name: value} for name, value in values.items()}
+
+
 # --- the attention explorer: attncourse.attention and attncourse.multihead ---------------
-
-
-def attention_explorer():
-    return AttentionExplorer(
-        TOKENS, normal(4, 4), W_q=normal(4, 4), W_k=normal(4, 4), W_v=normal(4, 4),
-        W_o=normal(4, 3), mask=np.tril(np.ones((4, 4), bool)), n_heads=2, heads_on=[True, True],
-        scale=0.7)
 
 
 def attention_expected(e):
@@ -47,7 +70,7 @@ def attention_expected(e):
     return {"scores": scores, "weights": weights, "output": output}
 
 
-ATTENTION_CHANGES = {
+ATTENTION = Sync(attention_expected, {
     "X": {"X": normal(4, 4)},
     "W_q": {"W_q": normal(4, 4)},
     "W_k": {"W_k": normal(4, 4)},
@@ -58,14 +81,9 @@ ATTENTION_CHANGES = {
     "n_heads": {"n_heads": 1, "heads_on": [True]},
     "heads_on": {"heads_on": [False, True]},
     "combine": {"combine": "sum"},
-}
+}, refused=[{"W_q": np.ones((3, 4))}])
 
 # --- the graph explorer: attncourse.graph -------------------------------------------------
-
-
-def graph_explorer():
-    return GraphExplorer(TOKENS, normal(4, 3), normal(2, 3, 2), normal(2, 3, 2),
-                         normal(2, 3, 3) / 2, scale=0.8)
 
 
 def graph_expected(e):
@@ -79,7 +97,7 @@ def graph_expected(e):
     return {"weights": weights, "rollout": graph.attention_rollout(weights[: e.layer + 1])}
 
 
-GRAPH_CHANGES = {
+GRAPH = Sync(graph_expected, {
     "X": {"X": normal(4, 3)},
     "W_q": {"W_q": normal(2, 3, 2)},
     "W_k": {"W_k": normal(2, 3, 2)},
@@ -92,13 +110,9 @@ GRAPH_CHANGES = {
     "tied": {"tied": True},
     "layer": {"layer": 1},
     "fewer layers": {"W_q": normal(1, 3, 2), "W_k": normal(1, 3, 2), "W_v": normal(1, 3, 3)},
-}
+}, refused=[{"layer": 5}, {"window_radius": -1}, {"X": np.ones((5, 3))}])
 
 # --- the convolution explorer: attncourse.convolution -------------------------------------
-
-
-def conv_explorer():
-    return ConvolutionExplorer(normal(9).round(2), normal(3).round(2), alpha=2.0)
 
 
 def conv_expected(e):
@@ -110,20 +124,129 @@ def conv_expected(e):
             "max_error": np.abs(output - reference).max()}
 
 
-CONV_CHANGES = {
+CONVOLUTION = Sync(conv_expected, {
     "x": {"x": normal(9).tolist()},
     "kernel": {"kernel": normal(5).tolist()},
     "alpha": {"alpha": 17.5},
     "query": {"query": 0},
     "fewer tokens": {"x": normal(3).tolist(), "query": 1},
+}, drawn_only=frozenset({"query"}),  # the query token changes what is drawn
+   refused=[{"kernel": [1.0, 2.0]}, {"alpha": 99.0}])
+
+# --- the model explorer: attncourse.pretrained --------------------------------------------
+
+
+def model_expected(e):
+    ablate = tuple(tuple(pair) for pair in e.ablated)
+    first = 2 * (e.sentence // 2)  # of the chosen sentence's pair
+    return {"weights": pretrained.run_model(e.texts[e.sentence], ablate).weights[e.layer],
+            "cosine": pretrained.similarity(e.texts[first], e.texts[first + 1], ablate=ablate)}
+
+
+MODEL = Sync(model_expected, {
+    "sentence": {"sentence": 1},
+    "layer": {"layer": 4},
+    "ablated": {"ablated": [[0, 1], [5, 3]]},
+    "sentence and ablated": {"sentence": 2, "ablated": [[1, 1]]},
+    "head": {"head": 7},
+}, drawn_only=frozenset({"head"}),  # the head drawn large
+   refused=[{"layer": 6}])
+
+# --- the position explorer: attncourse.positions (through position_view) ------------------
+
+
+def position_expected(e):
+    offsets, curve, scores, weights = position_view(e.encoding, len(e.tokens), e.d, e.base, e.alibi_head,
+                                                    e.offset, e.scale, e.causal, e.key)
+    return {"offsets": offsets, "curve": curve, "scores": scores, "weights": weights}
+
+
+POSITION = Sync(position_expected, {
+    "encoding": {"encoding": "sinusoidal"},
+    "tokens": {"tokens": ["one", "two", "three"]},
+    "d": {"d": 16},
+    "base": {"base": 500.0},
+    "alibi_head": {"encoding": "alibi", "alibi_head": 3},
+    "offset": {"offset": 2},
+    "scale": {"scale": 12.5},
+    "causal": {"causal": False},
+    "key": {"key": normal(8).tolist()},
+}, refused=[{"d": 5}, {"offset": 7}, {"base": 1.0}, {"encoding": "learned"}])
+
+# --- chapter 9's explorers: attncourse.flash and attncourse.kv_cache ----------------------
+
+
+def flash_expected(e):
+    Q, K, V = (np.asarray(M, dtype=float) for M in (e.Q, e.K, e.V))
+    d = Q.shape[1] if Q.shape[1] == V.shape[1] else None  # the traffic model takes d_k = d_v
+    return {"steps": tiled_trace(Q, K, V, e.block_q, e.block_k, causal=e.causal),
+            "output": tiled_attention(Q, K, V, e.block_q, e.block_k, causal=e.causal),
+            "traffic": None if d is None else tiled_traffic(len(Q), d, e.block_q, e.block_k, e.causal),
+            "naive": None if d is None else naive_traffic(len(Q), d)}
+
+
+FLASH = Sync(flash_expected, {
+    "Q": {"Q": normal(12, 2)},
+    "K": {"K": normal(12, 2)},
+    "V": {"V": normal(12, 2)},
+    "a wider V": {"V": normal(12, 3)},
+    "block_q": {"block_q": 6},
+    "block_k": {"block_k": 12},
+    "causal": {"causal": False},
+    "fewer tokens": {"Q": normal(5, 2), "K": normal(5, 2), "V": normal(5, 2), "row": 2},
+    "row": {"row": 3},
+    "step": {"step": 4},
+}, drawn_only=frozenset({"row", "step"}), refused=[{"block_q": 0}, {"row": 12}])
+
+
+def kv_cache_expected(e):
+    return {"cache_bytes": kv_cache_bytes(e.n_layers, e.n_kv_heads, e.d_head, e.seq_len, e.batch,
+                                          e.bytes_per_value)}
+
+
+KV_CACHE = Sync(kv_cache_expected, one_at_a_time(n_layers=80, n_kv_heads=4, d_head=64, seq_len=100_000,
+                                                 batch=7, bytes_per_value=1), refused=[{"batch": 0}])
+
+
+def block_expected(e):
+    return {"footprint": fast_memory_values(e.block_q, e.block_k, e.d),
+            "traffic": tiled_traffic(e.seq, e.d, e.block_q, e.block_k),
+            "naive": naive_traffic(e.seq, e.d)}
+
+
+BLOCK = Sync(block_expected, one_at_a_time(seq=4096, d=128, budget=50_000, block_q=64, block_k=10),
+             drawn_only=frozenset({"budget"}),  # the fast memory the footprint is shown against
+             refused=[{"block_q": 0}, {"seq": (1 << 20) + 1}])
+
+# Each widget class of the registry -> its entry. The answer box computes nothing.
+SYNC = {
+    "AttentionExplorer": ATTENTION,
+    "GraphExplorer": GRAPH,
+    "ConvolutionExplorer": CONVOLUTION,
+    "ModelExplorer": MODEL,
+    "PositionExplorer": POSITION,
+    "AnswerBox": Sync(lambda e: {}),
+    "FlashExplorer": FLASH,
+    "KVCacheCalculator": KV_CACHE,
+    "BlockExplorer": BLOCK,
 }
 
-EXPLORERS = {
-    "attention": (attention_explorer, attention_expected, ATTENTION_CHANGES),
-    "graph": (graph_explorer, graph_expected, GRAPH_CHANGES),
-    "convolution": (conv_explorer, conv_expected, CONV_CHANGES),
-}
-CASES = [(kind, change) for kind, (_, _, changes) in EXPLORERS.items() for change in changes]
+
+def sync_of(name):
+    missing(name, SYNC, "SYNC of tests/test_explorer_sync.py")
+    return SYNC[name]
+
+
+def cases(kind):
+    """(widget, case) parameters for each widget of the registry: its SYNC entry's ``kind``
+    ("changes" or "refused"); a widget with no entry gets one case, which fails."""
+    params = []
+    for param in widget_params():
+        (name,) = param.values
+        entries = getattr(SYNC[name], kind) if name in SYNC else [None]
+        keys = list(entries) if isinstance(entries, dict) else range(len(entries))
+        params += [pytest.param(name, key, id=f"{name}-{key}", marks=param.marks) for key in keys]
+    return params
 
 
 def assign(explorer, values):
@@ -132,68 +255,78 @@ def assign(explorer, values):
             setattr(explorer, name, value)
 
 
+def assert_close(actual, expected, name):
+    """Equal to 1e-12: numbers and arrays, and the dicts and lists of them a result holds."""
+    if expected is None or isinstance(expected, (str, int)):
+        assert actual == expected, name
+    elif isinstance(expected, dict):
+        assert isinstance(actual, dict) and set(actual) == set(expected), name
+        for key, value in expected.items():
+            assert_close(actual[key], value, f"{name}[{key!r}]")
+    elif isinstance(expected, list) and any(isinstance(item, dict) for item in expected):
+        assert isinstance(actual, list) and len(actual) == len(expected), name
+        for k, (got, wanted) in enumerate(zip(actual, expected)):
+            assert_close(got, wanted, f"{name}[{k}]")
+    else:
+        np.testing.assert_allclose(actual, expected, rtol=0, atol=1e-12, err_msg=name)
+
+
 def assert_shows(explorer, expected):
     for name, value in expected.items():
-        np.testing.assert_allclose(getattr(explorer, name), value, rtol=0, atol=1e-12,
-                                   err_msg=name)
+        assert_close(getattr(explorer, name), value, name)
 
 
-@pytest.mark.parametrize(("kind", "change"), CASES)
-def test_an_input_changed_from_python_is_shown_as_the_chapter_module_computes_it(kind, change):
-    make, expected, changes = EXPLORERS[kind]
-    explorer = make()
-    assert_shows(explorer, expected(explorer))
-    before = {name: np.array(getattr(explorer, name)) for name in expected(explorer)}
-    assign(explorer, changes[change])
-    for name, value in changes[change].items():
-        np.testing.assert_array_equal(np.asarray(getattr(explorer, name)), np.asarray(value))
-    assert_shows(explorer, expected(explorer))
-    if change != "query":  # the query token changes what is drawn, not what is computed
-        assert any(np.shape(before[n]) != np.shape(getattr(explorer, n))
-                   or not np.allclose(before[n], getattr(explorer, n)) for n in before), \
+def differs(a, b):
+    try:
+        assert_close(a, b, "")
+    except AssertionError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(("name", "change"), cases("changes"))
+def test_an_input_changed_from_python_is_shown_as_the_chapter_module_computes_it(name, change):
+    sync = sync_of(name)
+    explorer = example(name)
+    assert_shows(explorer, sync.expected(explorer))
+    before = {result: copy.deepcopy(getattr(explorer, result)) for result in sync.expected(explorer)}
+    assign(explorer, sync.changes[change])
+    for trait, value in sync.changes[change].items():
+        np.testing.assert_array_equal(np.asarray(getattr(explorer, trait)), np.asarray(value))
+    assert_shows(explorer, sync.expected(explorer))
+    if change not in sync.drawn_only:
+        assert any(differs(getattr(explorer, result), value) for result, value in before.items()), \
             "the change should show"
 
 
-@pytest.mark.parametrize("kind", EXPLORERS)
-def test_nothing_computed_is_synced(kind):
-    make, expected, _ = EXPLORERS[kind]
-    explorer = make()
-    state = explorer.get_state()
-    assert not set(expected(explorer)) & set(state), "a result is in the synced state"
-    for name in expected(explorer):
-        assert not explorer.trait_metadata(name, "sync")
+@pytest.mark.parametrize("name", widget_params())
+def test_nothing_computed_is_synced_and_every_result_is_checked(name):
+    sync = sync_of(name)
+    explorer = example(name)
+    results = {trait for trait, kind in explorer.traits().items() if kind.read_only}
+    assert set(sync.expected(explorer)) == results, "every result is compared with the chapter's module"
+    assert not results & set(explorer.get_state()), "a result is in the synced state"
+    for result in results:
+        assert not explorer.trait_metadata(result, "sync")
 
 
-@pytest.mark.parametrize(("kind", "values"), [
-    ("attention", {"W_q": np.ones((3, 4))}),
-    ("graph", {"layer": 5}),
-    ("graph", {"window_radius": -1}),
-    ("graph", {"X": np.ones((5, 3))}),
-    ("convolution", {"kernel": [1.0, 2.0]}),
-    ("convolution", {"alpha": 99.0}),
-])
-def test_a_refused_assignment_changes_nothing(kind, values):
-    make, expected, _ = EXPLORERS[kind]
-    explorer = make()
-    shown = expected(explorer)
+@pytest.mark.parametrize(("name", "refused"), cases("refused"))
+def test_a_refused_assignment_changes_nothing(name, refused):
+    sync = sync_of(name)
+    explorer = example(name)
+    shown = sync.expected(explorer)
     with pytest.raises(InvalidExplorerInput):
-        assign(explorer, values)
+        assign(explorer, sync.refused[refused])
     assert_shows(explorer, shown)
 
 
-@pytest.mark.slow  # loads the real model
-@pytest.mark.parametrize("values", [{"sentence": 1}, {"layer": 4}, {"ablated": [[5, 3], [0, 1]]},
-                                    {"sentence": 2, "ablated": [[1, 1]]}])
-def test_the_model_explorer_follows_every_input_as_pretrained_computes_it(values):
-    explorer = ModelExplorer([("A cat sat.", "A dog ran."), ("Birds fly south.", "It rains.")])
-    assign(explorer, values)
-    ablate = tuple(tuple(pair) for pair in explorer.ablated)
-    text = explorer.texts[explorer.sentence]
-    first = 2 * (explorer.sentence // 2)
-    np.testing.assert_allclose(explorer.weights,
-                               pretrained.run_model(text, ablate).weights[explorer.layer],
-                               rtol=0, atol=1e-12)
-    assert explorer.cosine == pytest.approx(
-        pretrained.similarity(explorer.texts[first], explorer.texts[first + 1], ablate=ablate),
-        abs=1e-12)
-    assert not {"weights", "cosine"} & set(explorer.get_state())
+def test_a_widget_added_to_the_registry_without_its_entries_fails_these_tests(monkeypatch):
+    home = types.ModuleType("attncourse.explorers.lonely_explorer")
+    home.LonelyExplorer = type("LonelyExplorer", (anywidget.AnyWidget,), {})
+    monkeypatch.setitem(sys.modules, home.__name__, home)
+    monkeypatch.setitem(explorers._HOMES, "LonelyExplorer", "lonely_explorer")
+    assert [p.id for p in cases("changes") if p.values[0] == "LonelyExplorer"] == ["LonelyExplorer-0"]
+    with pytest.raises(pytest.fail.Exception, match="LonelyExplorer is in the explorers' registry"):
+        example("LonelyExplorer")
+    with pytest.raises(pytest.fail.Exception, match="no entry in SYNC of tests/test_explorer_sync.py"):
+        sync_of("LonelyExplorer")

@@ -18,18 +18,28 @@ alone (an attribute of a name bound to a package is looked up in its ``_HOMES``,
 submodule: ``check.ch7``). A name the package loads by a computed name (``getattr``,
 ``checks.load_all()``) is not seen: chapters use their names literally.
 
+Then it executes every chapter the cache holds no run of, ``WORKERS`` at a time (the
+longest first: see :func:`execution_order`), into the cache, as the build would one at a
+time: the build then finds each run there. A chapter that fails here is left out of the cache; the
+build runs it again, and fails on it with its report.
+
     python -m tools.chapter_cache            # before `jupyter-book build` (make book)
 """
 
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 import functools
 import hashlib
 import json
+import multiprocessing
 import pathlib
 import re
 import sys
+import time
+
+import tools
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = "attncourse"
@@ -37,6 +47,7 @@ CACHE = ROOT / "_build" / ".jupyter_cache"
 KEYS = ROOT / "_build" / ".attncourse-chapter-keys.json"
 _JS_IMPORT = re.compile(r'^import \{[\w\s,]+\} from "\./([\w-]+\.js)";$', re.MULTILINE)
 _FRONT_END = re.compile(r"[\w-]+\.(?:js|css)")
+WORKERS = 2  # chapters executed at once (make test's pytest runs -n 2 too)
 
 
 def _module_file(root: pathlib.Path, name: str) -> pathlib.Path | None:
@@ -224,9 +235,10 @@ def stale_chapters(notebooks, keys_file: pathlib.Path, root: pathlib.Path = ROOT
 
 
 def clear(notebooks, cache_dir: pathlib.Path = CACHE, keys_file: pathlib.Path = KEYS,
-          root: pathlib.Path = ROOT) -> list[str]:
+          root: pathlib.Path = ROOT, last_seconds: dict | None = None) -> list[str]:
     """Remove the cache records of the chapters whose key changed; remember the new keys.
-    Returns the chapters cleared."""
+    Returns the chapters cleared; ``last_seconds`` (path -> seconds), if given, gets how
+    long each cleared chapter's last run took."""
     stale, keys = stale_chapters(notebooks, keys_file, root)
     if stale and cache_dir.exists():
         from jupyter_cache import get_cache
@@ -234,19 +246,102 @@ def clear(notebooks, cache_dir: pathlib.Path = CACHE, keys_file: pathlib.Path = 
         cache = get_cache(cache_dir)
         paths = {str((root / name).resolve()) for name in stale}
         for record in cache.list_cache_records():
-            if str(pathlib.Path(record.uri).resolve()) in paths:
+            path = str(pathlib.Path(record.uri).resolve())
+            if path in paths:
+                if last_seconds is not None and "execution_seconds" in record.data:
+                    last_seconds[path] = record.data["execution_seconds"]
                 cache.remove_cache(record.pk)
     keys_file.parent.mkdir(parents=True, exist_ok=True)
     keys_file.write_text(json.dumps(keys, indent=1, sort_keys=True) + "\n")
     return stale
 
 
+def unexecuted(notebooks, cache_dir: pathlib.Path = CACHE) -> list[pathlib.Path]:
+    """The notebooks the execution cache has no run of (jupyter-cache matches a notebook on
+    its code cells and kernel): those the build would execute."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    cache = get_cache(cache_dir)
+    missing = []
+    for path in notebooks:
+        try:
+            cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        except KeyError:
+            missing.append(pathlib.Path(path))
+    return missing
+
+
+def execution_order(notebooks, last_seconds: dict[str, float]) -> list[pathlib.Path]:
+    """The longest first, so that no long chapter runs alone at the end: a chapter the
+    cache had a run of by its seconds (``last_seconds``: resolved path -> seconds, from
+    :func:`clear`); before those, the chapters never run here (a clean clone), the later
+    chapters first (they run the larger models: chapter 7 a real one).
+
+    >>> [p.name for p in execution_order([pathlib.Path(f"{n}.ipynb") for n in "123"],
+    ...                                  {str(pathlib.Path("1.ipynb").resolve()): 9.0})]
+    ['3.ipynb', '2.ipynb', '1.ipynb']
+    """
+    later_first = sorted((pathlib.Path(p) for p in notebooks), key=lambda p: p.name, reverse=True)
+    return sorted(later_first, key=lambda p: (str(p.resolve()) in last_seconds,
+                                              -last_seconds.get(str(p.resolve()), 0.0)))
+
+
+def _execute(path: str, timeout: int | None, allow_errors: bool):
+    """``(path, the executed notebook or None if it failed, seconds, traceback or None)``:
+    ``path`` run top to bottom in its folder, as myst-nb's cache mode runs it."""
+    import nbformat
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    notebook = nbformat.read(path, as_version=4)
+    result = single_nb_execution(notebook, cwd=str(pathlib.Path(path).parent), timeout=timeout,
+                                 allow_errors=allow_errors, meta_override=True)
+    return path, (notebook if result.err is None else None), result.time, result.exc_string
+
+
+def execute(notebooks, cache_dir: pathlib.Path = CACHE, workers: int = WORKERS,
+            timeout: int | None = None, allow_errors: bool = False, report=print) -> list[str]:
+    """Execute ``notebooks`` (in the order given: the longest first is quickest), ``workers``
+    at a time, each in a fresh kernel, and store each run that succeeds in the cache as the
+    build would. Returns the notebooks that failed; ``report`` is told of each run."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(cache_dir)
+    failed = []
+    # spawn: the workers start clean, not as copies of this process's database connection
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers,
+                                                mp_context=multiprocessing.get_context("spawn")) as pool:
+        runs = [pool.submit(_execute, str(path), timeout, allow_errors) for path in notebooks]
+        for run in concurrent.futures.as_completed(runs):
+            path, notebook, seconds, error = run.result()
+            name = pathlib.Path(path).stem
+            if notebook is None:
+                failed.append(path)
+                report(f"chapter_cache: {name} failed in {seconds:.1f} s (the build runs it again and reports it):\n"
+                       f"{error}")
+                continue
+            cache.cache_notebook_bundle(CacheBundleIn(notebook, path, data={"execution_seconds": seconds}),
+                                        check_validity=False, overwrite=True)
+            report(f"chapter_cache: executed {name} in {seconds:.1f} s")
+    return failed
+
+
 def main() -> None:
     notebooks = sorted((ROOT / "chapters").glob("*.ipynb"))
-    cleared = clear(notebooks)
+    last_seconds: dict[str, float] = {}
+    cleared = clear(notebooks, last_seconds=last_seconds)
     print(f"chapter_cache: {len(cleared)} of {len(notebooks)} chapters to execute afresh"
           + (f": {', '.join(pathlib.Path(c).stem for c in cleared)}" if cleared else ""),
           file=sys.stderr)
+    todo = execution_order(unexecuted(notebooks), last_seconds)
+    if todo:
+        settings = tools.CONFIG.get("execute", {})
+        start = time.perf_counter()
+        failed = execute(todo, timeout=settings.get("timeout"), allow_errors=settings.get("allow_errors", False),
+                         report=lambda line: print(line, file=sys.stderr))
+        print(f"chapter_cache: {len(todo) - len(failed)} of {len(todo)} chapters executed into the cache, "
+              f"{WORKERS} at a time, in {time.perf_counter() - start:.1f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import { el, markScrollingBoxes, svg } from "./dom.js";
 import { goalView } from "./goal.js";
 import { finiteRange, heatmap } from "./heatmap.js";
 import { matmul, softmaxRows, transpose } from "./linalg.js";
-import { saveChanges } from "./sync.js";
+import { batched, onChanges, saveChanges } from "./sync.js";
 
 // Columns [start, start + width) of every row.
 function columns(A, start, width) {
@@ -451,16 +451,14 @@ function render({ model, el: root }) {
   const goal = goalView(); // a tune exercise's goal, between the inputs and the views
   const slider = scaleSlider(model);
   root.append(resetButton(model), ...slider.nodes, inputsBox, goal.node, viewsBox);
-  markScrollingBoxes(root);
+  const scrolling = markScrollingBoxes(root);
   let figures = []; // the views' figures, for the layout they were built for
   let builtFor = null;
   let editing = false; // while the reader's edit is set: its grid already shows it
-  let pending = null; // "inputs" or "views": what the next redraw must redo
 
-  // Several traits change together (one message from Python): one redraw, one attend().
-  function redraw() {
-    if (pending === "inputs") inputsBox.replaceChildren(...inputGrids(model, edit));
-    pending = null;
+  // The views, and the input grids too when `inputs` (a trait they show changed).
+  function redraw(inputs) {
+    if (inputs) inputsBox.replaceChildren(...inputGrids(model, edit));
     syncControls(inputsBox, model);
     slider.follow();
     const result = attend(Object.fromEntries(
@@ -485,18 +483,12 @@ function render({ model, el: root }) {
     editing = false;
   }
 
-  const listeners = Object.entries(REDRAWS).map(([name, what]) => {
-    const listener = () => {
-      const redo = what === "inputs" && !editing ? "inputs" : "views";
-      if (pending === null) queueMicrotask(redraw);
-      if (pending !== "inputs") pending = redo;
-    };
-    model.on(`change:${name}`, listener);
-    return [`change:${name}`, listener];
-  });
-  pending = "inputs";
-  redraw();
-  return () => listeners.forEach(([event, listener]) => model.off(event, listener));
+  // Several traits change together (one message from Python): one redraw, one attend().
+  const later = batched((asked) => redraw(asked.has("inputs")));
+  redraw(true);
+  const handlers = Object.fromEntries(Object.entries(REDRAWS).map(([name, what]) =>
+    [name, () => later(what === "inputs" && !editing ? "inputs" : "views")]));
+  return onChanges(model, handlers, later.cancel, scrolling.stop);
 }
 
 export default { render };

@@ -7,7 +7,7 @@
 // naive_traffic = 4 N d + 4 N^2. A tune exercise's goal on the blocks shows above the
 // readouts. Every label is written with textContent, never as HTML.
 
-import { controlRow, el, inlineLabel, markScrollingBoxes, wholeNumberInput } from "./dom.js";
+import { controlRow, el, inlineLabel, markScrollingBoxes, numberField, statusNote } from "./dom.js";
 import { goalView, readoutStatus } from "./goal.js";
 import { onChanges, saveChanges } from "./sync.js";
 
@@ -40,11 +40,16 @@ const MAX_SEQ = 1 << 20; // as block_explorer.py
 function render({ model, el: host }) {
   const root = el("div", "attn-explorer block-explorer");
   const goal = goalView(blockGoalStatus);
+  // A number the explorer cannot use is refused out loud, not ignored.
+  const note = statusNote("note");
+  const refusal = (name) => (value) => (Number.isInteger(value) && value >= 1 && (name !== "seq" || value <= MAX_SEQ) ? ""
+    : name === "seq" ? `N is a whole number from 1 to ${count(MAX_SEQ)}` : "Each number is a whole number of at least 1");
   const form = controlRow();
-  const inputs = {};
+  const fields = {};
   for (const [name, text] of FIELDS) {
-    inputs[name] = wholeNumberInput(name, text);
-    form.append(inlineLabel(text, inputs[name]));
+    fields[name] = numberField({ role: name, label: text }, { refusal: refusal(name), note,
+      use: (value) => saveChanges(model, { [name]: value }) });
+    form.append(inlineLabel(text, fields[name].input));
   }
   const memory = el("p");
   memory.dataset.role = "footprint";
@@ -55,20 +60,13 @@ function render({ model, el: host }) {
     line.setAttribute("aria-live", "polite");
     line.style.margin = "0.3em 0";
   }
-  // A number the explorer cannot use is refused out loud, not ignored.
-  const note = el("p");
-  note.dataset.role = "note";
-  note.setAttribute("role", "status");
-  note.style.margin = "0.2em 0";
   root.append(goal.node, form, note, memory, traffic);
   host.append(root);
-  const markScrolling = markScrollingBoxes(root);
+  const scrolling = markScrollingBoxes(root);
 
   function update() {
     const values = Object.fromEntries(FIELDS.map(([name]) => [name, model.get(name)]));
-    for (const [name] of FIELDS) {
-      if (inputs[name] !== document.activeElement) inputs[name].value = String(values[name]);
-    }
+    for (const [name] of FIELDS) fields[name].show(values[name]);
     const now = readouts(values);
     const fits = now.footprint <= values.budget;
     memory.dataset.value = String(now.footprint);
@@ -80,23 +78,12 @@ function render({ model, el: host }) {
       + `time${blocks > 1 ? "s" : ""}, once per query block); the direct computation (4Nd + 4N²): `
       + `${count(4 * values.seq * values.d + 4 * values.seq * values.seq)}.`;
     goal.update(model.get("goal"), { values });
-    markScrolling();
+    scrolling.check();
   }
 
-  for (const [name] of FIELDS) {
-    inputs[name].addEventListener("input", () => {
-      const value = Number(inputs[name].value);
-      const usable = Number.isInteger(value) && value >= 1 && (name !== "seq" || value <= MAX_SEQ);
-      inputs[name].setAttribute("aria-invalid", String(!usable));
-      note.textContent = usable || inputs[name].value === "" ? ""
-        : `${name === "seq" ? `N is a whole number from 1 to ${count(MAX_SEQ)}` : "Each number is a whole number of at least 1"}: `
-          + `${inputs[name].value} is not used.`;
-      if (usable) saveChanges(model, { [name]: value });
-    });
-  }
   update();
   const names = [...FIELDS.map(([n]) => n), "goal"];
-  return onChanges(model, Object.fromEntries(names.map((name) => [name, update])));
+  return onChanges(model, Object.fromEntries(names.map((name) => [name, update])), scrolling.stop);
 }
 
 export default { render };

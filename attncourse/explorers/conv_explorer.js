@@ -8,7 +8,7 @@
 // Every label is written with textContent, never as HTML. A tune exercise's goal on alpha
 // (attncourse.checks.tune.SettingGoal) shows above the controls with a live checkmark.
 
-import { element, markScrollingBoxes } from "./dom.js";
+import { element, markScrollingBoxes, numberField } from "./dom.js";
 import { goalView, settingStatus, smallestSetting } from "./goal.js";
 import { onChanges, saveChanges } from "./sync.js";
 
@@ -147,13 +147,17 @@ function render({ model, el }) {
   const half = () => (kernel().length - 1) / 2;
   const reach = () => half() + 3;
 
+  const save = (values) => saveChanges(model, values);
+
   // alpha by the slider, or typed to any precision (a tune exercise's goal may need it).
   const alphaInput = element("input", { type: "range", min: "0", max: "30", step: "0.1",
     "data-role": "alpha", "aria-label": "alpha slider" });
-  const alphaBox = element("input", { type: "number", min: "0", max: "30", step: "0.1",
-    "data-role": "alpha-value", "aria-label": "alpha", style: "width:5.5em" });
   // A typed alpha the slider cannot show is refused out loud, not ignored.
   const alphaNote = element("span", { "data-role": "alpha-note", "aria-live": "polite" });
+  const alphaField = numberField({ role: "alpha-value", label: "alpha", min: "0", max: "30", step: "0.1",
+    width: "5.5em" }, { refusal: (value) => (value >= 0 && value <= 30 ? "" : "alpha runs from 0 to 30 here"),
+    use: (alpha) => save({ alpha }), note: alphaNote });
+  const alphaBox = alphaField.input;
   const queryInput = element("input", { type: "range", min: "0", step: "1",
     "data-role": "query", "aria-label": "query token" });
   const queryText = element("span", { "data-role": "query-value" });
@@ -176,9 +180,7 @@ function render({ model, el }) {
     readout,
   );
   el.append(root);
-  markScrollingBoxes(root);
-
-  const save = (values) => saveChanges(model, values);
+  const scrolling = markScrollingBoxes(root);
 
   function buildTaps() {
     taps.replaceChildren();
@@ -213,7 +215,7 @@ function render({ model, el }) {
     const query = Math.min(model.get("query"), x().length - 1);
     const result = construct({ x: x(), kernel: kernel(), alpha });
     alphaInput.value = String(alpha);
-    if (alphaBox !== document.activeElement) alphaBox.value = String(alpha);
+    alphaField.show(alpha);
     queryInput.max = String(x().length - 1);
     queryInput.value = String(query);
     queryText.textContent = `i = ${query}`;
@@ -247,14 +249,6 @@ function render({ model, el }) {
 
   // Controls change the model; the model's change events redraw (Python's changes too).
   alphaInput.addEventListener("input", () => save({ alpha: Number(alphaInput.value) }));
-  alphaBox.addEventListener("input", () => {
-    const number = Number(alphaBox.value);
-    const outside = alphaBox.value !== "" && !(number >= 0 && number <= 30);
-    alphaBox.setAttribute("aria-invalid", String(outside));
-    alphaNote.textContent = outside ? `alpha runs from 0 to 30 here: ${alphaBox.value} is not used` : "";
-    if (alphaBox.value === "" || outside) return; // half-typed or out of range
-    save({ alpha: number });
-  });
   alphaBox.addEventListener("change", () => { // leaving the box: it shows alpha again
     alphaBox.value = String(model.get("alpha"));
   });
@@ -267,7 +261,7 @@ function render({ model, el }) {
       syncTaps();
       update();
     },
-  });
+  }, scrolling.stop);
 }
 
 export default { render };

@@ -24,7 +24,7 @@ export function svg(tag, attributes) {
 }
 
 // A row of labelled controls that wraps on a narrow screen, each control wrapped in the
-// label that names it, and a whole-number input (min 1) for the calculators.
+// label that names it.
 export function controlRow() {
   const row = el("div");
   row.style.cssText = "display:flex;flex-wrap:wrap;gap:0.4em 1.2em;align-items:center;margin:0.3em 0";
@@ -38,10 +38,35 @@ export function inlineLabel(text, ...controls) {
   return label;
 }
 
-export function wholeNumberInput(role, text) {
-  const input = element("input", { type: "number", min: "1", step: "1", "data-role": role, "aria-label": text });
-  input.style.width = "6.5em";
-  return input;
+// A line that says, as a status screen readers read out, why what was typed is not used.
+export function statusNote(role) {
+  const note = element("p", { "data-role": role, role: "status" });
+  note.style.margin = "0.2em 0";
+  return note;
+}
+
+// A box for a number the reader types. `refusal(value)` says why a number cannot be used
+// ("" when it can): such a number is refused out loud, never ignored (the box is marked
+// invalid and `note` says "<refusal>: <typed> is not used."), and nothing else changes;
+// a usable one goes to `use(value)`. An empty box (the reader deleting to type anew) is
+// neither. `show(value)` writes the model's value into the box, unless the reader is
+// typing in it. Whole numbers from 1 unless `attributes` (min, max, step) say otherwise.
+export function numberField({ role, label, width = "6.5em", ...attributes }, { refusal, use, note }) {
+  const input = element("input", { type: "number", min: "1", step: "1", ...attributes,
+    "data-role": role, "aria-label": label });
+  input.style.width = width;
+  input.addEventListener("input", () => {
+    const typed = input.value;
+    const value = Number(typed);
+    const why = typed === "" ? "" : refusal(value);
+    input.setAttribute("aria-invalid", String(why !== ""));
+    note.textContent = why && `${why}: ${typed} is not used.`;
+    if (typed !== "" && !why) use(value);
+  });
+  const show = (value) => {
+    if (input !== document.activeElement) input.value = String(value);
+  };
+  return { input, show };
 }
 
 // Boxes of `root` that scroll sideways (a view or grid wider than the column, on a phone):
@@ -83,5 +108,6 @@ export function markScrollingBoxes(root) {
   }
   const watcher = new ResizeObserver(check);
   watcher.observe(root);
-  return check; // to call again when the explorer redraws at another size
+  // check: to call again when the explorer redraws at another size; stop: render's cleanup.
+  return { check, stop: () => watcher.disconnect() };
 }

@@ -7,7 +7,7 @@
 // (a query block at its first tile, a key and a value block at every tile) and written (the
 // output and lse at the block's last tile). Every label is written with textContent.
 
-import { controlRow, el, inlineLabel, markScrollingBoxes, svg } from "./dom.js";
+import { controlRow, el, inlineLabel, markScrollingBoxes, numberField, statusNote, svg } from "./dom.js";
 import { onChanges, saveChanges } from "./sync.js";
 
 const CELL = 18; // pixels per score in the grid
@@ -79,22 +79,20 @@ function format(value) {
   return Number.isFinite(value) ? value.toFixed(3) : String(value);
 }
 
-function numberInput(role, label, min) {
-  const input = el("input");
-  Object.assign(input, { type: "number", min: String(min), step: "1" });
-  input.dataset.role = role;
-  input.setAttribute("aria-label", label);
-  input.style.width = "4.5em";
-  return input;
-}
-
 function render({ model, el: host }) {
   const root = el("div", "attn-explorer flash-explorer");
   root.style.cssText = "font:14px sans-serif;max-width:680px";
   const seq = () => model.get("Q").length;
+  const save = (values) => saveChanges(model, values);
 
-  const blockQ = numberInput("block-q", "query block size", 1);
-  const blockK = numberInput("block-k", "key block size", 1);
+  // A block size the explorer cannot use is refused out loud, not ignored.
+  const note = statusNote("block-note");
+  const block = (role, label, name) => numberField({ role, label, width: "4.5em" }, {
+    refusal: (value) => (Number.isInteger(value) && value >= 1 && value <= seq() ? ""
+      : `A block holds a whole number of rows from 1 to ${seq()}`),
+    use: (value) => save({ [name]: value, step: 0 }), note });
+  const blockQ = block("block-q", "query block size", "block_q");
+  const blockK = block("block-k", "key block size", "block_k");
   const causal = el("input");
   causal.type = "checkbox";
   causal.dataset.role = "causal";
@@ -114,7 +112,7 @@ function render({ model, el: host }) {
   next.dataset.role = "next";
 
   const controls = controlRow();
-  controls.append(inlineLabel("query block", blockQ), inlineLabel("key block", blockK),
+  controls.append(inlineLabel("query block", blockQ.input), inlineLabel("key block", blockK.input),
     inlineLabel("causal", causal), inlineLabel("row", row, rowText));
   const stepper = el("div");
   stepper.style.cssText = "display:flex;flex-wrap:wrap;gap:0.5em;align-items:center;margin:0.3em 0";
@@ -137,16 +135,9 @@ function render({ model, el: host }) {
   history.style.cssText = "border-collapse:collapse;font-variant-numeric:tabular-nums;margin:0.2em 0";
   const traffic = el("p");
   traffic.dataset.role = "traffic";
-  // A block size the explorer cannot use is refused out loud, not ignored.
-  const note = el("p");
-  note.dataset.role = "block-note";
-  note.setAttribute("role", "status");
-  note.style.margin = "0.2em 0";
   root.append(controls, note, stepper, gridBox, state, history, traffic);
   host.append(root);
-  const markScrolling = markScrollingBoxes(root);
-
-  const save = (values) => saveChanges(model, values);
+  const scrolling = markScrollingBoxes(root);
 
   function drawGrid(steps, current) {
     const n = seq();
@@ -221,10 +212,10 @@ function render({ model, el: host }) {
       block_q: model.get("block_q"), block_k: model.get("block_k"), causal: model.get("causal") };
     const steps = construct(problem);
     const current = Math.min(model.get("step"), steps.length - 1);
-    if (blockQ !== document.activeElement) blockQ.value = String(problem.block_q);
-    if (blockK !== document.activeElement) blockK.value = String(problem.block_k);
-    blockQ.max = String(n);
-    blockK.max = String(n);
+    blockQ.show(problem.block_q);
+    blockK.show(problem.block_k);
+    blockQ.input.max = String(n);
+    blockK.input.max = String(n);
     causal.checked = problem.causal;
     row.max = String(n - 1);
     row.value = String(model.get("row"));
@@ -244,7 +235,7 @@ function render({ model, el: host }) {
       total: total.read + total.written, naive: naiveTraffic(n, d) });
     traffic.textContent = `Moved so far: ${now.read} values read, ${now.written} written. Whole loop: `
       + `${total.read + total.written}; the direct computation (4Nd + 4N²): ${naiveTraffic(n, d)}.`;
-    markScrolling();
+    scrolling.check();
   }
 
   const goTo = (k) => save({ step: Math.max(0, k) });
@@ -253,19 +244,9 @@ function render({ model, el: host }) {
   next.addEventListener("click", () => goTo(Math.min(model.get("step") + 1, Number(step.max))));
   row.addEventListener("input", () => save({ row: Number(row.value) }));
   causal.addEventListener("change", () => save({ causal: causal.checked, step: 0 }));
-  for (const [input, name] of [[blockQ, "block_q"], [blockK, "block_k"]]) {
-    input.addEventListener("input", () => {
-      const value = Number(input.value);
-      const usable = Number.isInteger(value) && value >= 1 && value <= seq();
-      input.setAttribute("aria-invalid", String(!usable));
-      note.textContent = usable || input.value === "" ? ""
-        : `A block holds a whole number of rows from 1 to ${seq()}: ${input.value} is not used.`;
-      if (usable) save({ [name]: value, step: 0 });
-    });
-  }
   update();
   const names = ["Q", "K", "V", "block_q", "block_k", "causal", "row", "step"];
-  return onChanges(model, Object.fromEntries(names.map((name) => [name, update])));
+  return onChanges(model, Object.fromEntries(names.map((name) => [name, update])), scrolling.stop);
 }
 
 export default { render };

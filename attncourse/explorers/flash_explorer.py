@@ -9,7 +9,7 @@ against the direct computation's 4 N d + 4 N^2.
 
 In a live kernel the inputs sync back and Python recomputes the read-only ``steps``
 (``attncourse.flash.tiled_trace``), ``output`` (``tiled_attention``) and ``traffic`` /
-``naive`` (``tiled_traffic`` / ``naive_traffic``) on every change.
+``naive`` (``tiled_traffic`` / ``naive_traffic``, None where d_v differs from d_k) on every change.
 """
 
 from __future__ import annotations
@@ -111,6 +111,8 @@ class FlashExplorer(anywidget.AnyWidget):
         Q, K, V = (np.asarray(M, dtype=float) for M in (self.Q, self.K, self.V))
         self.set_trait("steps", tiled_trace(Q, K, V, self.block_q, self.block_k, causal=self.causal))
         self.set_trait("output", tiled_attention(Q, K, V, self.block_q, self.block_k, causal=self.causal))
-        if Q.shape[1] == V.shape[1]:  # the traffic model takes d_k = d_v = d
-            self.set_trait("traffic", tiled_traffic(self.seq, Q.shape[1], self.block_q, self.block_k, self.causal))
-            self.set_trait("naive", naive_traffic(self.seq, Q.shape[1]))
+        # The traffic model takes d_k = d_v = d: with another V there is none (not the last one's).
+        d = Q.shape[1] if Q.shape[1] == V.shape[1] else None
+        self.set_trait("traffic", None if d is None else tiled_traffic(self.seq, d, self.block_q, self.block_k,
+                                                                      self.causal))
+        self.set_trait("naive", None if d is None else naive_traffic(self.seq, d))

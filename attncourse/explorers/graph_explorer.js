@@ -243,7 +243,7 @@ function render({ model, el: root }) {
     panels.appendChild(box);
   }
   root.append(controls, edgesLine, cycleLine, panels);
-  markScrollingBoxes(root);
+  const scrolling = markScrollingBoxes(root);
 
   function recompute() {
     const view = layersView({
@@ -287,7 +287,7 @@ function render({ model, el: root }) {
   }
 
   recompute();
-  return onChanges(model, Object.fromEntries(REDRAWN_ON.map((name) => [name, recompute])));
+  return onChanges(model, Object.fromEntries(REDRAWN_ON.map((name) => [name, recompute])), scrolling.stop);
 }
 
 // Every trait the drawing reads.

@@ -3,8 +3,7 @@
 // with BigInt, exact however large, as attncourse.kv_cache.kv_cache_bytes does with Python's
 // integers. Every label is written with textContent.
 
-import { controlRow, el, inlineLabel, wholeNumberInput } from "./dom.js";
-
+import { controlRow, el, inlineLabel, numberField, statusNote } from "./dom.js";
 import { onChanges, saveChanges } from "./sync.js";
 
 const FIELDS = [["n_layers", "layers"], ["n_kv_heads", "key/value heads"], ["d_head", "d_head"],
@@ -53,34 +52,29 @@ function render({ model, el: host }) {
     option.value = String(size);
     precision.append(option);
   }
-  const inputs = {};
+  const save = (values) => saveChanges(model, values);
+  // A factor that is not a whole number of at least 1 is refused out loud, not ignored.
+  const note = statusNote("factor-note");
+  const fields = {};
   const form = controlRow();
   form.append(inlineLabel("model", preset));
+  const refusal = (value) => (Number.isInteger(value) && value >= 1 ? "" : "Each factor is a whole number of at least 1");
   for (const [name, text] of FIELDS) {
-    inputs[name] = wholeNumberInput(name, text);
-    form.append(inlineLabel(text, inputs[name]));
+    fields[name] = numberField({ role: name, label: text }, { refusal, note, use: (value) => save({ [name]: value }) });
+    form.append(inlineLabel(text, fields[name].input));
   }
   form.append(inlineLabel("precision", precision));
   const result = el("p");
   result.dataset.role = "cache-bytes";
   result.setAttribute("aria-live", "polite"); // the new size, read out after each change
   result.style.fontWeight = "bold";
-  // A factor that is not a whole number of at least 1 is refused out loud, not ignored.
-  const note = el("p");
-  note.dataset.role = "factor-note";
-  note.setAttribute("role", "status");
-  note.style.margin = "0.2em 0";
   root.append(form, note, result);
   host.append(root);
-
-  const save = (values) => saveChanges(model, values);
 
   function update() {
     const values = Object.fromEntries([...FIELDS.map(([name]) => name), "bytes_per_value"]
       .map((name) => [name, model.get(name)]));
-    for (const [name] of FIELDS) {
-      if (inputs[name] !== document.activeElement) inputs[name].value = String(values[name]);
-    }
+    for (const [name] of FIELDS) fields[name].show(values[name]);
     precision.value = String(values.bytes_per_value);
     const match = Object.entries(model.get("presets")).find(([, [layers, heads, width]]) =>
       layers === values.n_layers && heads === values.n_kv_heads && width === values.d_head);
@@ -95,16 +89,6 @@ function render({ model, el: host }) {
     if (shape) save({ n_layers: shape[0], n_kv_heads: shape[1], d_head: shape[2] });
   });
   precision.addEventListener("change", () => save({ bytes_per_value: Number(precision.value) }));
-  for (const [name] of FIELDS) {
-    inputs[name].addEventListener("input", () => {
-      const value = Number(inputs[name].value);
-      const usable = Number.isInteger(value) && value >= 1;
-      inputs[name].setAttribute("aria-invalid", String(!usable));
-      note.textContent = usable || inputs[name].value === "" ? ""
-        : `Each factor is a whole number of at least 1: ${inputs[name].value} is not used.`;
-      if (usable) save({ [name]: value });
-    });
-  }
   update();
   const names = [...FIELDS.map(([n]) => n), "bytes_per_value"];
   return onChanges(model, Object.fromEntries(names.map((name) => [name, update])));

@@ -7,7 +7,7 @@
 
 import { el, markScrollingBoxes } from "./dom.js";
 import { heatmap } from "./heatmap.js";
-import { saveChanges } from "./sync.js";
+import { batched, onChanges, saveChanges } from "./sync.js";
 
 const THUMBNAIL = 80; // CSS pixels at most: a small map, whatever the number of tokens
 const WEIGHT_DECIMALS = 2;
@@ -145,7 +145,7 @@ function render({ model, el: root }) {
   const controls = el("div", "mx-controls");
   controls.append(sentencePicker.node, layerPicker.node);
   root.append(controls, grid, line, note, detail);
-  markScrollingBoxes(root);
+  const scrolling = markScrollingBoxes(root);
 
   const decoded = new Map(); // encoded maps -> [layer][head][query][key]
   const maps = (encoded, seq) => {
@@ -154,10 +154,8 @@ function render({ model, el: root }) {
   };
   let large = null; // the large map and the (sentence, layer, head) it was built for
   let builtFor = null;
-  let pending = false;
 
   function redraw() {
-    pending = false;
     const k = model.get("sentence");
     const layer = model.get("layer");
     const head = model.get("head");
@@ -201,16 +199,10 @@ function render({ model, el: root }) {
   }
 
   // Python sends several traits in one message: one redraw.
-  const listener = () => {
-    if (!pending) queueMicrotask(redraw);
-    pending = true;
-  };
-  REDRAWN_ON.forEach((name) => model.on(`change:${name}`, listener));
+  const later = batched(redraw);
   redraw();
-  return () => {
-    REDRAWN_ON.forEach((name) => model.off(`change:${name}`, listener));
-    model.off("msg:custom", onMessage);
-  };
+  const handlers = Object.fromEntries(REDRAWN_ON.map((name) => [name, () => later()]));
+  return onChanges(model, handlers, later.cancel, () => model.off("msg:custom", onMessage), scrolling.stop);
 }
 
 export default { render };

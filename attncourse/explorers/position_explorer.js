@@ -11,7 +11,7 @@
 // weight a token puts on the one before it) computed here on every edit.
 // Every label is written with textContent (and fillText), never as HTML.
 
-import { el, markScrollingBoxes } from "./dom.js";
+import { el, element, markScrollingBoxes, numberField, statusNote } from "./dom.js";
 import { goalView, readoutStatus } from "./goal.js";
 import { heatmap } from "./heatmap.js";
 import { softmaxRows } from "./linalg.js";
@@ -102,12 +102,6 @@ function view(caption, content) {
   return box;
 }
 
-function input(attributes) {
-  const node = el("input");
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
-  return node;
-}
-
 // The score against the offset j - i: a line through the points, the favoured offset marked.
 // Drawn at the width it is shown at (its column's, at most 600 px), so that its labels keep
 // their size on a phone instead of shrinking with a scaled-down picture.
@@ -171,6 +165,10 @@ function drawCurve(node, offsets, curve, offset) {
 
 function render({ model, el: host }) {
   const root = el("div", "attn-explorer position-explorer");
+  const save = (values) => saveChanges(model, values);
+  // Input the explorer cannot use (a base out of range, an empty or too long sentence) is
+  // refused or cut out loud, not silently.
+  const note = statusNote("note");
   const encoding = el("select");
   encoding.dataset.role = "encoding";
   encoding.setAttribute("aria-label", "encoding");
@@ -188,30 +186,22 @@ function render({ model, el: host }) {
     width.append(option);
   }
   // the base on a logarithmic slider (10^1 .. 10^6), or typed
-  const baseSlider = input({ type: "range", min: "1", max: "6", step: "0.05", "aria-label": "log10 of the base" });
-  baseSlider.dataset.role = "base-slider";
-  const baseBox = input({ type: "number", min: "2", max: "1000000", step: "any", "aria-label": "base",
-    style: "width:7em" });
-  baseBox.dataset.role = "base";
-  const head = input({ type: "range", min: "0", max: String(ALIBI_HEADS - 1), step: "1", "aria-label": "ALiBi head" });
-  head.dataset.role = "alibi-head";
+  const baseSlider = element("input", { type: "range", min: "1", max: "6", step: "0.05",
+    "data-role": "base-slider", "aria-label": "log10 of the base" });
+  const baseField = numberField({ role: "base", label: "base", min: "2", max: "1000000", step: "any", width: "7em" },
+    { refusal: (value) => (value >= 2 && value <= 1e6 ? "" : "The base goes from 2 to 1,000,000"),
+      use: (value) => save({ base: value }), note });
+  const head = element("input", { type: "range", min: "0", max: String(ALIBI_HEADS - 1), step: "1",
+    "data-role": "alibi-head", "aria-label": "ALiBi head" });
   const headText = el("span");
-  const offset = input({ type: "range", step: "1", "aria-label": "favoured offset" });
-  offset.dataset.role = "offset";
+  const offset = element("input", { type: "range", step: "1", "data-role": "offset", "aria-label": "favoured offset" });
   const offsetText = el("span");
-  const scale = input({ type: "range", min: "0", max: "50", step: "0.5", "aria-label": "scale" });
-  scale.dataset.role = "scale";
+  const scale = element("input", { type: "range", min: "0", max: "50", step: "0.5", "data-role": "scale",
+    "aria-label": "scale" });
   const scaleText = el("span");
-  const causal = input({ type: "checkbox", "aria-label": "causal mask" });
-  causal.dataset.role = "causal";
-  const sentence = input({ type: "text", "aria-label": "sentence", style: "width:24em;max-width:100%" });
-  sentence.dataset.role = "sentence";
-  // Input the explorer cannot use (a base out of range, an empty or too long sentence) is
-  // refused or cut out loud, not silently.
-  const note = el("p");
-  note.dataset.role = "note";
-  note.setAttribute("role", "status");
-  note.style.margin = "0.2em 0";
+  const causal = element("input", { type: "checkbox", "data-role": "causal", "aria-label": "causal mask" });
+  const sentence = element("input", { type: "text", "data-role": "sentence", "aria-label": "sentence",
+    style: "width:24em;max-width:100%" });
   const curve = el("canvas");
   curve.dataset.role = "curve";
   curve.setAttribute("role", "img"); // named on every redraw with what it shows
@@ -221,7 +211,7 @@ function render({ model, el: host }) {
   const rows = {
     encoding: labelled("encoding", encoding),
     d: labelled("width d", width),
-    base: labelled("base", baseSlider, baseBox),
+    base: labelled("base", baseSlider, baseField.input),
     head: labelled("ALiBi head", head, headText),
     offset: labelled("favoured offset", offset, offsetText),
     scale: labelled("scale", scale, scaleText),
@@ -231,9 +221,7 @@ function render({ model, el: host }) {
     view("The score of a query on a key against their offset j - i (the red line: the favoured offset):", curve),
     mapBox);
   host.append(root);
-  const markScrolling = markScrollingBoxes(root);
-
-  const save = (values) => saveChanges(model, values);
+  const scrolling = markScrollingBoxes(root);
   let map = null;
   let mapTokens = null;
 
@@ -253,7 +241,7 @@ function render({ model, el: host }) {
     rows.head.hidden = !alibi;
     encoding.value = state.encoding;
     width.value = String(state.d);
-    if (document.activeElement !== baseBox) baseBox.value = String(state.base);
+    baseField.show(state.base);
     baseSlider.value = String(Math.log10(state.base));
     baseSlider.setAttribute("aria-valuetext", `base ${state.base}`); // not its logarithm
     head.value = String(state.alibi_head);
@@ -283,19 +271,12 @@ function render({ model, el: host }) {
     }
     map.update(result.weights, (v) => v);
     goal.update(model.get("goal"), { state: { ...state, tokens } });
-    markScrolling();
+    scrolling.check();
   }
 
   encoding.addEventListener("change", () => save({ encoding: encoding.value }));
   width.addEventListener("change", () => save({ d: Number(width.value) }));
   baseSlider.addEventListener("input", () => save({ base: Number((10 ** Number(baseSlider.value)).toPrecision(4)) }));
-  baseBox.addEventListener("input", () => {
-    const number = Number(baseBox.value);
-    const usable = baseBox.value !== "" && number >= 2 && number <= 1e6;
-    baseBox.setAttribute("aria-invalid", String(!usable && baseBox.value !== ""));
-    note.textContent = usable || baseBox.value === "" ? "" : `The base goes from 2 to 1,000,000: ${baseBox.value} is not used.`;
-    if (usable) save({ base: number });
-  });
   head.addEventListener("input", () => save({ alibi_head: Number(head.value) }));
   offset.addEventListener("input", () => save({ offset: Number(offset.value) }));
   scale.addEventListener("input", () => save({ scale: Number(scale.value) }));
@@ -310,9 +291,6 @@ function render({ model, el: host }) {
     save({ offset: Math.max(-limit, Math.min(limit, model.get("offset"))), tokens: words });
   });
   update();
-  // Every input redraws both views; the returned function removes the listeners.
-  const names = ["encoding", "tokens", "d", "base", "alibi_head", "offset", "scale", "causal", "key", "goal"];
-  const stop = onChanges(model, Object.fromEntries(names.map((name) => [name, update])));
   // A new column width (a phone turned, a window resized) draws the curve again at it.
   let drawnFor = root.clientWidth;
   const resize = new ResizeObserver(() => {
@@ -324,7 +302,10 @@ function render({ model, el: host }) {
   // The curve's labels are drawn in the page's ink: drawn again when the theme changes.
   const theme = new MutationObserver(update);
   theme.observe(document.documentElement, { attributeFilter: ["data-theme"] });
-  return () => { stop(); theme.disconnect(); resize.disconnect(); };
+  // Every input redraws both views.
+  const names = ["encoding", "tokens", "d", "base", "alibi_head", "offset", "scale", "causal", "key", "goal"];
+  return onChanges(model, Object.fromEntries(names.map((name) => [name, update])), () => resize.disconnect(),
+    () => theme.disconnect(), scrolling.stop);
 }
 
 export default { render };

@@ -152,6 +152,28 @@ def test_a_view_whose_tag_arrives_in_two_parts_is_shown_once_it_is_whole(site, w
     assert watched_page.locator(".attn-explorer").count() == 1
 
 
+STATE_TAG = '<script type="application/vnd.jupyter.widget-state+json">'
+
+
+@pytest.mark.parametrize("pause", ["inside the state", "before the state"])
+def test_a_saved_state_that_arrives_late_is_read_once_it_is_whole(site, watched_page, pause):
+    # A generated page holds its widget state in the body, after the host's <script> in the
+    # head. On a busy machine the test server's second 64 KiB of a page came late and the
+    # host, already running, read the state half arrived ("Unterminated string in JSON at
+    # position 65253"), or not yet there, and showed no widget. Here the rest of the page
+    # comes PAUSE_SECONDS late, from the middle of the state's text or from before its tag.
+    explorer = AttentionExplorer(["a", "b"], [[1.0, 0.0], [0.0, 1.0]])
+    url = site.write_page("late_state.html", [explorer], "A page whose widget state arrives late")
+    path = site.generated / "late_state.html"
+    text = path.read_text()
+    start = text.index(STATE_TAG)
+    cut = (start + text.index("</script>", start)) // 2 if pause == "inside the state" else start
+    path.write_text(text[:cut] + tools.PAUSE + text[cut:])
+    watched_page.goto(url)
+    watched_page.locator(".attn-explorer canvas[data-role=weights]").wait_for()
+    assert watched_page.locator(".attn-explorer").count() == 1
+
+
 def test_where_the_page_forbids_eval_the_explorers_are_still_shown(site, watched_page):
     # The host runs the course's modules with new Function when it may, and imports them
     # when a Content-Security-Policy forbids eval.
