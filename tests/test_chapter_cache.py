@@ -97,6 +97,18 @@ def test_only_the_chapters_that_import_a_change_lose_their_cached_run(tmp_path):
     assert set(json.loads(keys.read_text())) == {"chapters/one.ipynb", "chapters/two.ipynb"}
 
 
+def test_a_cache_copied_from_another_checkout_loses_the_runs_of_its_stale_chapters(tmp_path):
+    """A contributor who copies another checkout's execution cache (without its keys) must
+    not be served that checkout's runs of chapters whose attncourse code differs here."""
+    theirs, ours = write_tree(tmp_path / "theirs"), write_tree(tmp_path / "ours")
+    cache_dir = tmp_path / "ours" / "_build" / ".jupyter_cache"
+    for path in theirs.values():
+        get_cache(cache_dir).cache_notebook_file(str(path), check_validity=False)
+    cleared = chapter_cache.clear(ours.values(), cache_dir, tmp_path / "ours" / "keys.json", tmp_path / "ours")
+    assert sorted(cleared) == ["chapters/one.ipynb", "chapters/two.ipynb"]  # no keys here: all stale
+    assert cached(cache_dir) == []
+
+
 def test_a_package_name_bound_in_one_cell_reaches_its_homes_in_later_cells(tmp_path):
     """``from attncourse import checks as check`` then ``check.rope(...)`` in a later cell:
     the chapter depends on the module ``_HOMES`` names for ``rope``, and on a submodule

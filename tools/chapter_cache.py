@@ -244,10 +244,12 @@ def clear(notebooks, cache_dir: pathlib.Path = CACHE, keys_file: pathlib.Path = 
         from jupyter_cache import get_cache
 
         cache = get_cache(cache_dir)
-        paths = {str((root / name).resolve()) for name in stale}
+        # By the path inside the checkout, not the absolute one: a cache copied from another
+        # checkout names that checkout's chapters, and its stale runs must go too.
+        names = {pathlib.PurePosixPath(name).parts for name in stale}
         for record in cache.list_cache_records():
             path = str(pathlib.Path(record.uri).resolve())
-            if path in paths:
+            if any(pathlib.PurePosixPath(path).parts[-len(name):] == name for name in names):
                 if last_seconds is not None and "execution_seconds" in record.data:
                     last_seconds[path] = record.data["execution_seconds"]
                 cache.remove_cache(record.pk)
