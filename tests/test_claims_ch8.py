@@ -203,3 +203,63 @@ def test_counting_needs_a_marked_first_token_and_the_offset_share_a_range_and_th
     assert "among positions 1 to 128" in text
     assert "a little more than $1/10{,}000$" not in text
 
+
+# --- issue 36, item 16: the two RoPE layouts, float32 far out, longer contexts ----------------
+
+
+def _halves(X, positions):
+    """RoPE in the rotate-half layout, with the transformers library's own rotate_half."""
+    import torch
+    from transformers.models.llama.modeling_llama import rotate_half
+
+    angles = torch.tensor(np.asarray(positions, dtype=float)[:, None] * sinusoidal_frequencies(X.shape[-1]))
+    both = torch.cat([angles, angles], dim=-1)  # (seq, d)
+    rows = torch.tensor(X)
+    return (rows * both.cos() + rotate_half(rows) * both.sin()).numpy()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_two_layouts_differ_by_a_permutation_the_projections_absorb(seed):
+    rng = np.random.default_rng(seed)
+    d, positions = 8, np.arange(12.0)
+    order = np.concatenate([np.arange(0, d, 2), np.arange(1, d, 2)])
+    P = np.eye(d)[:, order]
+    X = rng.standard_normal((12, 6))
+    W_q, W_k = rng.standard_normal((2, 6, d))
+    interleaved = rope(X @ W_q, positions) @ rope(X @ W_k, positions).T
+    absorbed = _halves(X @ W_q @ P, positions) @ _halves(X @ W_k @ P, positions).T
+    assert np.abs(absorbed - interleaved).max() < 1e-12
+    unabsorbed = _halves(X @ W_q, positions) @ _halves(X @ W_k, positions).T
+    assert np.abs(unabsorbed - interleaved).max() > 0.1  # the same weights score differently
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_float32_angles_break_the_offset_only_score_near_a_million(seed):
+    import torch
+
+    q, k = np.random.default_rng(seed).standard_normal((2, 128))
+    theta = sinusoidal_frequencies(128)
+
+    def score(start, dtype):
+        angles = (torch.tensor([start + 5.0, start], dtype=dtype)[:, None] * torch.tensor(theta, dtype=dtype)).double()
+        q_c, k_c = (torch.tensor(v[0::2] + 1j * v[1::2]) for v in (q, k))
+        turned = torch.exp(1j * angles)
+        return float((q_c * turned[0] * torch.conj(k_c * turned[1])).real.sum())
+
+    assert abs(score(1e6, torch.float64) - score(0, torch.float64)) < 1e-8
+    assert abs(score(1e6, torch.float32) - score(0, torch.float32)) > 1e-3
+    angle_32 = (torch.tensor(1e6, dtype=torch.float32) * torch.tensor(theta, dtype=torch.float32)).double().numpy()
+    assert np.abs(angle_32 - 1e6 * theta).max() > 0.01  # hundredths of a radian off
+
+
+def test_the_chapter_names_the_layouts_and_the_context_extensions_with_sources():
+    from pathlib import Path
+
+    text = markdown_of(8)
+    for phrase in ("`rotate_every_two`", "`rotate_half`", "{cite}`black2022gptneox`", "{cite}`chen2023extending`",
+                   "{cite}`grattafiori2024llama3`", "They are not interchangeable for trained weights",
+                   "*Position interpolation*"):
+        assert phrase in text
+    bib = (Path(__file__).resolve().parent.parent / "references.bib").read_text()
+    for key in ("barbero2025round", "black2022gptneox", "chen2023extending"):
+        assert f"{{{key}," in bib
