@@ -117,15 +117,10 @@ def decoding_mask(seq: int, padding=None, window: int | None = None) -> Bool[np.
 
 def prefill(
     X: Float[np.ndarray, "... seq d_model"],
-    W_q: Float[np.ndarray, "d_model n_heads_x_d_head"],
-    W_k: Float[np.ndarray, "d_model n_kv_heads_x_d_head"],
-    W_v: Float[np.ndarray, "d_model n_kv_heads_x_d_head"],
-    W_o: Float[np.ndarray, "n_heads_x_d_head d_out"],
-    n_heads: int,
-    n_kv_heads: int | None = None,
-    scale: float | None = None,
-    padding=None,
-    window: int | None = None,
+    W_q: Float[np.ndarray, "d_model n_heads_x_d_head"], W_k: Float[np.ndarray, "d_model n_kv_heads_x_d_head"],
+    W_v: Float[np.ndarray, "d_model n_kv_heads_x_d_head"], W_o: Float[np.ndarray, "n_heads_x_d_head d_out"],
+    n_heads: int, n_kv_heads: int | None = None, scale: float | None = None,
+    padding=None, window: int | None = None,
 ):
     """Read a prompt in one causal pass: ``(output, K_cache, V_cache)``.
 
@@ -170,17 +165,10 @@ def _cache(cache, lead: tuple[int, ...], n_kv_heads: int, d_head: int) -> tuple[
 
 def decode_with_cache(
     X: Float[np.ndarray, "... seq d_model"],
-    W_q: Float[np.ndarray, "d_model n_heads_x_d_head"],
-    W_k: Float[np.ndarray, "d_model n_kv_heads_x_d_head"],
-    W_v: Float[np.ndarray, "d_model n_kv_heads_x_d_head"],
-    W_o: Float[np.ndarray, "n_heads_x_d_head d_out"],
-    n_heads: int,
-    n_kv_heads: int | None = None,
-    scale: float | None = None,
-    return_cache: bool = False,
-    cache=None,
-    padding=None,
-    window: int | None = None,
+    W_q: Float[np.ndarray, "d_model n_heads_x_d_head"], W_k: Float[np.ndarray, "d_model n_kv_heads_x_d_head"],
+    W_v: Float[np.ndarray, "d_model n_kv_heads_x_d_head"], W_o: Float[np.ndarray, "n_heads_x_d_head d_out"],
+    n_heads: int, n_kv_heads: int | None = None, scale: float | None = None, return_cache: bool = False,
+    cache=None, padding=None, window: int | None = None,
 ):
     """Causal multi-head attention computed token by token with a KV cache.
 
