@@ -191,8 +191,12 @@ CALLS: dict[str, Call] = {
     # kv_cache
     "kv_cache.kv_cache_bytes": Call(lambda: {"n_layers": 2, "n_kv_heads": 2, "d_head": 4, "seq_len": 8, "batch": 2,
                                              "bytes_per_value": 2}),
-    "kv_cache.decode_with_cache": Call(lambda: {k: v for k, v in _multihead().items()}
-                                       | {"scale": 0.5, "return_cache": True}),
+    "kv_cache.decode_with_cache": Call(lambda: _multihead() | {
+        "scale": 0.5, "return_cache": True, "cache": (_rng().standard_normal((1, 2, 2)), _rng().standard_normal((1, 2, 2))),
+        "padding": np.array([True, False, False, False, False]), "window": 3}),
+    "kv_cache.prefill": Call(lambda: _multihead() | {"scale": 0.5, "padding": np.array([True, False, False]),
+                                                     "window": 2}),
+    "kv_cache.decoding_mask": Call(lambda: {"seq": 3, "padding": np.array([True, False, False]), "window": 2}),
     "kv_cache.step_multiply_adds": Call(lambda: {"t": 3, "d_model": 8, "n_heads": 4, "d_head": 2, "n_kv_heads": 2,
                                                  "d_out": 8, "cached": True},
                                         accepts={"t": {"0": ZERO_IS_A_START}}),

@@ -27,6 +27,7 @@ from attncourse.pretrained import (
     symmetric_form_attention,
     value_weighted_norms,
 )
+from tests.markdown_of import markdown_of
 
 pytestmark = pytest.mark.slow  # loads the real model
 SENTENCES = [text for pair in SURVEY_PAIRS for text in pair]
@@ -148,3 +149,27 @@ def test_ablation_claims_that_hold_for_every_pair():
         assert (np.abs(changes) < 0.01).sum() > N_LAYERS * N_HEADS / 2
         assert np.abs(changes).max() < 0.15
         assert abs(changes[0, 2]) < 0.02  # the previous-token head
+
+
+# --- issue 36, item 9: whose value vectors are short; what rollout assigns -----------------
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_the_cls_value_vector_is_short_and_the_sep_one_is_not(text):
+    """Issue 36 item 9: "the special tokens ... their value vectors are short" holds for
+    [CLS] (a few hundredths of a median word's in layers 1-4) and not for [SEP] (about as
+    long as a word's)."""
+    weights, norms = run_model(text).weights, value_weighted_norms(text)
+    lengths = (norms / weights)[..., 0, :]  # (n_layers, n_heads, seq): ||(x_j W_V + b_V) W_O|| per key
+    word = np.median(lengths[..., 1:-1], axis=-1)  # (n_layers, n_heads)
+    cls_length = np.median(lengths[..., 0] / word, axis=-1)[1:5]  # (4,): layers 1 to 4
+    sep_length = np.median(lengths[..., -1] / word, axis=-1)[1:5]
+    assert cls_length.max() < 0.1 and sep_length.min() > 0.5
+
+
+def test_the_chapter_says_whose_value_vector_is_short_and_that_rollout_assigns():
+    text = markdown_of(7)
+    assert "their value vectors are short" not in text
+    assert "`[CLS]`'s value vector is short" in text and "`[SEP]`'s is not short" in text
+    assert "says how much each input token reaches token" not in text
+    assert "draws at least" not in text and "rollout assigns every token's top state" in text

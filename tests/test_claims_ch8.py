@@ -11,7 +11,15 @@ import pytest
 from attncourse import convolution
 from attncourse.attention import causal_mask, scaled_dot_product_attention, softmax
 from attncourse.convolution import shifts
-from attncourse.positions import alibi_bias, rope, rope_decay_bound, sinusoidal_dot_product
+from attncourse.positions import (
+    alibi_bias,
+    rope,
+    rope_decay_bound,
+    sinusoidal_dot_product,
+    sinusoidal_frequencies,
+    sinusoidal_positions,
+)
+from tests.markdown_of import markdown_of
 
 pytestmark = pytest.mark.slow
 SEEDS = range(10)
@@ -133,3 +141,125 @@ def test_an_offset_written_as_text_is_refused_not_read_as_a_number(function, off
     """Issue 36: '3' gave the answer for 3, as numpy's float conversion reads strings."""
     with pytest.raises(TypeError, match="offset must be an array of real numbers"):
         function(offset, 8)
+
+
+# --- issue 36, item 10: what the decay bound, ALiBi's formula and the offset claims show ----
+
+
+def test_the_rope_decay_factor_levels_off_and_bounds_less_than_cauchy_schwarz():
+    """Issue 36 item 10: the "long-range decay" factor levels off near a seventh of its
+    start (never 0), and for random q, k it exceeds |q||k| at every offset."""
+    for d in (64, 128, 256):
+        start, far = rope_decay_bound(0, d), rope_decay_bound(np.arange(5000, 20001), d)
+        assert 0.05 < far.mean() / start < 0.25 and far.min() > 1
+    offsets_checked = np.arange(0, 1001)
+    factor = rope_decay_bound(offsets_checked, 128)
+    for seed in range(10):
+        q, k = np.random.default_rng(seed).standard_normal((2, 128))
+        h = (q[0::2] + 1j * q[1::2]) * np.conj(k[0::2] + 1j * k[1::2])
+        bound = np.abs(np.diff(np.append(h, 0.0))).max() * 64 * factor  # (n_offsets,)
+        assert (bound > np.linalg.norm(q) * np.linalg.norm(k)).all()
+    text = markdown_of(8)
+    assert "far tokens can win less" not in text and "It does not fall to 0" in text
+    assert "{cite}`barbero2025round`" in text
+
+
+def test_every_formula_exists_for_any_length_and_alibi_adds_a_growing_penalty():
+    text = markdown_of(8)
+    assert "Because the bias is a formula and not a table, it exists for any length" not in text
+    assert "What ALiBi adds is a penalty that grows with the distance" in text
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_only_the_dot_product_depends_on_the_offset_alone(seed):
+    """Issue 36 item 10: through W_Q W_K^T the sinusoidal position-position term varies
+    along each diagonal; the objective said the encodings depend on the offset only."""
+    table = sinusoidal_positions(150, 64)
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((64, 16)) @ rng.standard_normal((16, 64)) / np.sqrt(64 * 16)
+    term = table @ M @ table.T  # (150, 150)
+    assert max(np.ptp(np.diagonal(term, o)) for o in range(-20, 21)) > np.abs(term).mean()
+    dots = table @ table.T
+    assert max(np.ptp(np.diagonal(dots, o)) for o in range(-20, 21)) < 1e-10
+    text = markdown_of(8)
+    assert "prove that sinusoidal and rotary encodings depend on the offset between two tokens only" not in text
+    assert "only the dot product itself is a function of the offset alone" in text
+
+
+def test_counting_needs_a_marked_first_token_and_the_offset_share_a_range_and_the_hand_a_width():
+    """Issue 36 item 10: "a single layer can count ... 1/(i+1)" only with a marked first
+    token (Kazemnejad et al.); "|i-j| explains 67%" among positions 1-128 only; the slowest
+    hand's rate depends on d."""
+    seq = 6
+    zero_scores = np.zeros((seq, 1))
+    marked = np.eye(seq)[:, :1]  # (seq, 1): only the first token's value is 1
+    counted, _ = scaled_dot_product_attention(zero_scores, zero_scores, marked, mask=causal_mask(seq))
+    assert np.allclose(counted[:, 0], 1 / np.arange(1, seq + 1))
+    unmarked, _ = scaled_dot_product_attention(zero_scores, zero_scores, np.ones((seq, 1)), mask=causal_mask(seq))
+    assert np.ptp(unmarked) == 0  # identical values: every token gets the same output
+    assert sinusoidal_frequencies(4)[-1] == pytest.approx(0.01) and sinusoidal_frequencies(512)[-1] < 1.1e-4
+    text = markdown_of(8)
+    assert "predecessors, and a single layer can:" not in text and "if the first token is marked" in text
+    assert "among positions 1 to 128" in text
+    assert "a little more than $1/10{,}000$" not in text
+
+
+# --- issue 36, item 16: the two RoPE layouts, float32 far out, longer contexts ----------------
+
+
+def _halves(X, positions):
+    """RoPE in the rotate-half layout, with the transformers library's own rotate_half."""
+    import torch
+    from transformers.models.llama.modeling_llama import rotate_half
+
+    angles = torch.tensor(np.asarray(positions, dtype=float)[:, None] * sinusoidal_frequencies(X.shape[-1]))
+    both = torch.cat([angles, angles], dim=-1)  # (seq, d)
+    rows = torch.tensor(X)
+    return (rows * both.cos() + rotate_half(rows) * both.sin()).numpy()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_two_layouts_differ_by_a_permutation_the_projections_absorb(seed):
+    rng = np.random.default_rng(seed)
+    d, positions = 8, np.arange(12.0)
+    order = np.concatenate([np.arange(0, d, 2), np.arange(1, d, 2)])
+    P = np.eye(d)[:, order]
+    X = rng.standard_normal((12, 6))
+    W_q, W_k = rng.standard_normal((2, 6, d))
+    interleaved = rope(X @ W_q, positions) @ rope(X @ W_k, positions).T
+    absorbed = _halves(X @ W_q @ P, positions) @ _halves(X @ W_k @ P, positions).T
+    assert np.abs(absorbed - interleaved).max() < 1e-12
+    unabsorbed = _halves(X @ W_q, positions) @ _halves(X @ W_k, positions).T
+    assert np.abs(unabsorbed - interleaved).max() > 0.1  # the same weights score differently
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_float32_angles_break_the_offset_only_score_near_a_million(seed):
+    import torch
+
+    q, k = np.random.default_rng(seed).standard_normal((2, 128))
+    theta = sinusoidal_frequencies(128)
+
+    def score(start, dtype):
+        angles = (torch.tensor([start + 5.0, start], dtype=dtype)[:, None] * torch.tensor(theta, dtype=dtype)).double()
+        q_c, k_c = (torch.tensor(v[0::2] + 1j * v[1::2]) for v in (q, k))
+        turned = torch.exp(1j * angles)
+        return float((q_c * turned[0] * torch.conj(k_c * turned[1])).real.sum())
+
+    assert abs(score(1e6, torch.float64) - score(0, torch.float64)) < 1e-8
+    assert abs(score(1e6, torch.float32) - score(0, torch.float32)) > 1e-3
+    angle_32 = (torch.tensor(1e6, dtype=torch.float32) * torch.tensor(theta, dtype=torch.float32)).double().numpy()
+    assert np.abs(angle_32 - 1e6 * theta).max() > 0.01  # hundredths of a radian off
+
+
+def test_the_chapter_names_the_layouts_and_the_context_extensions_with_sources():
+    from pathlib import Path
+
+    text = markdown_of(8)
+    for phrase in ("`rotate_every_two`", "`rotate_half`", "{cite}`black2022gptneox`", "{cite}`chen2023extending`",
+                   "{cite}`grattafiori2024llama3`", "They are not interchangeable for trained weights",
+                   "*Position interpolation*"):
+        assert phrase in text
+    bib = (Path(__file__).resolve().parent.parent / "references.bib").read_text()
+    for key in ("barbero2025round", "black2022gptneox", "chen2023extending"):
+        assert f"{{{key}," in bib

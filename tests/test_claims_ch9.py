@@ -14,9 +14,11 @@ import torch
 import torch.nn.functional as F
 
 from attncourse.attention import causal_mask, scaled_dot_product_attention
-from attncourse.flash import tile_order, tiled_attention
-from attncourse.kv_cache import decode_with_cache, step_multiply_adds
+from attncourse.explorers.flash_explorer import default_problem
+from attncourse.flash import fast_memory_values, tile_order, tiled_attention, tiled_traffic
+from attncourse.kv_cache import decode_with_cache, prefill, step_multiply_adds
 from attncourse.multihead import multi_head_attention, projection_shapes
+from tests.markdown_of import markdown_of
 
 pytestmark = pytest.mark.slow
 SEEDS = range(10)
@@ -98,3 +100,86 @@ def test_the_work_per_step_needs_kv_heads_that_divide_the_query_heads(n_kv_heads
     with pytest.raises(ValueError, match=rf"n_kv_heads={n_kv_heads} must divide n_heads=12"):
         projection_shapes(768, 12, 64, n_kv_heads=n_kv_heads)
     assert step_multiply_adds(3, 768, 12, 64, n_kv_heads=4) < step_multiply_adds(3, 768, 12, 64)
+
+
+# --- issue 36, items 3, 11 and 17: what the chapter says of masks, tiles and the cache ---
+
+
+def test_the_explorer_text_says_the_mask_changes_every_row_but_the_last():
+    """Issue 36 item 3: "change the block sizes or the mask and step again: the final output
+    of every row stays the same", where turning the mask off changes 11 of the 12 rows."""
+    text = markdown_of(9)
+    assert "block sizes or the mask and step again" not in text
+    assert "The mask is another matter" in text
+    for seed in SEEDS:  # the explorer's problem is seed 9; any draw behaves alike
+        problem = default_problem(seed=seed)
+        causal, _ = scaled_dot_product_attention(**problem, mask=causal_mask(12))
+        open_, _ = scaled_dot_product_attention(**problem)
+        changed = np.abs(causal - open_).max(axis=1) > 1e-12
+        assert changed[:-1].all() and not changed[-1]
+        for blocks in [(4, 3), (1, 12), (5, 7)]:  # the block sizes change nothing but rounding
+            assert np.abs(tiled_attention(**problem, block_q=blocks[0], block_k=blocks[1], causal=True)
+                          - causal).max() < 1e-12
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_one_tile_rounds_differently_too(seed):
+    """Issue 36 item 11: the chapter blamed the tiles' order of addition for the difference
+    from the direct computation; a single tile also differs, since the loop multiplies by V
+    before it divides by l."""
+    rng = np.random.default_rng(seed)
+    Q, K, V = (rng.standard_normal((2, 3, 100, 16)) for _ in range(3))
+    direct, _ = scaled_dot_product_attention(Q, K, V)
+    assert 0 < np.abs(tiled_attention(Q, K, V, 100, 100) - direct).max() < 1e-12
+    text = markdown_of(9)
+    assert "Not to 0: the tiles add the same terms in another order" not in text
+    assert "a single tile that holds every score" in text
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_left_padded_batch_needs_a_padding_mask_at_every_decoding_step(seed):
+    """Issue 36 item 11: "one new query ... needs no mask at all"; a left-padded sequence's
+    tokens all move without a padding mask, the last step's included."""
+    X, layer = chapter_layer(seed)
+    pad_token = np.random.default_rng(seed + 100).standard_normal(16)
+    padded = np.concatenate([np.tile(pad_token, (3, 1)), X[:7]])  # (10, d_model)
+    padding = np.arange(10) < 3
+    alone = decode_with_cache(X[:7], **layer)
+    assert np.abs(decode_with_cache(padded, **layer, padding=padding)[3:] - alone).max() < 1e-12
+    assert (np.abs(decode_with_cache(padded, **layer)[3:] - alone).max(axis=1) > 1e-3).all()
+    text = markdown_of(9)
+    assert "needs no mask at all" not in text
+    assert "padding mask" in text and "at every step" in text
+
+
+def test_the_cache_is_capped_by_a_sliding_window_and_flash_2_keeps_the_log_sum_exp():
+    """Issue 36 item 11: "the cache grows with every token" (Mistral-7B v0.1's window caps
+    it); the unnormalised output and one log-sum-exp per row are FlashAttention-2's; the
+    traffic lines are parallel only for N much larger than the query block."""
+    text = markdown_of(9)
+    assert "The cache grows with every token" not in text
+    assert "Unless each query looks back a fixed distance only" in text
+    assert "as FlashAttention-2 does" in text and "FlashAttention-2's backward pass keeps" in text
+    assert "so the lines are parallel on a log-log scale" not in text
+    assert "the lines become parallel" in text
+    X, layer = chapter_layer(0)
+    _, K_cache, _ = decode_with_cache(X, **layer, window=4, return_cache=True)
+    assert K_cache.shape[-2] == 4  # 4 slots after 10 tokens
+    block_q = max(b for b in range(1, 2**16) if fast_memory_values(b, 16, 64) <= 2**16)
+    slope = np.log(tiled_traffic(2048, 64, block_q, 16) / tiled_traffic(1024, 64, block_q, 16)) / np.log(2)
+    assert slope < 1.7 and tiled_traffic(block_q, 64, block_q, 16) == 4 * block_q * 64 + block_q
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_prompt_read_at_once_then_decoded_is_the_full_computation(seed):
+    """Issue 36 item 17: prefill, then decode from its cache; the chapter explains both, the
+    padding mask, a rolling cache, why no queries are cached, and what bounds each phase."""
+    X, layer = chapter_layer(seed)
+    full, _ = multi_head_attention(X, **layer, mask=causal_mask(10))
+    prompt, K, V = prefill(X[:6], **layer)
+    rest = decode_with_cache(X[6:], **layer, cache=(K, V))
+    assert np.abs(np.concatenate([prompt, rest]) - full).max() < 1e-12
+    text = markdown_of(9)
+    for phrase in ("*prefill*", "*decode*", "*memory-bound*", "*compute-bound*", "*rolling buffer*",
+                   "Why a cache of keys and values, and none of queries?"):
+        assert phrase in text

@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 from attncourse import kv_cache
 from attncourse.attention import causal_mask
-from attncourse.kv_cache import decode_with_cache, kv_cache_bytes, step_multiply_adds
+from attncourse.kv_cache import (
+    decode_with_cache,
+    decoding_mask,
+    kv_cache_bytes,
+    prefill,
+    step_multiply_adds,
+)
 from attncourse.multihead import multi_head_attention, projection_shapes, split_heads
 
 FAST = settings(max_examples=50, deadline=None)
@@ -128,8 +134,14 @@ def test_each_step_projects_one_token_only(monkeypatch):
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"X": np.zeros((2, 3, 4))}, r"X must have shape \(seq, d_model\), got shape \(2, 3, 4\)"),
-        ({"X": np.zeros((0, 4))}, r"X of shape \(seq, d_model\) \(0, 4\) is empty along axis 0"),
+        ({"X": np.zeros(4)}, r"X must have at least 2 dimensions, shape \(\.\.\., seq, d_model\), got shape \(4,\)"),
+        ({"X": np.zeros((0, 4))}, r"X of shape \(\.\.\., seq, d_model\) \(0, 4\) is empty along axis -2"),
+        ({"padding": [False, True]}, r"padding of shape \(2,\) must have shape \(\.\.\., 3\)"),
+        ({"padding": np.bool_(True)}, r"padding must have shape \(\.\.\., 3\), one flag per position"),
+        ({"window": 0}, r"window must be a positive integer"),
+        ({"cache": (np.zeros((2, 5, 2)), np.zeros((2, 4, 2)))}, r"K_cache of shape \(2, 5, 2\) and V_cache of shape "
+                                                               r"\(2, 4, 2\) must hold as many positions"),
+        ({"cache": (np.zeros((3, 5, 2)), np.zeros((3, 5, 2)))}, r"K_cache must have shape \(2, 'cached', 2\)"),
         ({"W_q": np.zeros((5, 4))}, r"W_q must have shape \(d_model=4, \.\.\.\)"),
         ({"W_q": np.zeros((4, 5))}, r"W_q has 5 columns, not divisible by n_heads=2"),
         ({"W_k": np.zeros((4, 6))}, r"W_k must have n_kv_heads \* d_head = 2 \* 2 = 4 columns"),
@@ -156,6 +168,10 @@ def test_decode_with_cache_refuses_bad_input(change, message):
         ({"X": [["a"] * 4] * 3}, r"X must be an array of real numbers"),
         ({"W_k": np.eye(4) * 1j}, r"W_k must be real, got dtype complex128"),
         ({"return_cache": "yes"}, r"return_cache must be True or False"),
+        ({"padding": [0, 1, 0]}, r"padding must be boolean \(True = may attend\), got dtype int64"),
+        ({"window": 2.0}, r"window must be a positive integer, got 2.0 of type float"),
+        ({"cache": [np.zeros((2, 1, 2))] * 2}, r"cache must be a pair \(K_cache, V_cache\), as prefill returns them, "
+                                               r"got list"),
     ],
 )
 def test_decode_with_cache_refuses_the_wrong_kind_of_input_as_a_type_error(change, message):
@@ -163,6 +179,76 @@ def test_decode_with_cache_refuses_the_wrong_kind_of_input_as_a_type_error(chang
                  "W_v": np.zeros((4, 4)), "W_o": np.zeros((4, 4)), "n_heads": 2} | change
     with pytest.raises(TypeError, match=message):
         decode_with_cache(**arguments)
+
+
+# ---------------------------------------------------------------- a prompt, padding, windows
+
+
+def _reference(X, layer, padding=None, window=None):
+    """The whole sequence at once: multi-head attention with the decoder's mask, padding rows 0."""
+    pad = np.zeros(X.shape[:-1], dtype=bool) if padding is None else padding
+    full, _ = multi_head_attention(X, **layer, mask=decoding_mask(X.shape[-2], pad, window)[..., None, :, :])
+    return np.where(pad[..., None], 0.0, full)
+
+
+@FAST
+@given(seed=st.integers(0, 2**32 - 1), seq=st.integers(1, 10), split=st.integers(0, 10),
+       window=st.sampled_from([None, 1, 2, 3, 7, 50]), kv_and_group=st.sampled_from([(1, 1), (1, 3), (2, 2)]),
+       batch=st.sampled_from([(), (2,), (2, 1)]))
+def test_a_prompt_read_at_once_then_decoded_equals_the_whole_sequence_at_once(seed, seq, split, window,
+                                                                              kv_and_group, batch):
+    """prefill reads the first tokens in one pass, decode_with_cache continues from its cache:
+    together, the rows of one pass over everything, with left padding and a sliding window."""
+    n_kv_heads, group = kv_and_group
+    rng = np.random.default_rng(seed)
+    layer = dict(zip(("W_q", "W_k", "W_v", "W_o"), random_layer(rng, 5, n_kv_heads * group, 2, n_kv_heads)),
+                 n_heads=n_kv_heads * group, n_kv_heads=n_kv_heads)
+    X = rng.standard_normal((*batch, seq, 5))
+    lengths = rng.integers(1, seq + 1, size=batch)  # each sequence's real tokens, padded on the left
+    padding = np.arange(seq) < (seq - np.asarray(lengths))[..., None]  # (*batch, seq)
+    expected = _reference(X, layer, padding, window)
+    np.testing.assert_allclose(decode_with_cache(X, **layer, padding=padding, window=window), expected, **EXACT)
+    split = min(split, seq - 1)
+    if split > 0:
+        prompt, K, V = prefill(X[..., :split, :], **layer, padding=padding[..., :split], window=window)
+        rest = decode_with_cache(X[..., split:, :], **layer, cache=(K, V), padding=padding, window=window)
+        np.testing.assert_allclose(np.concatenate([prompt, rest], axis=-2), expected, **EXACT)
+
+
+def test_a_left_padded_sequence_needs_its_padding_masked_at_every_step():
+    rng = np.random.default_rng(10)
+    layer = dict(zip(("W_q", "W_k", "W_v", "W_o"), random_layer(rng, 6, 4, 3, 2)), n_heads=4, n_kv_heads=2)
+    tokens = rng.standard_normal((5, 6))  # (seq, d_model): the sequence's own tokens
+    padded = np.concatenate([np.tile(rng.standard_normal(6), (3, 1)), tokens])  # three pad tokens in front
+    padding = np.arange(8) < 3
+    alone = decode_with_cache(tokens, **layer)
+    masked = decode_with_cache(padded, **layer, padding=padding)
+    np.testing.assert_allclose(masked[3:], alone, **EXACT)
+    assert (masked[:3] == 0).all()  # padding asks nothing
+    unmasked = decode_with_cache(padded, **layer)
+    assert (np.abs(unmasked[3:] - alone).max(axis=-1) > 1e-3).all()  # every real token's output is off
+
+
+def test_a_window_caps_the_cache_and_keeps_position_p_in_slot_p_mod_window():
+    rng = np.random.default_rng(11)
+    layer = dict(zip(("W_q", "W_k", "W_v", "W_o"), random_layer(rng, 4, 2, 2)), n_heads=2)
+    X = rng.standard_normal((10, 4))
+    _, K_cache, V_cache = decode_with_cache(X, **layer, window=4, return_cache=True)
+    assert K_cache.shape == V_cache.shape == (2, 4, 2)  # four slots, not ten positions
+    keys = split_heads(X @ layer["W_k"], 2)  # (n_kv_heads, seq, d_head)
+    for position in range(6, 10):  # the last four positions, each in slot position % 4
+        np.testing.assert_allclose(K_cache[:, position % 4], keys[:, position], **EXACT)
+    # a window as long as the sequence changes nothing
+    np.testing.assert_array_equal(decode_with_cache(X, **layer, window=10), decode_with_cache(X, **layer))
+
+
+def test_the_decoding_mask_is_causal_banded_and_blind_to_padding():
+    mask = decoding_mask(5, padding=[True, False, False, False, False], window=2)
+    assert mask.astype(int).tolist() == [[1, 0, 0, 0, 0], [0, 1, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 1, 1, 0],
+                                         [0, 0, 0, 1, 1]]
+    np.testing.assert_array_equal(decoding_mask(4), causal_mask(4))
+    batch = decoding_mask(3, padding=[[False] * 3, [True, False, False]])
+    assert batch.shape == (2, 3, 3) and not batch[1, 2, 0] and batch[0, 2, 0]
 
 
 # ---------------------------------------------------------------- the work per step
