@@ -28,6 +28,7 @@ from attncourse.verb_roles import (
     verb_loss,
     verb_predictions,
 )
+from tests.chapter_prose import paragraph_with, paragraphs
 
 pytestmark = pytest.mark.slow
 SEEDS = range(10)
@@ -196,3 +197,41 @@ def test_the_random_examples_of_the_first_sections():
         wide_q, wide_k = rng.standard_normal((2, 128, 128))
         assert all(np.linalg.matrix_rank(wide_q[:, b:b + 16] @ wide_k[:, b:b + 16].T) == 16
                    for b in range(0, 128, 16))
+
+
+# Issue 36 item 7: W_O unmixes the subject and the object only if each head's value map
+# (properties -> head output) is invertible too, besides the table of mixtures.
+
+def value_maps(model: TrainedHeads, d_head: int = 2) -> list[np.ndarray]:
+    """Each head's (d_property, d_head) block of W_V: the rows of the two properties."""
+    return [model.W_v[4:, h * d_head:(h + 1) * d_head] for h in range(model.n_heads)]
+
+
+def refit_loss(run: Run, W_v: np.ndarray) -> float:
+    """Held-out loss of the two-head model with value weights W_v and W_O refitted by least squares."""
+    def at_verb(task):
+        heads, _ = attention_heads(task.embeddings(), run.two.W_q, run.two.W_k, W_v, 2)
+        return heads[np.arange(len(task.roles)), :, task.position(VERB)].reshape(len(task.roles), -1)
+    W_o = np.linalg.lstsq(at_verb(run.train), run.train.wanted_output(), rcond=None)[0]
+    return float(np.mean((at_verb(run.test) @ W_o - run.test.wanted_output()) ** 2))
+
+
+def test_every_trained_pair_keeps_invertible_value_maps_and_a_rank_one_map_loses_a_property(runs):
+    for run in runs:
+        maps = value_maps(run.two)
+        assert min(np.linalg.svd(block, compute_uv=False).min() for block in maps) > 0.2
+        assert refit_loss(run, run.two.W_v) < 1e-3
+        for head, block in enumerate(maps):
+            left, singular, right = np.linalg.svd(block)
+            flattened = run.two.W_v.copy()
+            flattened[4:, 2 * head:2 * head + 2] = singular[0] * np.outer(left[:, 0], right[0])
+            assert refit_loss(run, flattened) > 0.1  # the table is unchanged, a property is gone
+
+
+def test_the_chapter_names_the_value_maps_among_the_conditions():
+    text = " ".join(paragraphs(4))
+    assert "as long as the table is invertible and the fillers get next to nothing, $W_O$ can solve" not in text
+    unmix = paragraph_with(4, "{glue:text}`mixtures_det:.2f`")
+    for needed in ("three things hold", "value map", "is invertible too", "{glue:text}`value_sv_min:.2f`",
+                   "{glue:text}`value_sv_low:.2f`", "{glue:text}`rank_one_refit:.3f`"):
+        assert needed in unmix, needed
