@@ -235,3 +235,52 @@ def test_the_chapter_names_the_value_maps_among_the_conditions():
     for needed in ("three things hold", "value map", "is invertible too", "{glue:text}`value_sv_min:.2f`",
                    "{glue:text}`value_sv_low:.2f`", "{glue:text}`rank_one_refit:.3f`"):
         assert needed in unmix, needed
+
+
+# Issue 36 item 15: why W_Q and W_K and not one M; W_O folded into W_V; concatenation is W_O = I.
+
+def test_gpt2_small_sizes_give_the_chapters_counts():
+    from transformers import GPT2Config
+
+    config = GPT2Config()  # GPT-2 small's defaults
+    d_model, n_heads = config.n_embd, config.n_head
+    d_head = d_model // n_heads
+    assert (d_model, n_heads, d_head) == (768, 12, 64)
+    assert d_model * d_model == 589_824 and 2 * d_model * d_head == 98_304
+    assert n_heads * d_model * d_model == 3 * 4 * d_model * d_model  # twelve forms, three layers
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_each_heads_forms_have_rank_d_head_and_fold_into_the_output(seed):
+    rng = np.random.default_rng(seed)
+    n_heads, d_head, d_model, seq = 3, 2, 7, 5
+    X = rng.standard_normal((2, seq, d_model))  # (batch, seq, d_model)
+    W_q, W_k, W_v = (rng.standard_normal((d_model, n_heads * d_head)) for _ in range(3))
+    W_o = rng.standard_normal((n_heads * d_head, d_model))
+    output, weights = multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads)
+    folded = np.zeros_like(output)
+    for h in range(n_heads):
+        block = slice(h * d_head, (h + 1) * d_head)
+        M_h, OV_h = W_q[:, block] @ W_k[:, block].T, W_v[:, block] @ W_o[block]  # (d_model, d_model) each
+        assert np.linalg.matrix_rank(M_h) == np.linalg.matrix_rank(OV_h) == d_head
+        scores = X @ M_h @ np.swapaxes(X, -1, -2) / np.sqrt(d_head)  # (batch, seq, seq)
+        assert np.allclose(weights[:, h], np.exp(scores) / np.exp(scores).sum(-1, keepdims=True))
+        folded += weights[:, h] @ X @ OV_h
+    assert np.allclose(folded, output, atol=1e-12)
+    square = rng.standard_normal((d_model, n_heads * d_head))
+    heads, _ = attention_heads(X, W_q, W_k, square, n_heads)
+    identity_output, _ = multi_head_attention(X, W_q, W_k, square, np.eye(n_heads * d_head), n_heads)
+    assert np.allclose(identity_output, merge_heads(heads), atol=1e-12)
+
+
+def test_chapter_4_says_why_two_matrices_and_folds_w_o_into_w_v():
+    why = paragraph_with(4, "**Why two matrices, and not one $M$?**")
+    assert "(ch4-why-two-matrices)=" in why and "{cite}`radford2019language`" in why
+    counts = paragraph_with(4, "{glue:text}`gpt2_full_form:,d`")
+    for needed in ("{glue:text}`gpt2_factored_pair:,d`", "rank limit", "many heads affordable"):
+        assert needed in counts, needed
+    cache = paragraph_with(4, "{glue:text}`gpt2_cache_ratio:d`")
+    assert "cache" in cache and "64" in cache
+    fold = paragraph_with(4, "**$W_O$ folded into $W_V$.**")
+    for needed in ("$W_V^h W_O^{[h]}$", "$W_O = I$", "{glue:text}`fold_error:.0e`", "{glue:text}`identity_error:.0e`"):
+        assert needed in fold, needed
