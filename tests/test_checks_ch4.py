@@ -61,7 +61,9 @@ def per_head_loop(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
     heads, weights = [], []
     for h in range(n_heads):
         block = slice(h * d_head, (h + 1) * d_head)
-        out, w = scaled_dot_product_attention(X @ W_q[:, block], X @ W_k[:, block], X @ W_v[:, block], mask=mask)
+        # a mask of 3 or more dimensions has a head axis (of size n_heads or 1) before (seq, seq)
+        head_mask = mask if mask is None or np.ndim(mask) < 3 else mask[..., min(h, mask.shape[-3] - 1), :, :]
+        out, w = scaled_dot_product_attention(X @ W_q[:, block], X @ W_k[:, block], X @ W_v[:, block], mask=head_mask)
         heads.append(out)
         weights.append(w)
     return np.concatenate(heads, axis=-1) @ W_o, np.stack(weights, axis=-3)
@@ -94,7 +96,7 @@ def variant(split="right", scale=None, merge="right", project=True, average=Fals
 @pytest.mark.parametrize("answer", [reference, per_head_loop, variant(), lambda *a: tuple(x.tolist() for x in reference(*a))])
 def test_multi_head_attention_passes_correct_answers(capsys, answer):
     line = feedback(capsys, checks.multi_head_attention, answer)
-    assert line.startswith("[ch4-multi-head-attention] Passed. Your multi-head attention matches the course's on 6 inputs")
+    assert line.startswith("[ch4-multi-head-attention] Passed. Your multi-head attention matches the course's on 7 inputs")
     assert "torch.nn.MultiheadAttention on a batch of 2 sentences" in line
 
 
@@ -143,6 +145,20 @@ def test_multi_head_attention_names_the_mistake(capsys, answer, expected):
     assert expected in line
 
 
+def pairs_masks_with_sentences(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    """Right for a (seq, seq) mask; a (n_heads, seq, seq) one it gives to the sentences."""
+    if mask is not None and mask.ndim == 3:
+        mask = mask[:, None]  # (batch, 1, seq, seq)
+    return variant()(X, W_q, W_k, W_v, W_o, n_heads, mask)
+
+
+def test_an_answer_that_pairs_a_per_head_mask_with_the_sentences_fails_and_is_told_so(capsys):
+    """Issue 36 item 13: with only (seq, seq) masks in the visible check, this answer passed."""
+    line = feedback(capsys, checks.multi_head_attention, pairs_masks_with_sentences)
+    assert line.startswith("[ch4-multi-head-attention] Not right yet. ")
+    assert "a mask per head" in line and "mask[0] went to the first sentence" in line
+
+
 def test_the_attention_cases_include_what_the_exercise_is_about():
     cases = ch4._attention_cases()
     widths = [(X.shape[-1], W_q.shape[1], W_o.shape[1]) for _, (X, W_q, _, _, W_o), _, _ in cases]
@@ -150,6 +166,8 @@ def test_the_attention_cases_include_what_the_exercise_is_about():
     assert any(len({*w, d}) == 4 for w, d in zip(widths, d_heads))  # d_model, width, d_out, d_head
     assert any(X.ndim == 3 for _, (X, *_), _, _ in cases)  # a batch
     assert any(mask is not None for *_, mask in cases)
+    per_head = [(X, n, mask) for _, (X, *_), n, mask in cases if mask is not None and mask.ndim == 3]
+    assert any(X.ndim == 3 and len(X) == n == len(mask) for X, n, mask in per_head)  # pairing shows
     assert any(n == 1 for _, _, n, _ in cases) and any(X.shape[-2] == 1 for _, (X, *_), _, _ in cases)
     # the reshape bug changes the answer in the first case (it cannot in one head or one token)
     _, arrays, n_heads, _ = cases[0]
@@ -223,7 +241,8 @@ def test_indispensable_head_names_the_mistake(capsys, answer, expected):
 
 MULTI_HEAD_WRONG = [variant(split="reshape alone"), variant(merge="reshape alone"),
                     variant(scale=1.0), variant(project=False), variant(average=True),
-                    variant(use_mask=False), lambda *a: (reference(*a)[0] * 2, reference(*a)[1])]
+                    variant(use_mask=False), lambda *a: (reference(*a)[0] * 2, reference(*a)[1]),
+                    pairs_masks_with_sentences]
 
 
 @pytest.mark.slow  # 400 runs of the check, torch's module included

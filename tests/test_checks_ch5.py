@@ -135,7 +135,7 @@ def mutates(layer_weights, residual=0.5):
 
 def test_attention_rollout_passes_the_reference(capsys):
     line = feedback(capsys, checks.attention_rollout, reference)
-    assert line.startswith("[ch5-attention-rollout] Passed. Your rollout matches on 5 inputs")
+    assert line.startswith("[ch5-attention-rollout] Passed. Your rollout matches on 7 inputs")
 
 
 def test_attention_rollout_reports_the_stub(capsys):
@@ -168,22 +168,35 @@ def test_each_diagnosed_mistake_differs_from_the_reference_on_some_case():
     for mistake, _ in ch5._ROLLOUT_MISTAKES:
         assert any(
             not np.allclose(ch5._rollout_variant(layers, **mistake), attention_rollout(layers))
-            for _, layers in ch5._rollout_cases()
+            for _, layers, _ in ch5._rollout_cases()
         ), mistake
 
 
 def test_the_rollout_cases_include_what_the_exercise_is_about():
-    cases = dict(ch5._rollout_cases())
+    cases = {description: layers for description, layers, _ in ch5._rollout_cases()}
     shapes = [layers.shape for layers in cases.values()]
     assert any(len(shape) == 4 for shape in shapes)  # several heads
     assert any(shape[0] == 1 for shape in shapes) and any(shape[0] > 2 for shape in shapes)
     thresholded = [layers for layers in cases.values() if not np.allclose(layers.sum(-1), 1.0)]
     assert thresholded  # rows that need renormalising
+    residuals = {residual for _, _, residual in ch5._rollout_cases()}
+    assert None in residuals and len(residuals - {None, 0.5}) >= 2  # the default and two others
+
+
+def ignores_the_residual(layer_weights, residual=0.5):
+    return attention_rollout(layer_weights)  # 0.5 whatever residual is
+
+
+def test_an_answer_that_ignores_the_residual_argument_fails_and_is_told_so(capsys):
+    """Issue 36 item 13: every visible case used residual 0.5, so this answer passed."""
+    line = feedback(capsys, checks.attention_rollout, ignores_the_residual)
+    assert line.startswith("[ch5-attention-rollout] Not right yet. ")
+    assert "with residual=0.2" in line and "this is the rollout with residual 0.5" in line
 
 
 ROLLOUT_WRONG = [variant(normalise=None), variant(normalise="columns"), variant(transpose=True),
                  transposed_result, variant(later_on_left=False), variant(heads="sum"),
-                 variant(residual=0.0)]
+                 variant(residual=0.0), ignores_the_residual]
 
 
 def test_on_50_seeds_of_inputs_the_reference_passes_and_every_mistake_fails(capsys, monkeypatch):

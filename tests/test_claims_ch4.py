@@ -28,6 +28,7 @@ from attncourse.verb_roles import (
     verb_loss,
     verb_predictions,
 )
+from tests.chapter_prose import paragraph_with, paragraphs
 
 pytestmark = pytest.mark.slow
 SEEDS = range(10)
@@ -196,3 +197,90 @@ def test_the_random_examples_of_the_first_sections():
         wide_q, wide_k = rng.standard_normal((2, 128, 128))
         assert all(np.linalg.matrix_rank(wide_q[:, b:b + 16] @ wide_k[:, b:b + 16].T) == 16
                    for b in range(0, 128, 16))
+
+
+# Issue 36 item 7: W_O unmixes the subject and the object only if each head's value map
+# (properties -> head output) is invertible too, besides the table of mixtures.
+
+def value_maps(model: TrainedHeads, d_head: int = 2) -> list[np.ndarray]:
+    """Each head's (d_property, d_head) block of W_V: the rows of the two properties."""
+    return [model.W_v[4:, h * d_head:(h + 1) * d_head] for h in range(model.n_heads)]
+
+
+def refit_loss(run: Run, W_v: np.ndarray) -> float:
+    """Held-out loss of the two-head model with value weights W_v and W_O refitted by least squares."""
+    def at_verb(task):
+        heads, _ = attention_heads(task.embeddings(), run.two.W_q, run.two.W_k, W_v, 2)
+        return heads[np.arange(len(task.roles)), :, task.position(VERB)].reshape(len(task.roles), -1)
+    W_o = np.linalg.lstsq(at_verb(run.train), run.train.wanted_output(), rcond=None)[0]
+    return float(np.mean((at_verb(run.test) @ W_o - run.test.wanted_output()) ** 2))
+
+
+def test_every_trained_pair_keeps_invertible_value_maps_and_a_rank_one_map_loses_a_property(runs):
+    for run in runs:
+        maps = value_maps(run.two)
+        assert min(np.linalg.svd(block, compute_uv=False).min() for block in maps) > 0.2
+        assert refit_loss(run, run.two.W_v) < 1e-3
+        for head, block in enumerate(maps):
+            left, singular, right = np.linalg.svd(block)
+            flattened = run.two.W_v.copy()
+            flattened[4:, 2 * head:2 * head + 2] = singular[0] * np.outer(left[:, 0], right[0])
+            assert refit_loss(run, flattened) > 0.1  # the table is unchanged, a property is gone
+
+
+def test_the_chapter_names_the_value_maps_among_the_conditions():
+    text = " ".join(paragraphs(4))
+    assert "as long as the table is invertible and the fillers get next to nothing, $W_O$ can solve" not in text
+    unmix = paragraph_with(4, "{glue:text}`mixtures_det:.2f`")
+    for needed in ("three things hold", "value map", "is invertible too", "{glue:text}`value_sv_min:.2f`",
+                   "{glue:text}`value_sv_low:.2f`", "{glue:text}`rank_one_refit:.3f`"):
+        assert needed in unmix, needed
+
+
+# Issue 36 item 15: why W_Q and W_K and not one M; W_O folded into W_V; concatenation is W_O = I.
+
+def test_gpt2_small_sizes_give_the_chapters_counts():
+    from transformers import GPT2Config
+
+    config = GPT2Config()  # GPT-2 small's defaults
+    d_model, n_heads = config.n_embd, config.n_head
+    d_head = d_model // n_heads
+    assert (d_model, n_heads, d_head) == (768, 12, 64)
+    assert d_model * d_model == 589_824 and 2 * d_model * d_head == 98_304
+    assert n_heads * d_model * d_model == 3 * 4 * d_model * d_model  # twelve forms, three layers
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_each_heads_forms_have_rank_d_head_and_fold_into_the_output(seed):
+    rng = np.random.default_rng(seed)
+    n_heads, d_head, d_model, seq = 3, 2, 7, 5
+    X = rng.standard_normal((2, seq, d_model))  # (batch, seq, d_model)
+    W_q, W_k, W_v = (rng.standard_normal((d_model, n_heads * d_head)) for _ in range(3))
+    W_o = rng.standard_normal((n_heads * d_head, d_model))
+    output, weights = multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads)
+    folded = np.zeros_like(output)
+    for h in range(n_heads):
+        block = slice(h * d_head, (h + 1) * d_head)
+        M_h, OV_h = W_q[:, block] @ W_k[:, block].T, W_v[:, block] @ W_o[block]  # (d_model, d_model) each
+        assert np.linalg.matrix_rank(M_h) == np.linalg.matrix_rank(OV_h) == d_head
+        scores = X @ M_h @ np.swapaxes(X, -1, -2) / np.sqrt(d_head)  # (batch, seq, seq)
+        assert np.allclose(weights[:, h], np.exp(scores) / np.exp(scores).sum(-1, keepdims=True))
+        folded += weights[:, h] @ X @ OV_h
+    assert np.allclose(folded, output, atol=1e-12)
+    square = rng.standard_normal((d_model, n_heads * d_head))
+    heads, _ = attention_heads(X, W_q, W_k, square, n_heads)
+    identity_output, _ = multi_head_attention(X, W_q, W_k, square, np.eye(n_heads * d_head), n_heads)
+    assert np.allclose(identity_output, merge_heads(heads), atol=1e-12)
+
+
+def test_chapter_4_says_why_two_matrices_and_folds_w_o_into_w_v():
+    why = paragraph_with(4, "**Why two matrices, and not one $M$?**")
+    assert "(ch4-why-two-matrices)=" in why and "{cite}`radford2019language`" in why
+    counts = paragraph_with(4, "{glue:text}`gpt2_full_form:,d`")
+    for needed in ("{glue:text}`gpt2_factored_pair:,d`", "rank limit", "many heads affordable"):
+        assert needed in counts, needed
+    cache = paragraph_with(4, "{glue:text}`gpt2_cache_ratio:d`")
+    assert "cache" in cache and "64" in cache
+    fold = paragraph_with(4, "**$W_O$ folded into $W_V$.**")
+    for needed in ("$W_V^h W_O^{[h]}$", "$W_O = I$", "{glue:text}`fold_error:.0e`", "{glue:text}`identity_error:.0e`"):
+        assert needed in fold, needed

@@ -19,6 +19,7 @@ from attncourse.graph import (
     stationary_distribution,
     token_residual,
 )
+from tests.chapter_prose import paragraph_with, paragraphs
 
 pytestmark = pytest.mark.slow
 N_LAYERS, DRAWS = 6, range(100)
@@ -132,3 +133,69 @@ def test_the_converse_needs_a_positive_stationary_distribution():
         assert np.allclose(rebuilt, rebuilt.T) and np.allclose(softmax(rebuilt), A)
     causal = softmax(np.where(np.tril(np.ones((6, 6), bool)), S + S.T, -np.inf))
     assert np.allclose(stationary_distribution(causal), np.eye(6)[0])  # pi_i = 0 for i > 0
+
+
+# Issue 36 item 8: the skip connections hold the collapse off over six layers, not at any
+# depth, and how much they hold it off depends on their weight (Noci et al. 2022); what a
+# layer always shrinks is the range along every direction, not the residual.
+
+def relative_residual_after(X, n_layers, seed, skip=1.0, branch=1.0):
+    """X_{l+1} = skip X_l + branch A_l X_l W_V with the chapter's random layers; ||X - 1 x||/||X|| at the end."""
+    rng = np.random.default_rng(seed)
+    d_model = X.shape[1]
+    W_qs, W_ks = rng.standard_normal((2, n_layers, d_model, d_model))
+    W_vs = rng.standard_normal((n_layers, d_model, d_model)) / np.sqrt(d_model)
+    state = X
+    for W_q, W_k, W_v in zip(W_qs, W_ks, W_vs):
+        scores = (state @ W_q) @ (state @ W_k).T / np.sqrt(d_model)  # (seq, seq)
+        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+        state = skip * state + branch * (weights / weights.sum(axis=1, keepdims=True)) @ state @ W_v
+    return np.linalg.norm(state - state.mean(axis=0)) / np.linalg.norm(state)
+
+
+@pytest.mark.parametrize("first_seed", [0, 1000])
+def test_with_depth_the_skips_only_slow_the_collapse_and_their_weight_decides(first_seed):
+    X = tennis_sentence().X  # (seq, d_model)
+    seeds = range(first_seed, first_seed + 40)
+    six = [relative_residual_after(X, 6, seed) for seed in seeds]
+    assert min(six) > 0.02  # six layers: held off
+    for n_layers, ceiling in ((24, 0.05), (48, 1e-3)):
+        assert np.median([relative_residual_after(X, n_layers, seed) for seed in seeds]) < ceiling
+    half_skip = np.array([relative_residual_after(X, 24, seed, skip=0.5) for seed in seeds])
+    assert np.mean(half_skip < 1e-4) >= 0.95
+    for n_layers in (24, 48):
+        scaled = [relative_residual_after(X, n_layers, seed, branch=1 / np.sqrt(n_layers)) for seed in seeds]
+        assert min(scaled) > 0.2
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_one_layer_can_raise_the_residual_but_shrinks_every_range(seed):
+    tokens = np.array([[0.0], [1.0], [2.0]])  # (seq, d_model)
+    scores = np.zeros((3, 3))
+    scores[0, 0] = scores[1, 2] = scores[2, 2] = 5.0
+    mixed = softmax(scores) @ tokens
+    assert token_residual(tokens) == pytest.approx(1.414, abs=1e-3)
+    assert token_residual(mixed) == pytest.approx(1.600, abs=1e-3) and np.ptp(mixed) < 2.0
+    rng = np.random.default_rng(seed)
+    raised = 0
+    for _ in range(500):
+        X = rng.standard_normal((6, 3))  # (seq, d_model)
+        Y = softmax(4.0 * rng.standard_normal((6, 6))) @ X  # every weight positive
+        raised += token_residual(Y) > token_residual(X)
+        for direction in rng.standard_normal((5, 3)):
+            assert np.ptp(Y @ direction) < np.ptp(X @ direction)
+    assert raised > 0
+
+
+def test_the_chapter_says_what_shrinks_and_that_depth_and_the_skips_weight_matter():
+    text = " ".join(paragraphs(5))
+    assert "Skip connections prevent the collapse" not in text
+    assert "it is there for any softmax attention with finite scores" not in text
+    pull = paragraph_with(5, "The pull has nothing to do with symmetry")
+    assert "range" in pull and "not every measure of spread" in pull
+    rises = paragraph_with(5, "{glue:text}`pull_residual_after:.3f`")
+    assert "{glue:text}`pull_residual_before:.3f`" in rises
+    depth = paragraph_with(5, "{glue:text}`deep_48_mid:.1e`")
+    for needed in ("{glue:text}`deep_half_collapsed:d`", "{glue:text}`deep_scaled_low:.2f`",
+                   "{cite}`noci2022signal`", "depends on their weight"):
+        assert needed in depth, needed

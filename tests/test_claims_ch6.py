@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from attncourse.attention import scaled_dot_product_attention, softmax
 from attncourse.convolution import conv1d_as_attention, conv2d_as_attention
+from tests.chapter_prose import paragraph_with, paragraphs
 
 pytestmark = pytest.mark.slow
 SEEDS = range(10)
@@ -154,3 +155,74 @@ def test_no_single_head_beats_the_bound_with_or_without_a_value_bias(seed):
         for bias, bound in ((b_v, np.sqrt(6 / 37)), (0.0, np.sqrt(24 / 139))):
             errors = np.concatenate([(weights @ x * w_v + bias)[inside] - target for x, target in inputs])
             assert np.sqrt(np.mean(errors ** 2)) >= bound - 1e-12
+
+
+# Issue 36 item 2: the single-head bound holds for a head whose keys are the twelve tokens.
+# Two zero padding keys (F.conv1d(padding=1) reads them, and so do the chapter's two heads) let
+# one hand-built head match the filter on the bound's three inputs; the falling ramp defeats it.
+
+SEQ, INSIDE = 12, slice(1, 11)
+CONSTANT, NEGATIVE = np.full((SEQ, 1), 3.0), np.full((SEQ, 1), -3.0)
+RISING = np.arange(SEQ, dtype=float)[:, None]
+FALLING = RISING[::-1].copy()
+DIFFERENCE = np.array([[[-1.0, 0.0, 1.0]]])  # (c_out, c_in, K): x[i+1] - x[i-1]
+FOUR_INPUTS = [(CONSTANT, 0.0), (NEGATIVE, 0.0), (RISING, 2.0), (FALLING, -2.0)]
+
+
+def test_a_head_with_two_zero_keys_matches_the_filter_on_the_bounds_three_inputs_not_on_a_falling_ramp():
+    padded = lambda x: np.pad(x, ((1, 1), (0, 0)))  # (seq + 2, 1)
+    penalty = np.r_[0.0, np.full(SEQ, 300.0), 0.0]  # on the real tokens only
+    for x, wanted in FOUR_INPUTS:
+        assert np.allclose(torch_conv1d(x, DIFFERENCE)[INSIDE], wanted)
+        weights = softmax(np.tile(50.0 * padded(x)[:, 0] - penalty, (SEQ, 1)))  # (seq, seq + 2)
+        output = (weights @ padded(x) * 2 / 11)[INSIDE]
+        assert np.allclose(output, 2.0 if x is FALLING else wanted, atol=1e-12)  # +2 where -2 is wanted
+    assert np.sqrt(6 / 37) > 0.4  # the bound that head is exempt from
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_no_head_with_two_zero_keys_beats_root_one_half_on_the_four_inputs(seed):
+    """Any weights over the twelve tokens and the two zero keys, any W_V and b_V."""
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        weights = softmax(rng.standard_normal((SEQ, SEQ + 2)) * rng.uniform(0, 30))  # (seq, seq + 2)
+        w_v, b_v = rng.normal(0, 1), rng.normal(-1, 1)
+        errors = np.concatenate([(weights @ np.pad(x, ((1, 1), (0, 0))) * w_v + b_v)[INSIDE] - wanted
+                                 for x, wanted in FOUR_INPUTS])
+        assert np.sqrt(np.mean(errors ** 2)) >= np.sqrt(0.5) - 1e-12
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_head_with_fixed_extra_keys_misses_ramps_of_growing_slope_by_more_than_the_slope(seed):
+    """One head, its parameters fixed: content and position scores, three extra keys with
+    values of their own (a BOS token, sinks). Its error on the two ramps grows with the slope."""
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        w_q, w_k, w_v, b_v = rng.normal(0, 1, size=4)
+        query_position, key_position = rng.normal(0, 2, size=(2, SEQ))
+        extra_keys, extra_values = rng.normal(0, 3, size=(2, 3))
+        misses = []
+        for slope in (1.0, 10.0, 1000.0):
+            errors = []
+            for x, wanted in ((RISING, 2.0), (FALLING, -2.0)):
+                tokens = slope * x[:, 0]  # (seq,)
+                queries = w_q * tokens + query_position  # (seq,)
+                keys = np.r_[w_k * tokens + key_position, extra_keys]  # (seq + 3,)
+                values = np.r_[w_v * tokens, extra_values] + b_v  # (seq + 3,)
+                output = softmax(queries[:, None] * keys[None, :]) @ values  # (seq,)
+                errors.append(output[INSIDE] - slope * wanted)
+            misses.append(np.sqrt(np.mean(np.square(errors))))
+        assert misses[2] > 1000.0 > misses[0]
+        assert misses[2] > misses[1]
+
+
+def test_the_chapter_states_the_bounds_assumption_and_what_a_null_key_changes():
+    bound = paragraph_with(6, r"$\sqrt{6/37} =$")
+    assert "keys are the twelve tokens" in bound and "no key besides the tokens" in bound
+    constant = paragraph_with(6, "Feed a head a constant")
+    assert "no padding key, no BOS or sink token" in constant
+    null_key = " ".join(p for p in paragraphs(6) if "null key" in p)
+    for needed in ("F.conv1d(..., padding=1)", "falling ramp", "{glue:text}`null_key_bound:.4f`",
+                   "{glue:text}`null_key_falling:+.0f`", "attention sinks", "<07_attention_in_a_real_model>",
+                   "ramps of growing slope"):
+        assert needed in null_key, needed

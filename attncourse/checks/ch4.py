@@ -74,6 +74,7 @@ def _attention_cases(seed: int = 4) -> list[tuple[str, tuple[np.ndarray, ...], i
         return X, W_q, W_k, W_v, rng.standard_normal((n_heads * d_head, d_out))
 
     two_heads = problem((), 4, 5, 2, 3, 4)
+    per_head_mask = np.stack([causal_mask(4), causal_mask(4).T])  # (n_heads, seq, seq)
     batched = problem((2,), 5, 6, 3, 2, 6)
     return [
         ("2 heads of width 3, seq 4, d_model 5, d_out 4", two_heads, 2, None),
@@ -82,6 +83,8 @@ def _attention_cases(seed: int = 4) -> list[tuple[str, tuple[np.ndarray, ...], i
         ("the batch with the causal mask", batched, 3, causal_mask(5)),
         ("a single head of width 3, seq 3, d_model 4, d_out 2", problem((), 3, 4, 1, 3, 2), 1, None),
         ("a single token, 2 heads", problem((), 1, 4, 2, 1, 2), 2, None),
+        ("a batch of 2 sentences, 2 heads, a mask per head (causal for head 0, its mirror "
+         "for head 1), shape (2, 4, 4)", problem((2,), 4, 5, 2, 3, 4), 2, per_head_mask),
     ]
 
 
@@ -126,9 +129,10 @@ def multi_head_attention(run, candidate) -> str:
 
     Compared with the course's function (itself equal to torch's to 1e-6) and, where
     X is 3-D and d_model = n_heads * d_head = d_out, with torch.nn.MultiheadAttention, on one sentence
-    and a batch, with and without the causal mask, one head and one token. Diagnoses a
-    reshape without transpose, a scale by the wrong width, a missing W_O, weights averaged
-    over the heads and changed inputs.
+    and a batch, with and without the causal mask, one head and one token, and a batch with
+    a different mask per head. Diagnoses a reshape without transpose, a scale by the wrong
+    width, a missing W_O, weights averaged over the heads, per-head masks paired with the
+    sentences and changed inputs.
     """
     fn = expect_function(candidate, "my_multi_head_attention")
     cases = inputs(_attention_cases())  # one at a time when the grader counts the inputs right
@@ -156,7 +160,8 @@ def multi_head_attention(run, candidate) -> str:
     compared = _compare_with_torch(fn, run, cases)
     return (
         f"Your multi-head attention matches the course's on {len(cases)} inputs (one "
-        "sentence and a batch, with and without the causal mask, one head, one token)"
+        "sentence and a batch, with and without the causal mask, one head, one token, a mask "
+        "per head)"
         + (f" and torch.nn.MultiheadAttention on {compared}." if compared else ".")
     )
 
@@ -215,6 +220,11 @@ def _weights_hint(weights, expected, arrays, n_heads, mask) -> str:
             return hint
     if mask is not None and _close(weights, _variant(arrays, n_heads, None)[1]):
         return "the mask was ignored: masked scores must become -inf before the softmax."
+    if mask is not None and mask.ndim == 3 and _close(weights, _variant(arrays, n_heads, mask[:, None])[1]):
+        return ("mask[0] went to the first sentence and mask[1] to the second: a mask of shape "
+                "(n_heads, seq, seq) is one per head. Pass the mask as it is, it broadcasts "
+                "against (..., n_heads, seq, seq); a padding mask per sentence comes as "
+                "(batch, 1, seq, seq).")
     return (f"the weights {show(weights)} are not {show(expected)}. Hint: per head, "
             "softmax(Q_h K_hᵀ / sqrt(d_head)) by rows, with Q_h the head's block of X W_q.")
 
@@ -227,8 +237,8 @@ def _compare_with_torch(fn, run, cases) -> str:
         return ""
     compared = []
     for description, (X, W_q, W_k, W_v, W_o), n_heads, mask in cases:
-        if not X.shape[-1] == W_q.shape[1] == W_o.shape[1] or X.ndim != 3:
-            continue
+        if not X.shape[-1] == W_q.shape[1] == W_o.shape[1] or X.ndim != 3 or (mask is not None and mask.ndim != 2):
+            continue  # torch's 3-D attn_mask is (batch * n_heads, seq, seq), not ours
         module = torch.nn.MultiheadAttention(X.shape[-1], n_heads, bias=False, batch_first=True,
                                              dtype=torch.float64)
         with torch.no_grad():

@@ -108,20 +108,23 @@ def cycle_above_two(run, W_q, W_k=None) -> str:
     )
 
 
-def _rollout_cases(seed: int = 2027) -> list[tuple[str, np.ndarray]]:
-    """The check's inputs (seed 2027); the tests try 50 other seeds."""
+def _rollout_cases(seed: int = 2027) -> list[tuple[str, np.ndarray, float | None]]:
+    """The check's inputs (seed 2027), each (description, layers, residual); residual None
+    calls the function without it (the default, 0.5). The tests try 50 other seeds."""
     rng = np.random.default_rng(seed)
     random_layers = softmax(2 * rng.standard_normal((3, 5, 5)))  # (n_layers, seq, seq)
     heads = softmax(2 * rng.standard_normal((2, 3, 4, 4)))  # (n_layers, n_heads, seq, seq)
     faint = softmax(2 * rng.standard_normal((4, 6, 6)))
     thresholded = np.where(faint > 0.15, faint, 0.0)  # rows sum to less than 1
     return [
-        ("one layer in which every token reads token 1", np.array([[[0.0, 1.0], [0.0, 1.0]]])),
-        ("three layers of 5 tokens", random_layers),
-        ("two layers of three heads each, shape (2, 3, 4, 4)", heads),
+        ("one layer in which every token reads token 1", np.array([[[0.0, 1.0], [0.0, 1.0]]]), None),
+        ("three layers of 5 tokens", random_layers, None),
+        ("two layers of three heads each, shape (2, 3, 4, 4)", heads, None),
         ("four thresholded layers (edges below 0.15 removed, rows sum to less than 1)",
-         thresholded),
-        ("two layers of a single token", np.ones((2, 1, 1))),
+         thresholded, None),
+        ("two layers of a single token", np.ones((2, 1, 1)), None),
+        ("the three layers of 5 tokens with residual=0.2", random_layers, 0.2),
+        ("the three layers of 5 tokens with residual=0.9", random_layers, 0.9),
     ]
 
 
@@ -166,18 +169,20 @@ def attention_rollout(run, candidate) -> str:
     renormalised.
 
     Diagnoses: no renormalisation, columns instead of rows, edge direction reversed
-    (layers or result transposed), layer order reversed, heads summed, residual missing.
+    (layers or result transposed), layer order reversed, heads summed, residual missing,
+    the argument residual ignored (0.5 used whatever it is).
     """
     fn = expect_function(candidate, "attention_rollout")
     cases = inputs(_rollout_cases())  # one at a time when the grader counts the inputs right
-    for description, layers in cases:
+    for description, layers, residual in cases:
         given = layers.copy()
         what = f"attention_rollout on {description}"
         seq = layers.shape[-1]
-        result = expect_array(run(fn, given), (seq, seq), what)
+        result = expect_array(run(fn, given, *([] if residual is None else [residual])), (seq, seq), what)
         if not np.array_equal(given, layers):
             raise Failed(f"{what} changed its input; work on new arrays.")
-        expected = reference_rollout(layers)
+        residual = 0.5 if residual is None else residual
+        expected = reference_rollout(layers, residual)
         if np.allclose(result, expected, rtol=1e-6, atol=1e-9):
             continue
         if not np.isfinite(result).all():
@@ -187,8 +192,12 @@ def attention_rollout(run, candidate) -> str:
                 f"{what}: you returned the transpose of the rollout, so the edge direction is "
                 "reversed. Row i should be output token i's distribution over the input tokens."
             )
+        if residual != 0.5 and np.allclose(result, reference_rollout(layers), rtol=1e-6, atol=1e-9):
+            raise Failed(f"{what}: this is the rollout with residual 0.5. Use the argument "
+                         "residual: each layer is r I + (1 - r) A with r = residual.")
         for mistake, hint in _ROLLOUT_MISTAKES:
-            if np.allclose(result, _rollout_variant(layers, **mistake), rtol=1e-6, atol=1e-9):
+            if np.allclose(result, _rollout_variant(layers, **{"residual": residual, **mistake}),
+                           rtol=1e-6, atol=1e-9):
                 raise Failed(f"{what}: {hint}")
         raise Failed(
             f"{what} gave {show(result)}; expected {show(expected)}, whose rows sum to 1 "
@@ -197,5 +206,6 @@ def attention_rollout(run, candidate) -> str:
         )
     return (
         f"Your rollout matches on {len(cases)} inputs: one layer, several, several heads, "
-        "thresholded layers whose rows need renormalising, and a single token."
+        "thresholded layers whose rows need renormalising, a single token, and residuals "
+        "other than 0.5."
     )
