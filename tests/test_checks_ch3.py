@@ -179,7 +179,7 @@ CAUSAL = "attention_head on the same head with the causal mask"
         (lambda X, W_q, W_k, W_v, mask=None: reference_head(X, W_q, W_k, W_v, None if mask is None else ~mask, fill=-1e9), "query 2 gives key 3 the weight 1, but the mask forbids it, and most of the weight goes to forbidden pairs: the mask is True where a query MAY attend"),
         (always_causal, f"{FIRST}: you applied the causal mask, but mask is None here"),
         (causal_when_masked, "see only later words: query 0 gives key 0 the weight 1, but the mask forbids it: you applied the causal mask, not the mask given."),
-        (mask_after_softmax, f"{CAUSAL}: the rows of the weights sum to [0.992, 0.854, 0.994, 1. ]. Each query's weights must sum to 1: mask the scores before the softmax"),
+        (mask_after_softmax, f"{CAUSAL}: the rows of the weights sum to [0.992, 0.854, 0.994, 1. ] (the largest difference is 0.15). Each query's weights must sum to 1: mask the scores before the softmax"),
         (naive_head, "scores reach about ±1000 gave the weights"),
         (naive_head, "np.exp of scores near 1000 overflows. Hint: subtract each row's maximum"),
         (column_head, "You normalised the columns: the softmax runs along each query's row (axis=-1)."),

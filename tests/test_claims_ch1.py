@@ -1,4 +1,5 @@
-"""Chapter 1's claims about random quantities, over ten seeds (issue #21, item 12).
+"""Chapter 1's claims about random quantities, over ten seeds (issue #21, item 12), and
+issue 36's findings (items 4 and 13): the chapter's words and the doubling check.
 
 The chapter measures one draw; these tests redo each measurement, smaller, for seeds 0-9
 at once (the seeds are an extra leading axis) and assert the claim for every seed.
@@ -7,11 +8,16 @@ at once (the seeds are an extra leading axis) and assert the claim for every see
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
+from attncourse import checks  # noqa: F401 (declares the predict exercises)
 from attncourse.attention import dot_product_scores, softmax
+from attncourse.checks.predict import PREDICTIONS
+from attncourse.examples import pool_beats_badminton
 
 pytestmark = pytest.mark.slow
 
@@ -84,3 +90,71 @@ def test_the_self_score_stands_sqrt_d_deviations_above_and_T_d_gives_e_over_e_pl
     assert ((off / d).std(axis=(1, 2)) < 2 / np.sqrt(d)).all()
     for T in (np.sqrt(d), d, 10 * d):  # no temperature changes the winner
         assert np.array_equal(softmax(S / T).argmax(axis=-1), S.argmax(axis=-1))
+
+
+# --- issue 36, items 4 and 13: what the chapter's words claim, and the doubling check ------
+
+CHAPTER = Path(__file__).resolve().parents[1] / "chapters" / "01_dot_product_similarity.ipynb"
+
+
+def _prose() -> str:
+    """The chapter's markdown, its lines joined (a phrase may wrap)."""
+    cells = nbformat.read(CHAPTER, as_version=4).cells
+    return " ".join(" ".join(cell.source.split()) for cell in cells if cell.cell_type == "markdown")
+
+
+def _scaled_peak(d, rng, n_queries=2000):
+    """(mean largest weight of a row of scaled scores, mean row spread |q| / sqrt(d))."""
+    q = rng.standard_normal((n_queries, d))  # (queries, d)
+    k = rng.standard_normal((n_queries, N_KEYS, d))  # (queries, keys, d)
+    scores = np.einsum("qd,qkd->qk", q, k) / np.sqrt(d)  # (queries, keys)
+    return softmax(scores).max(axis=-1).mean(), (np.linalg.norm(q, axis=-1) / np.sqrt(d)).mean()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_scaled_peak_holds_from_d_4_and_dips_below(seed):
+    rng = np.random.default_rng([int(seed), 4])
+    (peak_1, spread_1), (peak_2, spread_2), (peak_4, _) = (_scaled_peak(d, rng) for d in (1, 2, 4))
+    assert peak_1 < peak_2 < peak_4 and spread_1 < spread_2 < 0.95
+    assert "whatever $d$ is" not in _prose()
+    assert "for every $d$ measured, from 4 to 1024. Below that it dips" in _prose()
+
+
+def _separate_self_weight(d, rng, n_sentences):
+    """(mean self-weight, variance of the self-scores over that of the others) for random
+    tokens and a fresh random pair W_Q, W_K per sentence, scores scaled by sqrt(d)."""
+    X = rng.standard_normal((n_sentences, N_KEYS, d))  # (batch, seq, d)
+    W_Q, W_K = rng.standard_normal((2, n_sentences, d, d)) / np.sqrt(d)  # (batch, d, d) each
+    S = dot_product_scores(X @ W_Q, X @ W_K) / np.sqrt(d)  # (batch, seq, seq)
+    own = np.diagonal(S, axis1=-2, axis2=-1)  # (batch, seq)
+    return np.diagonal(softmax(S), axis1=-2, axis2=-1).mean(), own.var() / S[:, ~np.eye(N_KEYS, dtype=bool)].var()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_separate_projections_keep_a_small_pull_that_fades_with_d(seed):
+    rng = np.random.default_rng([int(seed), 5])
+    (pull_2, ratio_2), (pull_4, ratio_4), (pull_64, ratio_64) = (
+        _separate_self_weight(d, rng, 2000 if d < 64 else 1000) for d in (2, 4, 64))
+    assert pull_4 > 1 / N_KEYS + 0.003 and abs(pull_64 - 1 / N_KEYS) < 0.003
+    assert min(pull_2, pull_4) > pull_64 and ratio_2 > ratio_4 > ratio_64 > 1
+    prose = _prose()
+    assert "no pull" not in prose and "at every $d$ (measured" not in prose
+    assert "a small pull that fades as $d$ grows" in prose
+
+
+def test_the_self_score_is_a_sum_of_terms_none_negative_and_weights_follow_e_to_the_score():
+    prose = _prose()
+    assert "*positive* terms" not in prose and "a sum of $d$ terms $x_{im}^2$, none of them negative" in prose
+    assert "in proportion to how similar" not in prose
+    assert "proportional to $e$ to the power of a score, not to the score itself" in prose
+
+
+def test_predict_doubling_accepts_no_other_weight_of_pools_row():
+    X = pool_beats_badminton().X  # (seq, d_model)
+    rows = [softmax(scale * X @ X.T)[0] for scale in (1, 4)]  # pool's row before and after doubling
+    answer = rows[1][0]
+    prediction = PREDICTIONS["ch1-predict-doubling"]
+    assert prediction.accepts(answer)
+    others = [weight for row in rows for weight in row if weight != answer]
+    assert min(abs(np.array(others) - answer)) < 0.02  # 0.389, pool's weight on badminton
+    assert not any(prediction.accepts(weight) for weight in others)

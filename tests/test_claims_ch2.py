@@ -1,12 +1,17 @@
-"""Chapter 2's claims about random quantities, over ten seeds (issue #21, item 12).
+"""Chapter 2's claims about random quantities, over ten seeds (issue #21, item 12), and
+issue 36's findings (items 1 and 5) on what its words claim.
 
 The rest of the chapter is deterministic (hand-made embeddings, gradient descent from a
 fixed start); its notebook pins those numbers."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import nbformat
 import numpy as np
 import pytest
+import torch
 
 from attncourse.attention import dot_product_scores, softmax
 from attncourse.examples import hot_cold_words, tennis_sentence
@@ -46,3 +51,83 @@ def test_the_link_one_round_makes_is_typical_of_random_queries_and_keys():
     assert (links > 0).all()
     assert ((q1 < similarity_link) & (similarity_link < q3)).all()
     assert dot_product_scores(X, X)[it, picked] == 0
+
+
+# --- issue 36, items 1 and 5: what the chapter's words claim --------------------------------
+
+CHAPTER = Path(__file__).resolve().parents[1] / "chapters" / "02_reciprocity_problem.ipynb"
+
+
+def _prose() -> str:
+    """The chapter's markdown, its lines joined (a phrase may wrap)."""
+    cells = nbformat.read(CHAPTER, as_version=4).cells
+    return " ".join(" ".join(cell.source.split()) for cell in cells if cell.cell_type == "markdown")
+
+
+def test_a_softmax_ignores_a_constant_added_to_a_row_not_the_sign_of_a_score():
+    row = np.array([1.0, 0.5, -0.5])
+    assert np.allclose(softmax(row + 3.0), softmax(row))
+    assert not np.allclose(softmax(row), softmax(np.abs(row)))
+    prose = _prose()
+    assert "ignores the sign of a score" not in prose
+    assert "a softmax ignores a constant added to a whole row (not the sign of a score" in prose
+
+
+def _it_row(x_it):
+    """it's row of weights in the tennis sentence with its embedding replaced by ``x_it``."""
+    sentence = tennis_sentence()
+    X = sentence.X.copy()  # (seq, d_model)
+    X[sentence.index("it")] = x_it
+    return softmax(X @ x_it), X @ x_it
+
+
+def test_turned_at_its_own_length_it_scores_ball_above_itself_and_a_cap_stays():
+    sentence = tennis_sentence()
+    X, it, ball = sentence.X, sentence.index("it"), sentence.index("ball")
+    ball_direction = X[ball] / np.linalg.norm(X[ball])
+    path_peak = max(_it_row(X[it] + t * ball_direction)[0][ball] for t in np.linspace(0, 3, 301))
+    turned = np.linalg.norm(X[it]) * ball_direction  # it pointing at ball, its length kept
+    weights, scores = _it_row(turned)
+    assert scores[ball] > scores[it] and weights[ball] > path_peak
+    assert X[ball] @ X[ball] > scores[ball]  # ball still prefers itself
+    # The cap, by torch's gradient ascent from a few starts (log A[it, ball] is concave in x_it).
+    Xt = torch.tensor(X)
+    caps = []
+    for start in (X[it], np.zeros(5), X[ball]):
+        x = torch.tensor(start, requires_grad=True)
+        optimiser = torch.optim.Adam([x], lr=0.02)
+        for _ in range(3000):
+            optimiser.zero_grad()
+            row = torch.where(torch.arange(len(X))[:, None] == it, x, Xt) @ x  # (seq,)
+            (torch.logsumexp(row, 0) - row[ball]).backward()
+            optimiser.step()
+        caps.append(_it_row(x.detach().numpy())[0][ball])
+    assert np.ptp(caps) < 1e-4 and weights[ball] < caps[0] < 0.4
+    prose = _prose()
+    assert "ends up its own best match" not in prose
+    assert "no embedding of *it*, of any direction or length, gives *ball* more than" in prose
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_in_128_dimensions_the_merge_depends_on_the_length_of_the_embeddings(seed):
+    words = hot_cold_words()
+    the, temperature, is_, hot, cold = (words.index(w) for w in ("the", "temperature", "is", "hot", "cold"))
+    sentences = [[the, temperature, is_, hot], [the, temperature, is_, cold]]
+    start = 0.5 * np.random.default_rng([int(seed), 128]).standard_normal((5, 128))  # (vocab, d_model)
+    start[cold] = -start[hot]
+    ends = []
+    for scale in (1.0, np.sqrt(8 / 128)):
+        history, _ = fit_similarity_attention(scale * start, sentences, [3, 3], [1, 1], steps=100, learning_rate=0.05)
+        weights = [softmax(dot_product_scores(history[-1][s], history[-1][s]))[3, 1] for s in sentences]
+        ends.append((cosine_similarity(history[-1, hot], history[-1, cold]), min(weights)))
+    (cos_long, weight_long), (cos_short, weight_short) = ends
+    assert cos_long < 0.3 < 0.9 < cos_short and min(weight_long, weight_short) > 0.9
+    prose = _prose()
+    assert "but the pull is the same" not in prose
+    assert "depends on the length of the embeddings more than on their number of dimensions" in prose
+
+
+def test_lambda_names_one_thing():
+    prose = _prose()
+    assert "$\\lambda\\,(1 + \\cos" in prose and "$c = -\\lambda h$" not in prose
+    assert "$c = -\\mu h$ with $\\mu > 0$" in prose

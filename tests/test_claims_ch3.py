@@ -5,7 +5,9 @@ item 12). The ten pronoun models of each kind are trained side by side in one ba
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -134,3 +136,41 @@ def test_permuting_the_tokens_permutes_the_outputs_unless_the_mask_is_causal(see
     mask[np.arange(5), np.arange(5)] = True  # every query sees at least itself
     assert np.allclose(head(X[order], mask[order][:, order]), head(X, mask)[order])
     assert not np.allclose(head(X[order], causal_mask(5)), head(X, causal_mask(5))[order])
+
+
+# --- issue 36, item 6: what chapter 3, the notation and the glossary say ---------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _prose() -> str:
+    """Chapter 3's markdown, its lines joined (a phrase may wrap)."""
+    cells = nbformat.read(ROOT / "chapters" / "03_queries_keys_values.ipynb", as_version=4).cells
+    return " ".join(" ".join(cell.source.split()) for cell in cells if cell.cell_type == "markdown")
+
+
+def test_a_tied_head_with_different_biases_scores_one_way():
+    rng = np.random.default_rng(0)
+    X, W = rng.standard_normal((6, 5)), rng.standard_normal((5, 3))  # (seq, d_model), (d_model, d_k)
+    b_Q, b_K = rng.standard_normal((2, 3))
+    S = (X @ W + b_Q) @ (X @ W + b_K).T  # (seq, seq): W_Q = W_K, biases differ
+    assert not np.allclose(S, S.T)
+    assert "without biases, only a non-symmetric $M$ lets scores go one way" in _prose()
+
+
+def test_notation_writes_scores_with_rows_and_says_where_they_are_unscaled():
+    notation = " ".join((ROOT / "notation.md").read_text().split())
+    assert "x_i^\\top M x_j" not in notation and "$x_i M x_j^\\top$" in notation
+    assert "unscaled where a chapter says so, as $S = X X^\\top$ (chapters 1 and 2)" in notation
+
+
+def test_a_causal_mask_breaks_permutation_equivariance_and_the_glossary_says_so():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((5, 4))  # (seq, d_model)
+    order = np.array([4, 2, 0, 3, 1])
+    for mask, equivariant in ((None, True), (causal_mask(5), False)):
+        output, _ = scaled_dot_product_attention(X, X, X, mask=mask)
+        permuted, _ = scaled_dot_product_attention(X[order], X[order], X[order], mask=mask)
+        assert np.allclose(permuted, output[order]) == equivariant
+    glossary = " ".join((ROOT / "glossary.md").read_text().split())
+    assert "no positional information and no causal mask is permutation equivariant" in glossary

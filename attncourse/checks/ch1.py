@@ -7,6 +7,8 @@ import numpy as np
 from attncourse.attention import softmax
 from attncourse.checks.core import (
     Failed,
+    close,
+    difference,
     exercise,
     expect_array,
     expect_function,
@@ -55,11 +57,13 @@ def stable_softmax(run, candidate) -> str:
         if (weights < 0).any():
             raise Failed(f"{what} gave negative weights {show(weights)}; exp is never negative.")
         sums = weights.sum(axis=-1)
-        if not np.allclose(sums, 1.0, atol=1e-6):
-            raise Failed(f"{what}: the rows sum to {show(sums)}, not 1. {_axis_hint(weights)}")
+        if not close(sums, 1.0, like=weights):
+            raise Failed(f"{what}: the rows sum to {show(sums)}, not 1 ({difference(sums, 1.0)}). "
+                         f"{_axis_hint(weights)}")
         expected = softmax(scores)
-        if not np.allclose(weights, expected, rtol=1e-6, atol=1e-9):
-            raise Failed(f"{what} gave {show(weights)}; expected {show(expected)}.")
+        if not close(weights, expected):
+            raise Failed(f"{what} gave {show(weights)}; expected {show(expected)} "
+                         f"({difference(weights, expected)}).")
     return (
         f"Your softmax matches the reference on {len(cases)} inputs, including scores of "
         "±1000, where the textbook formula gives nan."
@@ -80,9 +84,9 @@ def _overflow_hint(scores: np.ndarray) -> str:
 
 
 def _axis_hint(weights: np.ndarray) -> str:
-    if np.isclose(weights.sum(), 1.0):
+    if close(weights.sum(), 1.0, like=weights):
         return "You normalised the whole array at once: divide each row by its own sum (axis=-1, keepdims=True)."
-    if weights.ndim > 1 and np.allclose(weights.sum(axis=0), 1.0):
+    if weights.ndim > 1 and close(weights.sum(axis=0), 1.0, like=weights):
         return "You normalised the columns: sum over the last axis (axis=-1, keepdims=True)."
     return "Divide each exponential by the sum of its row (axis=-1, keepdims=True)."
 
@@ -144,7 +148,7 @@ def _doubled_self_weight() -> float:
 predict_doubling = predict_exercise(
     "ch1-predict-doubling",
     answer=_doubled_self_weight(),
-    tolerance=0.02,
+    tolerance=0.005,  # under half the gap to 0.389, pool's weight on badminton after doubling
     hint=(
         "Doubling both vectors multiplies each score by how much? "
         "What does that do to the temperature?"

@@ -7,6 +7,8 @@ import numpy as np
 from attncourse.attention import dot_product_scores, softmax
 from attncourse.checks.core import (
     Failed,
+    close,
+    difference,
     exercise,
     expect_array,
     expect_function,
@@ -57,8 +59,9 @@ def stationary_distribution(run, candidate) -> str:
         if not np.isfinite(pi).all():
             raise Failed(f"{what} gave {show(pi)}; every entry should be a finite number.")
         expected = _reference_stationary(X)
-        if not np.allclose(pi, expected, rtol=1e-6, atol=1e-9):
-            raise Failed(f"{what} gave {show(pi)}; expected {show(expected)}. {_stationary_hint(pi, X)}")
+        if not close(pi, expected):
+            raise Failed(f"{what} gave {show(pi)}; expected {show(expected)} ({difference(pi, expected)}). "
+                         f"{_stationary_hint(pi, X)}")
     A = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))
     pi = _reference_stationary(_SENTENCE.X)
     balance = np.abs(pi[:, None] * A - (pi[:, None] * A).T).max()
@@ -71,7 +74,6 @@ def stationary_distribution(run, candidate) -> str:
 def _stationary_hint(pi: np.ndarray, X: np.ndarray) -> str:
     scores = dot_product_scores(X, X)  # (seq, seq)
     Z = np.exp(log_normalisers(scores))  # (seq,)
-    close = lambda a, b: np.allclose(a, b, rtol=1e-6, atol=1e-9)
     if close(pi, Z):
         return "That is Z itself: divide it by its sum, so that pi is a probability distribution."
     if close(pi, (1 / Z) / (1 / Z).sum()):

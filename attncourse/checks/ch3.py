@@ -14,6 +14,8 @@ from attncourse.checks.ch2 import _BALL, _IT, _SENTENCE
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
+    close,
+    difference,
     exercise,
     expect_array,
     expect_function,
@@ -67,10 +69,11 @@ def attention_head(run, candidate) -> str:
         _check_head_weights(weights, arrays, mask, what)
         X, _, _, W_v = arrays
         expected = weights @ (X @ W_v)  # (seq, d_v)
-        if not np.allclose(output, expected, rtol=1e-6, atol=1e-9):
+        if not close(output, expected):
             raise Failed(
                 f"{what}: the weights are right but the output {show(output)} is not "
-                f"{show(expected)}. Hint: output = weights @ V, with the values V = X @ W_v."
+                f"{show(expected)} ({difference(output, expected)}). Hint: output = weights @ V, "
+                "with the values V = X @ W_v."
             )
     return (
         f"Your head matches scaled_dot_product_attention on {len(cases)} inputs: with and "
@@ -100,7 +103,6 @@ def _check_head_weights(weights, arrays, mask, what: str) -> None:
     Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (seq, d_k), (seq, d_k), (seq, d_v)
     d_model, d_k, d_v = W_q.shape[0], W_q.shape[1], W_v.shape[1]
     _, expected = scaled_dot_product_attention(Q, K, V, mask=mask)
-    close = lambda a, b: np.allclose(a, b, rtol=1e-6, atol=1e-9)
     if not np.isfinite(weights).all():
         scores = Q @ K.T / np.sqrt(d_k)
         hint = (
@@ -110,16 +112,16 @@ def _check_head_weights(weights, arrays, mask, what: str) -> None:
             else "Every weight should be a finite number."
         )
         raise Failed(f"{what} gave the weights {show(weights)}. {hint}")
-    if mask is not None and (np.abs(weights[~mask]) > 1e-9).any():
+    if mask is not None and not close(weights[~mask], 0.0, like=weights):
         raise Failed(f"{what}: {_mask_hint(weights, Q, K, V, mask)}")
     sums = weights.sum(axis=-1)
-    if not np.allclose(sums, 1.0, atol=1e-6):
+    if not close(sums, 1.0, like=weights):
         hint = (
             "You normalised the columns: the softmax runs along each query's row (axis=-1)."
-            if np.allclose(weights.sum(axis=0), 1.0, atol=1e-6)
+            if close(weights.sum(axis=0), 1.0, like=weights)
             else "Each query's weights must sum to 1: mask the scores before the softmax, not the weights after it."
         )
-        raise Failed(f"{what}: the rows of the weights sum to {show(sums)}. {hint}")
+        raise Failed(f"{what}: the rows of the weights sum to {show(sums)} ({difference(sums, 1.0)}). {hint}")
     if close(weights, expected):
         return
     if mask is None and close(weights, scaled_dot_product_attention(Q, K, V, mask=causal_mask(len(X)))[1]):
@@ -134,8 +136,9 @@ def _check_head_weights(weights, arrays, mask, what: str) -> None:
         if close(weights, scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale)[1]):
             raise Failed(f"{what}: {hint}")
     raise Failed(
-        f"{what} gave the weights {show(weights)}; expected {show(expected)}. "
-        "Hint: weights = softmax(Q Kᵀ / sqrt(d_k)) by rows, with Q = X W_q and K = X W_k."
+        f"{what} gave the weights {show(weights)}; expected {show(expected)} "
+        f"({difference(weights, expected)}). Hint: weights = softmax(Q Kᵀ / sqrt(d_k)) by rows, "
+        "with Q = X W_q and K = X W_k."
     )
 
 
@@ -144,13 +147,13 @@ def _mask_hint(weights, Q, K, V, mask) -> str:
     pair = f"query {query} gives key {key} the weight {weights[query, key]:.3g}, but the mask forbids it"
     unmasked = scaled_dot_product_attention(Q, K, V)[1]
     scores = Q @ K.T / np.sqrt(Q.shape[-1])
-    if np.allclose(weights, unmasked, rtol=1e-6, atol=1e-9):
+    if close(weights, unmasked):
         return f"{pair}: the mask was ignored."
-    if np.allclose(weights, scaled_dot_product_attention(Q, K, V, mask=causal_mask(len(Q)))[1], rtol=1e-6, atol=1e-9):
+    if close(weights, scaled_dot_product_attention(Q, K, V, mask=causal_mask(len(Q)))[1]):
         return f"{pair}: you applied the causal mask, not the mask given."
     if np.abs(weights[~mask]).sum() > np.abs(weights[mask]).sum():
         return f"{pair}, and most of the weight goes to forbidden pairs: the mask is True where a query MAY attend."
-    if np.allclose(weights, softmax(np.where(mask, scores, 0.0)), rtol=1e-6, atol=1e-9):
+    if close(weights, softmax(np.where(mask, scores, 0.0))):
         return f"{pair}. A masked score of 0 still gets the weight e^0 / Z: use -inf, np.where(mask, scores, -np.inf)."
     return f"{pair}. Hint: set the masked scores to -inf before the softmax."
 

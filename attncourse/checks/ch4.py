@@ -11,6 +11,8 @@ from attncourse.attention import causal_mask, scaled_dot_product_attention
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
+    close,
+    difference,
     exercise,
     expect_array,
     expect_function,
@@ -113,10 +115,10 @@ def _reference(arrays, n_heads, mask):
 
 
 def _close(a, b) -> bool:
-    """``a`` (anything a learner returned) equals the array ``b`` to 1e-6; never raises."""
+    """``a`` (anything a learner returned) agrees with the array ``b`` (core.close); never raises."""
     try:
         a = np.asarray(a, dtype=float)
-        return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-6, atol=1e-9))
+        return a.shape == b.shape and close(a, b)
     except Exception:  # noqa: BLE001  a learner's object may refuse conversion
         return False
 
@@ -154,8 +156,8 @@ def multi_head_attention(run, candidate) -> str:
                         "(..., seq, n_heads * d_head).")
             else:
                 hint = (f"the weights are right but the output {show(output)} is not "
-                        f"{show(expected_output)}. Hint: concatenate the heads' outputs token "
-                        "by token, then multiply by W_o.")
+                        f"{show(expected_output)} ({difference(output, expected_output)}). Hint: "
+                        "concatenate the heads' outputs token by token, then multiply by W_o.")
             raise Failed(f"{what}: {hint}")
     compared = _compare_with_torch(fn, run, cases)
     return (
@@ -225,7 +227,7 @@ def _weights_hint(weights, expected, arrays, n_heads, mask) -> str:
                 "(n_heads, seq, seq) is one per head. Pass the mask as it is, it broadcasts "
                 "against (..., n_heads, seq, seq); a padding mask per sentence comes as "
                 "(batch, 1, seq, seq).")
-    return (f"the weights {show(weights)} are not {show(expected)}. Hint: per head, "
+    return (f"the weights {show(weights)} are not {show(expected)} ({difference(weights, expected)}). Hint: per head, "
             "softmax(Q_h K_hᵀ / sqrt(d_head)) by rows, with Q_h the head's block of X W_q.")
 
 
@@ -294,7 +296,7 @@ def _ablation_mistakes() -> list[tuple[np.ndarray, str]]:
 
 
 def _close_losses(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(np.allclose(a, b, rtol=1e-6, atol=1e-9))
+    return close(a, b)
 
 
 @exercise("ch4-indispensable-head", points=2)

@@ -10,6 +10,8 @@ from attncourse.attention import dot_product_scores, softmax
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
+    close,
+    difference,
     exercise,
     expect_array,
     expect_function,
@@ -183,24 +185,24 @@ def attention_rollout(run, candidate) -> str:
             raise Failed(f"{what} changed its input; work on new arrays.")
         residual = 0.5 if residual is None else residual
         expected = reference_rollout(layers, residual)
-        if np.allclose(result, expected, rtol=1e-6, atol=1e-9):
+        if close(result, expected):
             continue
         if not np.isfinite(result).all():
             raise Failed(f"{what} gave {show(result)}: every entry should be a finite number.")
-        if np.allclose(result, expected.T, rtol=1e-6, atol=1e-9):
+        if close(result, expected.T):
             raise Failed(
                 f"{what}: you returned the transpose of the rollout, so the edge direction is "
                 "reversed. Row i should be output token i's distribution over the input tokens."
             )
-        if residual != 0.5 and np.allclose(result, reference_rollout(layers), rtol=1e-6, atol=1e-9):
+        if residual != 0.5 and close(result, reference_rollout(layers)):
             raise Failed(f"{what}: this is the rollout with residual 0.5. Use the argument "
                          "residual: each layer is r I + (1 - r) A with r = residual.")
         for mistake, hint in _ROLLOUT_MISTAKES:
-            if np.allclose(result, _rollout_variant(layers, **{"residual": residual, **mistake}),
-                           rtol=1e-6, atol=1e-9):
+            if close(result, _rollout_variant(layers, **{"residual": residual, **mistake})):
                 raise Failed(f"{what}: {hint}")
         raise Failed(
-            f"{what} gave {show(result)}; expected {show(expected)}, whose rows sum to 1 "
+            f"{what} gave {show(result)}; expected {show(expected)} ({difference(result, expected)}), "
+            "whose rows sum to 1 "
             f"(yours: {show(result.sum(axis=-1))}). Hint: average the heads, mix in the "
             "identity, renormalise the rows, multiply with the later layer on the left."
         )

@@ -7,6 +7,8 @@ import numpy as np
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
+    close,
+    difference,
     exercise,
     expect_array,
     expect_function,
@@ -87,7 +89,7 @@ def conv1d_as_attention(run, candidate) -> str:
         output, weights = _conv_result(result, x, kernel, what)
         _check_weights(weights, x, kernel, alpha, what)
         expected = _reference(x, kernel, alpha)  # (seq, c_out)
-        if not np.allclose(output, expected, rtol=1e-6, atol=1e-9):
+        if not close(output, expected):
             raise Failed(f"{what}: {_output_hint(output, expected, x, kernel, alpha)}")
     return (
         f"Your heads match the course's construction on {len(cases)} problems: soft bumps at "
@@ -123,13 +125,13 @@ def _shape(value) -> tuple[int, ...] | None:
 def _check_weights(weights, x, kernel, alpha, what: str) -> None:
     K = kernel.shape[-1]
     expected = shift_weights(len(x), K, alpha)  # (K, seq, seq_padded)
-    close = lambda a, b: np.allclose(a, b, rtol=1e-6, atol=1e-9)
     if close(weights, expected):
         return
-    if not np.isfinite(weights).all() or not np.allclose(weights.sum(-1), 1.0, atol=1e-6):
+    if not np.isfinite(weights).all() or not close(weights.sum(-1), 1.0, like=weights):
         raise Failed(
             f"{what}: each head's rows should be a softmax summing to 1, got row sums "
-            f"{show(weights.sum(-1))}. Hint: softmax(scores, axis=-1) over the keys."
+            f"{show(weights.sum(-1))} ({difference(weights.sum(-1), 1.0)}). Hint: softmax(scores, "
+            "axis=-1) over the keys."
         )
     if close(weights, expected[::-1]):
         raise Failed(
@@ -141,13 +143,13 @@ def _check_weights(weights, x, kernel, alpha, what: str) -> None:
         raise Failed(f"{what}: the weights do not depend on alpha; multiply the scores by it.")
     raise Failed(
         f"{what}: the weights of head 0 (Delta = {-(K // 2)}) at token 0 are "
-        f"{show(weights[0, 0])}; expected {show(expected[0, 0])}. Hint: query i sits at "
+        f"{show(weights[0, 0])}; expected {show(expected[0, 0])} ({difference(weights, expected)}). "
+        "Hint: query i sits at "
         "padded position i + K//2 and scores padded key j with -alpha (j - (i + K//2) - Delta)²."
     )
 
 
 def _output_hint(output, expected, x, kernel, alpha) -> str:
-    close = lambda a, b: np.allclose(a, b, rtol=1e-6, atol=1e-9)
     if close(output, _reference(x, kernel[..., ::-1], alpha)):
         return (
             "the weights are right but the kernel is flipped: you computed a true convolution. "
@@ -160,7 +162,8 @@ def _output_hint(output, expected, x, kernel, alpha) -> str:
             "bumps: the output must be the weights times the values, not F.conv1d."
         )
     return (
-        f"the weights are right but the output {show(output)} is not {show(expected)}. Hint: "
+        f"the weights are right but the output {show(output)} is not {show(expected)} "
+        f"({difference(output, expected)}). Hint: "
         "head h maps the padded tokens with kernel[:, :, h].T (c_in, c_out); sum the heads."
     )
 

@@ -12,6 +12,7 @@ from attncourse.attention import scaled_dot_product_attention
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
+    close,
     exercise,
     expect_array,
     expect_function,
@@ -100,7 +101,7 @@ def _weights(arrays, n_heads, *, biases=True, scale=None, transpose=False):
 
 
 def _close(a, b) -> bool:
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-6, atol=1e-9))
+    return a.shape == b.shape and close(a, b)
 
 
 @exercise("ch7-layer-attention", points=3)

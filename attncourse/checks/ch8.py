@@ -8,6 +8,8 @@ from attncourse.attention import causal_mask, scaled_dot_product_attention
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
+    close,
+    difference,
     exercise,
     expect_array,
     expect_function,
@@ -97,13 +99,14 @@ def rope(run, candidate) -> str:
                          "(np.empty_like(X) or X.copy()), never on X itself.")
         output = expect_array(result, X.shape, f"rope on {description}")
         expected = _rope(X, **kwargs)
-        if np.allclose(output, expected, rtol=1e-9, atol=1e-12):
+        if close(output, expected):
             continue
         for mistake, message in _rope_mistakes(X, kwargs):
-            if mistake is not None and np.allclose(output, mistake, rtol=1e-9, atol=1e-12):
+            if mistake is not None and close(output, mistake):
                 raise Failed(f"rope on {description}: {message}")
         raise Failed(f"rope on {description}: row 1 is {show(output[..., 1, :].reshape(-1)[:6])}..., "
-                     f"expected {show(expected[..., 1, :].reshape(-1)[:6])}.... Hint: theta_i = "
+                     f"expected {show(expected[..., 1, :].reshape(-1)[:6])}... "
+                     f"({difference(output, expected)}). Hint: theta_i = "
                      "base**(-2i/d); pair (2i, 2i+1) of row p turns by positions[p] * theta_i.")
     return (f"your rope agrees with the course's on {len(cases)} problems (default and given "
             "positions, a batch of heads, several bases) and leaves X as it was.")

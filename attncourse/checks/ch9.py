@@ -12,6 +12,8 @@ import numpy as np
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
+    beyond_float32,
+    close,
     exercise,
     expect_function,
     inputs,
@@ -94,8 +96,8 @@ def _stream(blocks: list[np.ndarray], stream: dict) -> object:
 
 
 def _close(m, total, expected) -> bool:
-    """(m, l) equal to ``expected`` = (m, l), NaN and inf included."""
-    return all(np.allclose(a, b, rtol=1e-12, atol=0, equal_nan=True) for a, b in zip((m, total), expected))
+    """(m, l) equal to ``expected`` = (m, l) (core.close), NaN and inf included."""
+    return all(close(a, b, equal_nan=True) for a, b in zip((m, total), expected))
 
 
 def _expected(blocks: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -144,14 +146,14 @@ def online_softmax(run, candidate) -> str:
         kept = [stream["buffer"][..., :b.shape[-1]] for b in blocks]  # what stored blocks now hold
         if len(blocks) > 1 and not _close(m, total, (m_expected, l_expected)) and _close(m, total, _expected(kept)):
             # With the right maxima, a sum never rescaled can give the same numbers: say both.
-            rescaling = (" " + _sum_hint(blocks, total, l_expected)) if np.array_equal(m, m_expected) else ""
+            rescaling = (" " + _sum_hint(blocks, total, l_expected)) if close(m, m_expected) else ""
             raise Failed(f"{what}: m = {m.tolist()} and l = {total.tolist()}, expected "
                          f"{m_expected.tolist()} and {l_expected.tolist()}.{rescaling}{_KEPT_HINT}")
         if np.isnan(m).any() or np.isnan(total).any():
-            raise Failed(f"{what} gave NaN. {_nan_hint(blocks)}")
-        if not np.array_equal(m, m_expected):
+            raise Failed(f"{what} gave NaN. {beyond_float32(m, *blocks) or _nan_hint(blocks)}")
+        if not close(m, m_expected):
             raise Failed(f"{what}: m = {m.tolist()}, expected the row maxima {m_expected.tolist()}.")
-        if not np.allclose(total, l_expected, rtol=1e-12, atol=0):
+        if not close(total, l_expected):
             raise Failed(f"{what}: l = {total.tolist()}, expected {l_expected.tolist()}. "
                          f"{_sum_hint(blocks, total, l_expected)}")
     return (f"Your running maximum and sum are exact on {len(cases)} inputs read once each, "
