@@ -20,7 +20,9 @@ is left alone, and the roles found are replaced where the parser found them.
 
 Pure functions: a chapter notebook, the same notebook as the book executed it (its glued
 values and outputs) and the site's references (``site_ext/reader_edition.py`` gathers them
-from the Sphinx build) in, a notebook out.
+from the Sphinx build) in, a notebook out. Besides them, where ``make book`` writes the
+edition and whether it is fresh (``edition_folder``, ``edition_problems``), for the two that
+read it: the publishing step and the student handout.
 """
 
 from __future__ import annotations
@@ -31,8 +33,11 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from posixpath import dirname, join, normpath
+from typing import Any
 
+import nbformat
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.colon_fence import colon_fence_plugin
@@ -46,6 +51,8 @@ ADMONITION_TITLES = {
     "warning": "Warning", "caution": "Caution", "attention": "Attention", "danger": "Danger",
     "error": "Error", "seealso": "See also",
 }
+# Where the build writes the edition, beside the site (_build/html): _build/reader/chapters/.
+EDITION_FOLDER = Path("_build") / "reader"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 # Cells whose input the page hides (behind a toggle or entirely): collapsed in the edition.
@@ -71,7 +78,6 @@ class References:
     """What the built site resolves the roles to (``site_ext/reader_edition.py`` reads them
     from the Sphinx build). URLs are absolute, on the published site."""
 
-    site_url: str  # ends with "/"
     citations: Mapping[str, str] = field(default_factory=dict)  # cite target -> Markdown
     terms: Mapping[str, str] = field(default_factory=dict)  # term, lower case -> URL
     labels: Mapping[str, Link] = field(default_factory=dict)  # label -> text and URL
@@ -275,7 +281,7 @@ def _directive(directive: Directive, chapter: Chapter) -> str:
             raise ValueError(f"{chapter.docname}: display maths over several lines in the "
                              f"{name} {title!r} would break in a quote: write it on one line")
         quoted = "\n".join(f"> {line}".rstrip() for line in body.splitlines())
-        return f"> **{_escape_markdown(title)}**\n>\n{quoted}\n"
+        return f"> **{title}**\n>\n{quoted}\n"  # a title is MyST Markdown too
     if name in ("exercise-start", "exercise"):
         label = directive.options.get("label", "")
         heading = f"### {_exercise_name(label, directive.argument, chapter)}\n"
@@ -312,7 +318,7 @@ def _role(name: str, content: str, chapter: Chapter) -> str:
                              "has no place in the reader edition")
         if key not in chapter.glue:
             raise ValueError(f"{chapter.docname}: nothing is glued as {key!r}")
-        return _escape_markdown(format_glued(chapter.glue[key], spec))
+        return escape_markdown(format_glued(chapter.glue[key], spec))
     if name == "cite":
         if content not in references.citations:
             raise ValueError(f"{chapter.docname}: the site has no citation {content!r}")
@@ -322,15 +328,15 @@ def _role(name: str, content: str, chapter: Chapter) -> str:
         url = references.terms.get(target.lower())
         if url is None:
             raise ValueError(f"{chapter.docname}: the glossary has no term {target!r}")
-        return f"[{_escape_markdown(text)}]({url})"
+        return f"[{escape_markdown(text)}]({url})"
     if name in ("ref", "numref"):
         if target not in references.labels:
             raise ValueError(f"{chapter.docname}: the site has no label {target!r}")
         link = references.labels[target]
-        return f"[{_escape_markdown(text) if text != target else link.text}]({link.url})"
+        return f"[{escape_markdown(text) if text != target else link.text}]({link.url})"
     if name == "doc":
         docname = normpath(join(dirname(chapter.docname), target)).removesuffix(".md")
-        return f"[{_escape_markdown(text) if text != target else _page(docname, chapter).text}]" \
+        return f"[{escape_markdown(text) if text != target else _page(docname, chapter).text}]" \
                f"({_page_url(target, chapter)})"
     if name == "launch":
         service = content.strip().lower()
@@ -365,7 +371,8 @@ def _page_url(target: str, chapter: Chapter) -> str:
     return url + (f"#{anchor}" if anchor else "")
 
 
-def _escape_markdown(text: str) -> str:
+def escape_markdown(text: str) -> str:
+    """``text`` with each character Markdown would read as markup escaped."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
@@ -435,6 +442,34 @@ def glued_values(executed) -> dict[str, str]:
             if text is not None and scrapbook:
                 values[scrapbook["name"]] = text
     return values
+
+
+def made_from(edition, nb) -> bool:
+    """Whether ``edition`` is the reader edition of ``nb`` as it stands: the edition keeps
+    every code cell's source and id, so any difference means the chapter changed since."""
+    def code(notebook):
+        return [(cell.get("id"), cell.source) for cell in notebook.cells if cell.cell_type == "code"]
+    return code(edition) == code(nb)
+
+
+def edition_folder(chapters: Path) -> Path:
+    """Where ``make book`` writes the reader edition of the notebooks in ``chapters`` (the
+    chapters/ folder of a checkout): _build/reader/chapters of the same checkout."""
+    chapters = Path(chapters)
+    return chapters.parent / EDITION_FOLDER / chapters.name
+
+
+def edition_problems(notebooks: Mapping[Path, Any], folder: Path) -> list[str]:
+    """What is wrong with the reader editions in ``folder`` of ``notebooks`` (path -> the
+    chapter's notebook): each one missing, or made before its chapter last changed."""
+    problems = []
+    for path, nb in notebooks.items():
+        built = Path(folder) / Path(path).name
+        if not built.exists():
+            problems.append(f"{built.name}: no reader edition in {built.parent}")
+        elif not made_from(nbformat.read(built, as_version=4), nb):
+            problems.append(f"{built.name}: its reader edition is older than the chapter")
+    return problems
 
 
 def reader_notebook(nb, *, executed, references: References, docname: str,

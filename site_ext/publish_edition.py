@@ -27,6 +27,8 @@ import tempfile
 import nbformat
 import yaml
 
+from attncourse.reader_edition import edition_problems
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # What the branch holds besides the edition: what repo2docker reads and pip builds.
 SHIPPED = ("binder", "pyproject.toml", "README.md", "attncourse")
@@ -45,20 +47,10 @@ def _git(root: pathlib.Path, *args: str, env: dict | None = None, text_input: st
 
 
 def stale_chapters(root: pathlib.Path, edition: pathlib.Path) -> list[str]:
-    """Chapters whose edition is missing, or whose code cells differ from chapters/ (the
-    edition keeps every code cell's source, so a difference means it was built before
-    the chapter changed)."""
-    problems = []
-    for chapter in sorted((root / "chapters").glob("*.ipynb")):
-        built = edition / "chapters" / chapter.name
-        if not built.exists():
-            problems.append(f"{chapter.name}: no reader edition in {built.parent}")
-            continue
-        source = [c.source for c in nbformat.read(chapter, as_version=4).cells if c.cell_type == "code"]
-        kept = [c.source for c in nbformat.read(built, as_version=4).cells if c.cell_type == "code"]
-        if source != kept:
-            problems.append(f"{chapter.name}: its reader edition is older than the chapter")
-    return problems
+    """Chapters whose edition is missing, or was made before the chapter last changed."""
+    chapters = sorted((root / "chapters").glob("*.ipynb"))
+    return edition_problems({path: nbformat.read(path, as_version=4) for path in chapters},
+                            edition / "chapters")
 
 
 def edition_commit(root: pathlib.Path, edition: pathlib.Path) -> str:

@@ -29,11 +29,10 @@ from jupyter_cache import get_cache
 from sphinx.errors import ConfigError, ExtensionError
 from sphinx.util import logging
 
-from attncourse.reader_edition import Link, References, reader_notebook
+from attncourse.reader_edition import Link, References, escape_markdown, reader_notebook
 
 EDITION_FOLDER = "reader"  # beside the site: _build/reader
 logger = logging.getLogger(__name__)
-_ESCAPE = str.maketrans({c: "\\" + c for c in "\\`*_[]<>$|"})
 
 
 def site_url(config) -> str:
@@ -53,7 +52,7 @@ def chapters(env) -> list[str]:
 def as_markdown(node: nodes.Node, page_url: str) -> str:
     """A resolved inline node as Markdown: text, emphasis, strong, links made absolute."""
     if isinstance(node, nodes.Text):
-        return node.astext().translate(_ESCAPE)
+        return escape_markdown(node.astext())
     inner = "".join(as_markdown(child, page_url) for child in node.children)
     if isinstance(node, nodes.reference):
         target = node.get("refuri") or "#" + node.get("refid", "")
@@ -71,7 +70,7 @@ def site_references(app) -> References:
     std = env.get_domain("std")
     terms = {name.lower(): f"{page[doc]}#{anchor}"
              for (kind, name), (doc, anchor) in std.objects.items() if kind == "term"}
-    labels = {label: Link(title, f"{page[doc]}#{anchor}")
+    labels = {label: Link(escape_markdown(title), f"{page[doc]}#{anchor}")
               for label, (doc, anchor, title) in std.labels.items() if doc in page}
     for doc, numbers in env.toc_fignumbers.items():
         for label, number in numbers.get("exercise", {}).items():
@@ -83,8 +82,9 @@ def site_references(app) -> References:
         for citation in _RESOLVED[doc].findall(nodes.inline):
             if "bibtex-citation" in citation["classes"]:
                 citations[citation.rawsource] = as_markdown(citation, page[doc])
-    pages = {doc: Link(env.titles[doc].astext(), page[doc]) for doc in env.found_docs}
-    return References(url, citations, terms, labels, pages, frozenset(chapters(env)))
+    pages = {doc: Link(escape_markdown(env.titles[doc].astext()), page[doc])
+             for doc in env.found_docs}
+    return References(citations, terms, labels, pages, frozenset(chapters(env)))
 
 
 # The chapters' pages as the builder resolved them to write them (their citations' text).

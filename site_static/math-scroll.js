@@ -1,11 +1,11 @@
-// A display formula wider than the column scrolls sideways in its .katex-html (column.css),
+// A display formula wider than the column scrolls sideways in its .katex-display (column.css),
 // as a wide table does in the theme's table box. While one does, it is a Tab stop (the arrow
 // keys then scroll it) and a region named "Formula, scrolls sideways" (or "Table, ..."), as
 // an explorer's scroll box is (attncourse/explorers/dom.js). Checked whenever such a box
 // changes size, and once the fonts have arrived (they change a formula's width).
 (() => {
   const BOXES = {
-    "div.math .katex-display > .katex > .katex-html": "Formula, scrolls sideways",
+    "div.math .katex-display": "Formula, scrolls sideways",
     ".pst-scrollable-table-container": "Table, scrolls sideways",
   };
 

@@ -16,6 +16,7 @@ from attncourse.reader_edition import (
     References,
     format_glued,
     glued_values,
+    made_from,
     myst_left,
     reader_markdown,
     reader_notebook,
@@ -24,7 +25,6 @@ from attncourse.reader_edition import (
 
 SITE = "https://example.org/course/"
 REFERENCES = References(
-    site_url=SITE,
     citations={"vaswani2017": f"\\[[Vaswani *et al.*, 2017]({SITE}bibliography.html#id6)\\]",
                "a,b": f"\\[[A, 2020]({SITE}bibliography.html#id1), [B, 2021]({SITE}bibliography.html#id2)\\]"},
     terms={"row-stochastic": f"{SITE}glossary.html#term-Row-stochastic"},
@@ -95,9 +95,9 @@ def test_a_number_opening_a_line_does_not_start_a_list():
 def test_admonitions_are_quotes_with_a_bold_title():
     assert written("```{note}\nRows are {term}`row-stochastic`.\n```") == (
         f"> **Note**\n>\n> Rows are [row-stochastic]({SITE}glossary.html#term-Row-stochastic).")
-    assert written(":::{admonition} In real models\n:class: note\nGPT-2, {glue:text}`n` heads.\n"
+    assert written(":::{admonition} In *real* models\n:class: note\nGPT-2, {glue:text}`n` heads.\n"
                    "\nSecond.\n:::\n\nAfter.") == \
-        "> **In real models**\n>\n> GPT-2, 6 heads.\n>\n> Second.\n\nAfter."
+        "> **In *real* models**\n>\n> GPT-2, 6 heads.\n>\n> Second.\n\nAfter."
 
 
 def test_an_exercise_is_a_heading_and_its_solution_is_folded():
@@ -230,6 +230,9 @@ def test_the_notebook_changes_markdown_only_and_keeps_what_the_page_shows():
     outputs = [[o.get("text") or o.get("data", {}).get("text/plain") for o in c.outputs] for c in code]
     assert outputs == [["1"], [], [], [], [widget_line("AttentionExplorer")]]
     assert "widgets" not in edition.metadata
+    assert made_from(edition, nb)
+    nb.cells[3].source = "prediction = 0.4"
+    assert not made_from(edition, nb)
 
 
 def test_glued_values_are_read_from_the_executed_notebook():

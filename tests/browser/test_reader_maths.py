@@ -59,20 +59,12 @@ _FORMULAS = """(slack) => {
 }"""
 
 
-@pytest.fixture(params=["light", "dark"])
-def scheme(request):
-    return request.param
-
-
-@pytest.fixture
-def browser_context_args(browser_context_args, scheme):
-    return {**browser_context_args, "color_scheme": scheme}
-
-
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("entry", tools.toc_pages())
 def test_no_formula_is_cut_off(entry, width, scheme, visit, watched_page):
     page = watched_page
+    page.emulate_media(color_scheme=scheme)  # the theme starts in "auto" mode: it follows this
     page.set_viewport_size({"width": WIDTHS[width], "height": 900})
     visit(f"{entry}.html")
     assert page.evaluate("document.documentElement.dataset.theme") == scheme
@@ -88,7 +80,7 @@ def test_a_formula_that_scrolls_is_reached_and_scrolled_with_the_keyboard(visit,
     page = watched_page
     page.set_viewport_size({"width": WIDTHS["phone"], "height": 900})
     visit("chapters/04_multi_head_attention.html")
-    formula = page.locator("div.math .katex-html[data-scrolls]").first
+    formula = page.locator("div.math .katex-display[data-scrolls]").first
     formula.wait_for()
     assert formula.get_attribute("aria-label") == "Formula, scrolls sideways"
     formula.focus()
