@@ -1,7 +1,9 @@
 """The reader edition `make book` writes (site_ext/reader_edition.py): for every chapter, a
 valid notebook (nbformat 4.5, cell ids kept) with no MyST left in any markdown cell, every
 glued value, citation and exercise as the built page shows it, every code cell the chapter's
-own, and the page's download button serving it."""
+own, and the page's download button serving it. The student version the instructor hands
+out (python -m attncourse.instructor student), made from it, has no MyST left either and
+shows the glued values of every cell it keeps."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 import tools
+from attncourse.instructor import write_student_version
 from attncourse.reader_edition import format_glued, glue_key, myst_left, myst_parser
 
 EDITION = tools.ROOT / "_build" / "reader"
@@ -63,6 +66,22 @@ def edition(entry: str):
     if not path.exists():
         pytest.fail(f"no reader edition {path}: run `make book` first")
     return nbformat.read(path, as_version=4)
+
+
+@pytest.fixture(scope="module")
+def handout(tmp_path_factory):
+    """The student version of every chapter, every exercise assigned, as `student` writes it."""
+    out = tmp_path_factory.mktemp("handout")
+    write_student_version(tools.ROOT / "chapters", out)
+    return out
+
+
+@pytest.fixture(params=["reader", "student"])
+def opened(request, handout):
+    """The reader edition, or the student version, of a chapter."""
+    if request.param == "reader":
+        return edition
+    return lambda entry: nbformat.read(handout / f"{entry.rsplit('/', 1)[-1]}.ipynb", as_version=4)
 
 
 def chapter(entry: str):
@@ -118,8 +137,8 @@ def test_the_edition_is_a_valid_notebook_with_the_chapters_cell_ids(entry):
 
 
 @pytest.mark.parametrize("entry", CHAPTERS)
-def test_no_myst_is_left_in_any_markdown_cell(entry):
-    left = {cell.id: myst_left(cell.source) for cell in edition(entry).cells
+def test_no_myst_is_left_in_any_markdown_cell(entry, opened):
+    left = {cell.id: myst_left(cell.source) for cell in opened(entry).cells
             if cell.cell_type == "markdown"}
     left = {cell: found for cell, found in left.items() if found}
     assert not left, f"{entry}: MyST left in cells {left}"
@@ -135,17 +154,32 @@ def test_every_code_cell_is_the_chapters_own(entry):
     assert code(edition(entry)) == code(chapter(entry))
 
 
+def glued_values(entry: str, kept=None) -> list[str]:
+    """The text of each {glue:text} role of the chapter (of its cells with an id in ``kept``,
+    if given), in order, as the edition's formatter makes it of the executed book's value."""
+    glued = json.loads((EXECUTED / f"{entry}.glue.json").read_text())
+    keys = [glue_key(content) for cell in chapter(entry).cells
+            if cell.cell_type == "markdown" and (kept is None or cell.id in kept)
+            for content in roles(cell.source, "glue:text")]
+    assert keys, f"{entry} glues nothing"
+    return [format_glued(glued[name]["data"]["text/plain"], spec) for name, spec in keys]
+
+
 @pytest.mark.parametrize("entry", CHAPTERS)
 def test_every_glued_value_reads_as_on_the_page(entry):
     """The page's text for each {glue:text} role, in order, is what the edition's formatter
     makes of the executed book's value; and the edition shows each, in order."""
-    glued = json.loads((EXECUTED / f"{entry}.glue.json").read_text())
-    keys = [glue_key(content) for cell in chapter(entry).cells if cell.cell_type == "markdown"
-            for content in roles(cell.source, "glue:text")]
-    assert keys, f"{entry} glues nothing"
-    values = [format_glued(glued[name]["data"]["text/plain"], spec) for name, spec in keys]
+    values = glued_values(entry)
     assert values == page_texts(entry, "pasted-text")
     missing = in_order(values, shown_text(edition(entry)))
+    assert not missing, f"{entry}: glued values not shown: {missing[:5]}"
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_the_student_version_shows_the_glued_values_of_the_cells_it_keeps(entry, handout):
+    student = nbformat.read(handout / f"{entry.rsplit('/', 1)[-1]}.ipynb", as_version=4)
+    kept = {cell.id for cell in student.cells}
+    missing = in_order(glued_values(entry, kept), shown_text(student))
     assert not missing, f"{entry}: glued values not shown: {missing[:5]}"
 
 
