@@ -252,11 +252,11 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
   // Drawn for the pixel ratio at build time: a later zoom blurs until the view is rebuilt.
   const ratio = window.devicePixelRatio || 1;
 
-  // Lay the map out for `room`, the explorer's width (natural until it is known): see
-  // TURNED_CELL. Its canvases are sized for that layout at `scale`; returns whether
-  // anything changed (then it must be painted again).
-  function fit(room) {
-    const phone = room > 0 && room < PHONE_BELOW && natural.width > room;
+  // Lay the map out for an explorer `explorerWidth` wide, with `room` for the map (natural
+  // until they are known): see TURNED_CELL. Its canvases are sized for that layout at
+  // `scale`; returns whether anything changed (then it must be painted again).
+  function fit(explorerWidth, room) {
+    const phone = room > 0 && explorerWidth < PHONE_BELOW && natural.width > room;
     const next = phone ? narrow : natural;
     const shrink = phone ? Math.max(LEGIBLE_PX / CELL.font, Math.min(1, room / narrow.width)) : 1;
     if (room > 0) canvas.dataset.layout = phone ? "narrow" : "natural"; // laid out where shown
@@ -281,7 +281,7 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
     paintRowLabels(labelsContext, layout, font);
     return true;
   }
-  fit(0);
+  fit(0, 0);
   // Laid out again whenever the explorer it is shown in changes width (a phone turned).
   // Taken off the page (the views rebuilt, the explorer cleaned up), it stops watching.
   let watched = false;
@@ -295,8 +295,19 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
       watched = true;
       watcher.observe(root);
     }
-    if (fit(root.clientWidth)) paint();
+    if (fit(root.clientWidth, roomFor(root))) paint();
   });
+  // The map's room in `root`: the explorer's width less the padding, borders and margins
+  // of the boxes it sits in (chapter 7's map sits in a padded box: it scrolled by 14 px).
+  function roomFor(root) {
+    let inset = 0;
+    for (let node = box.parentElement; node && node !== root; node = node.parentElement) {
+      const style = getComputedStyle(node);
+      inset += ["paddingLeft", "paddingRight", "borderLeftWidth", "borderRightWidth",
+        "marginLeft", "marginRight"].reduce((sum, side) => sum + (parseFloat(style[side]) || 0), 0);
+    }
+    return root.clientWidth - inset;
+  }
   watcher.observe(box);
 
   let shown = [];
