@@ -68,7 +68,8 @@ notebooks: $(INSTALLED)
 	ATTNCOURSE_CHECK_MODE=solved $(BIN)/pytest -n 2 --nbmake chapters
 
 # Exercises: the student version (solutions and hidden tests removed) must run to the end
-# with every check reporting "not implemented" (see instructor_guide.md).
+# with every check reporting "not implemented" (see instructor_guide.md). It is made from
+# the reader edition `make book` writes (_build/reader): `make test` builds the book first.
 STUDENT := build/student
 test-student: $(INSTALLED)
 	@$(CLOCK) start student

@@ -6,8 +6,9 @@ that chapter in Colab or Binder, built from the same settings (and in the same f
 theme's launch buttons: ``repository.url``/``branch`` and ``launch_buttons`` in _config.yml.
 The repository URL is the one setting to change when the course is published (README).
 
-With ``ATTNCOURSE_RELEASE=1`` the build stops while that URL is still the placeholder, so
-no published site links to a repository that does not exist; local builds accept it.
+With ``ATTNCOURSE_RELEASE=1`` the build stops while that URL, or the site's own
+(``html.baseurl``), is still the placeholder, so no published site or notebook links to a
+repository or a site that does not exist; local builds accept them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from docutils import nodes
 from sphinx.errors import ConfigError
 
 PLACEHOLDER_REPOSITORY = "https://github.com/attention-step-by-step/course"
+PLACEHOLDER_SITE = "https://attention-step-by-step.github.io/course/"
 RELEASE_VARIABLE = "ATTNCOURSE_RELEASE"
 SERVICES = {"colab": "Colab", "binder": "Binder"}
 _INTERFACES = {"classic": "tree", "jupyterlab": "lab/tree"}
@@ -46,11 +48,17 @@ def launch_url(service: str, theme_options: dict, page: str) -> str:
     raise ValueError(f"unknown launch service {service!r}: choose from {sorted(SERVICES)}")
 
 
-def release_problem(repository_url: str, environ) -> str | None:
-    """Why a build with this repository cannot be released, or None."""
-    if environ.get(RELEASE_VARIABLE) == "1" and repository_url.rstrip("/") == PLACEHOLDER_REPOSITORY:
+def release_problem(repository_url: str, environ, site_url: str = "") -> str | None:
+    """Why a build with this repository and site URL cannot be released, or None."""
+    if environ.get(RELEASE_VARIABLE) != "1":
+        return None
+    if repository_url.rstrip("/") == PLACEHOLDER_REPOSITORY:
         return (f"{RELEASE_VARIABLE}=1 but repository.url in _config.yml is still the "
                 f"placeholder {PLACEHOLDER_REPOSITORY}: set it to the published repository "
+                "(README.md, Publishing)")
+    if site_url.rstrip("/") == PLACEHOLDER_SITE.rstrip("/"):
+        return (f"{RELEASE_VARIABLE}=1 but html.baseurl in _config.yml is still the "
+                f"placeholder {PLACEHOLDER_SITE}: set it to the published site "
                 "(README.md, Publishing)")
     return None
 
@@ -69,7 +77,8 @@ def launch_role(name, rawtext, text, lineno, inliner, options=None, content=None
 
 
 def _check_release(app, config):
-    problem = release_problem(config.html_theme_options.get("repository_url", ""), os.environ)
+    problem = release_problem(config.html_theme_options.get("repository_url", ""), os.environ,
+                              config.html_baseurl or "")
     if problem:
         raise ConfigError(problem)
 

@@ -23,6 +23,7 @@ from attncourse.instructor import (
 )
 from attncourse.instructor.course.tags import exercise_of
 from attncourse.instructor.run.sandbox import DEFAULT_LIMITS, MiB
+from attncourse.reader_edition import edition_folder, myst_left
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
@@ -43,10 +44,22 @@ def _tagged(nb, label: str, role: str | None = None):
     ]
 
 
-def _copy_chapters(tmp_path: Path, nb) -> Path:
+def _edition_1():
+    """Chapter 1's reader edition, which `make book` writes and `student` reads."""
+    path = edition_folder(CHAPTERS) / CHAPTER_1.name
+    if not path.exists():
+        pytest.fail(f"no reader edition {path}: run `make book` first")
+    return nbformat.read(path, as_version=4)
+
+
+def _copy_chapters(tmp_path: Path, nb, edition=None) -> Path:
+    """A checkout's chapters/ holding ``nb`` as chapter 1, and its reader edition (chapter
+    1's own by default) where the build would write it."""
     folder = tmp_path / "chapters"
     folder.mkdir()
     nbformat.write(nb, folder / CHAPTER_1.name)
+    edition_folder(folder).mkdir(parents=True)
+    nbformat.write(edition or _edition_1(), edition_folder(folder) / CHAPTER_1.name)
     return folder
 
 
@@ -160,6 +173,7 @@ def test_write_student_version_assign_skips_chapters_without_assigned_exercises(
     chapters = _copy_chapters(tmp_path, _chapter_1())
     plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 0. A chapter with no exercise")])
     nbformat.write(plain, chapters / "00_plain.ipynb")
+    nbformat.write(plain, edition_folder(chapters) / "00_plain.ipynb")
     everything = write_student_version(chapters, tmp_path / "all")
     assert [p.name for p in everything] == ["00_plain.ipynb", CHAPTER_1.name]
     assigned = write_student_version(chapters, tmp_path / "some", [TUNE])
@@ -168,15 +182,48 @@ def test_write_student_version_assign_skips_chapters_without_assigned_exercises(
 
 
 def test_a_solution_copied_into_an_untagged_cell_is_caught_and_nothing_is_written(tmp_path, capsys):
-    nb = _chapter_1()
+    nb, edition = _chapter_1(), _edition_1()
     solution = _tagged(nb, SOFTMAX, "solution")[1]
-    nb.cells.append(nbformat.v4.new_code_cell(solution.source))  # an author's slip
-    chapters = _copy_chapters(tmp_path, nb)
+    slip = nbformat.v4.new_code_cell(solution.source)  # an author's slip, built into the edition
+    nb.cells.append(slip)
+    edition.cells.append(slip)
+    chapters = _copy_chapters(tmp_path, nb, edition)
     with pytest.raises(SolutionLeak, match="shifted = scores - scores.max"):
         write_student_version(chapters, tmp_path / "out")
     assert not (tmp_path / "out").exists()
     assert instructor.main(["student", "--chapters", str(chapters), "--out", str(tmp_path / "o")]) == 1
     assert "solution text survives" in capsys.readouterr().err
+
+
+def test_the_handout_is_made_from_the_reader_edition(tmp_path):
+    """No MyST in it (the glued numbers written in, the exercise a heading), the code cells
+    the chapter's own; the edition's folded solutions gone with their cells."""
+    [written] = write_student_version(CHAPTERS, tmp_path / "out", [SOFTMAX])
+    student = nbformat.read(written, as_version=4)
+    markdown = [cell.source for cell in student.cells if cell.cell_type == "markdown"]
+    assert not [left for source in markdown if (left := myst_left(source))]
+    text = "\n".join(markdown)
+    assert "(Implement: a softmax that does not overflow)" in text and "<details>" not in text
+    edition = {cell.id: cell for cell in _edition_1().cells}
+    assert all(cell == {**edition[cell.id], "outputs": [], "execution_count": None}
+               if cell.cell_type == "code" else cell.source == edition[cell.id].source
+               for cell in student.cells)
+    chapter = {cell.id: cell.source for cell in _chapter_1().cells}
+    assert all(cell.source == chapter[cell.id] for cell in student.cells if cell.cell_type == "code")
+
+
+def test_student_without_a_fresh_reader_edition_says_to_run_make_book(tmp_path, capsys):
+    nb = _chapter_1()
+    chapters = _copy_chapters(tmp_path, nb)
+    stale = _edition_1()
+    next(cell for cell in stale.cells if cell.cell_type == "code").source += "\n# before an edit"
+    nbformat.write(stale, edition_folder(chapters) / CHAPTER_1.name)
+    assert instructor.main(["student", "--chapters", str(chapters), "--out", str(tmp_path / "a")]) == 2
+    assert f"run `make book` first\n  {CHAPTER_1.name}: its reader edition is older" in capsys.readouterr().err
+    (edition_folder(chapters) / CHAPTER_1.name).unlink()
+    assert instructor.main(["student", "--chapters", str(chapters), "--out", str(tmp_path / "a")]) == 2
+    assert f"{CHAPTER_1.name}: no reader edition in {edition_folder(chapters)}" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
 
 
 def test_solution_prose_in_a_kept_cell_is_a_leak():

@@ -71,13 +71,24 @@ function view(caption, plot) {
   return box;
 }
 
+// The plots' width with room for it; in a narrower column, the column's (issue 35: at
+// 390 px the 620 px plots scrolled in a 358 px column, and only part of them showed).
+const PLOT_WIDTH = 620;
+
 function canvas(role, width, height) {
+  const node = element("canvas", { "data-role": role });
+  size(node, width, height);
+  return node;
+}
+
+// Sizes `node` to width x height CSS pixels, sharp at the screen's pixel ratio (and clears it).
+function size(node, width, height) {
   const scale = window.devicePixelRatio || 1;
-  const node = element("canvas", { "data-role": role, width: width * scale, height: height * scale });
+  node.width = Math.round(width * scale);
+  node.height = Math.round(height * scale);
   node.style.width = `${width}px`;
   node.style.height = `${height}px`;
   node.getContext("2d").setTransform(scale, 0, 0, scale, 0, 0);
-  return node;
 }
 
 // One query's row in each head, over the key offsets -reach..reach: a bar chart per head.
@@ -162,8 +173,8 @@ function render({ model, el }) {
     "data-role": "query", "aria-label": "query token" });
   const queryText = element("span", { "data-role": "query-value" });
   const taps = element("div", { "data-role": "kernel", style: "display:flex;gap:0.3em;flex-wrap:wrap" });
-  const heads = canvas("heads", 620, 40 * kernel().length + 16);
-  const outputs = canvas("outputs", 620, 120);
+  const heads = canvas("heads", PLOT_WIDTH, 40 * kernel().length + 16);
+  const outputs = canvas("outputs", PLOT_WIDTH, 120);
   const readout = element("p", { "data-role": "max-error", style: "font-weight:bold" });
 
   // Not a <label>: it would name the slider and the box alike; each has its own name.
@@ -181,6 +192,14 @@ function render({ model, el }) {
   );
   el.append(root);
   const scrolling = markScrollingBoxes(root);
+  // The plots as wide as the explorer, up to PLOT_WIDTH: drawn again when that changes.
+  const fitPlots = new ResizeObserver(() => {
+    const width = Math.min(PLOT_WIDTH, root.clientWidth);
+    if (!width || width === parseFloat(heads.style.width)) return;
+    for (const plot of [heads, outputs]) size(plot, width, parseFloat(plot.style.height));
+    update();
+  });
+  fitPlots.observe(root);
 
   function buildTaps() {
     taps.replaceChildren();
@@ -261,7 +280,7 @@ function render({ model, el }) {
       syncTaps();
       update();
     },
-  }, scrolling.stop);
+  }, scrolling.stop, () => fitPlots.disconnect());
 }
 
 export default { render };

@@ -14,6 +14,13 @@ import { el } from "./dom.js";
 // CSS pixels).
 // Labels are drawn with fillText, which never parses HTML.
 const CELL = { height: 22, padding: 6, maxLabel: 96, font: 13 };
+// A map wider than a phone's column is drawn narrower (issue 35): its column labels turned
+// upright over cells TURNED_CELL px wide, colour only (the readout gives each value); then,
+// if still too wide, scaled down, but never below LEGIBLE_PX for its 13 px text (the
+// course's figure-legibility rule); only then does it scroll.
+const TURNED_CELL = 20;
+const LEGIBLE_PX = 9;
+const PHONE_BELOW = 560; // px: the explorer's width under which explorer.css scales no map
 const NUMBERS_UP_TO = 12;
 const SHADES = 100; // colour steps per sign: finer than the eye tells apart
 const DARK_TEXT = "#000"; // black or white: every cell's number at >= 4.58:1 (WCAG AA)
@@ -65,28 +72,40 @@ function fitLabel(ctx, text) {
 }
 
 // Where everything goes, in CSS pixels: a label column, a header row, equal cells wide
-// enough for their column labels and, when printed, for numbers up to widestNumber.
-function heatmapLayout(ctx, font, rowLabels, colLabels, decimals, numbers) {
+// enough for their column labels and, when printed, for numbers up to widestNumber; or,
+// `turned`, a header as tall as the longest column label, turned upright over narrow cells.
+function heatmapLayout(ctx, font, rowLabels, colLabels, decimals, numbers, turned = false) {
   ctx.font = font(500);
   const rows = rowLabels.map((label) => fitLabel(ctx, label));
   const cols = colLabels.map((label) => fitLabel(ctx, label));
   const widest = (texts) => Math.max(0, ...texts.map((t) => ctx.measureText(t).width));
   const colLabelWidth = widest(cols);
   const left = Math.ceil(widest(rows) + 2 * CELL.padding);
+  if (turned) {
+    const top = Math.ceil(colLabelWidth + 2 * CELL.padding);
+    return {
+      rows, cols, widestNumber: "", left, top, cellWidth: TURNED_CELL, cellHeight: CELL.height,
+      width: left + cols.length * TURNED_CELL, height: top + rows.length * CELL.height, turned,
+    };
+  }
   ctx.font = font(400);
   const widestNumber = `-000.${"0".repeat(decimals)}`; // longer ones are squeezed to fit
   const numberWidth = numbers ? ctx.measureText(widestNumber).width : 0;
   const cellWidth = Math.ceil(Math.max(numberWidth, colLabelWidth) + 2 * CELL.padding);
   return {
     rows, cols, widestNumber, left, top: CELL.height, cellWidth, cellHeight: CELL.height,
-    width: left + cols.length * cellWidth, height: (rows.length + 1) * CELL.height,
+    width: left + cols.length * cellWidth, height: (rows.length + 1) * CELL.height, turned,
   };
 }
+
+// The y of the line above row i (i = 0: the map's top edge; 1: under the header).
+const rowLine = ({ top, cellHeight }, i) => (i === 0 ? 0 : top + (i - 1) * cellHeight);
 
 // The label column (the tokens, under a blank corner) and its lines, up to and with the
 // line on its right (at left + 0.5): drawn into the map and, alone, into the copy that
 // stays in view while a wide map scrolls.
-function paintRowLabels(ctx, { rows, left, top, cellHeight, height }, font) {
+function paintRowLabels(ctx, layout, font) {
+  const { rows, left, top, cellHeight, height } = layout;
   ctx.fillStyle = LABEL_BACKGROUND;
   ctx.fillRect(0, 0, left, height);
   ctx.font = font(500);
@@ -96,7 +115,7 @@ function paintRowLabels(ctx, { rows, left, top, cellHeight, height }, font) {
   rows.forEach((label, i) => ctx.fillText(label, left - CELL.padding, top + (i + 0.5) * cellHeight));
   ctx.beginPath();
   for (let i = 0; i <= rows.length + 1; i++) {
-    const y = Math.min(i * cellHeight, height - 1) + 0.5;
+    const y = Math.min(rowLine(layout, i), height - 1) + 0.5;
     ctx.moveTo(0, y);
     ctx.lineTo(left + 1, y);
   }
@@ -123,8 +142,19 @@ function paintHeatmap(ctx, layout, { font, ratio, decimals, numbers, matrix, sha
   ctx.font = font(500);
   ctx.fillStyle = DARK_TEXT;
   const middle = (k) => top + (k + 0.5) * cellHeight;
-  cols.forEach((label, j) =>
-    ctx.fillText(label, left + (j + 1) * cellWidth - CELL.padding, middle(-1)));
+  if (layout.turned) { // read from the bottom up, each ending just over its column
+    cols.forEach((label, j) => {
+      ctx.save();
+      ctx.translate(left + (j + 0.5) * cellWidth, top - CELL.padding);
+      ctx.rotate(-Math.PI / 2);
+      ctx.textAlign = "left";
+      ctx.fillText(label, 0, 0);
+      ctx.restore();
+    });
+  } else {
+    cols.forEach((label, j) =>
+      ctx.fillText(label, left + (j + 1) * cellWidth - CELL.padding, middle(-1)));
+  }
   paintRowLabels(ctx, layout, font);
 
   // Backgrounds first, then numbers grouped by colour: few changes of fillStyle.
@@ -140,7 +170,7 @@ function paintHeatmap(ctx, layout, { font, ratio, decimals, numbers, matrix, sha
         ctx.fillStyle = step.fill;
         ctx.fillRect(x, y, cellWidth, cellHeight);
       }
-      if (numbers) printed[step.text].push([value, x + cellWidth - CELL.padding, middle(i)]);
+      if (numbers && !layout.turned) printed[step.text].push([value, x + cellWidth - CELL.padding, middle(i)]);
     });
   });
   ctx.font = font(400);
@@ -159,7 +189,7 @@ function paintHeatmap(ctx, layout, { font, ratio, decimals, numbers, matrix, sha
   // Lines at half pixels: crisp at whole-number pixel ratios.
   ctx.beginPath();
   for (let i = 0; i <= rows.length + 1; i++) {
-    const y = Math.min(i * cellHeight, height - 1) + 0.5;
+    const y = Math.min(rowLine(layout, i), height - 1) + 0.5;
     ctx.moveTo(0, y);
     ctx.lineTo(width, y);
   }
@@ -214,25 +244,71 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
   const theme = getComputedStyle(document.documentElement);
   const family = theme.getPropertyValue("--pst-font-family-base").trim() || "sans-serif";
   const font = (weight) => `${weight} ${CELL.font}px ${family}`;
-  const layout = heatmapLayout(ctx, font, rowLabels, colLabels, decimals, numbers);
-  const { rows, cols, left, top, cellWidth, cellHeight, width, height } = layout;
-  canvas.dataset.grid = JSON.stringify({ left, top, cellWidth, cellHeight });
+  const natural = heatmapLayout(ctx, font, rowLabels, colLabels, decimals, numbers);
+  const narrow = heatmapLayout(ctx, font, rowLabels, colLabels, decimals, false, true);
+  const { rows, cols } = natural;
+  let layout = null;
+  let scale = 1;
   // Drawn for the pixel ratio at build time: a later zoom blurs until the view is rebuilt.
   const ratio = window.devicePixelRatio || 1;
-  canvas.width = Math.round(width * ratio);
-  canvas.height = Math.round(height * ratio);
-  canvas.style.width = `${width}px`;
-  canvas.style.height = `${height}px`;
-  const labelsWidth = left + 1; // its right-hand line included
-  labels.width = Math.round(labelsWidth * ratio);
-  labels.height = canvas.height;
-  labels.style.width = `${labelsWidth}px`;
-  labels.style.height = canvas.style.height;
-  labels.style.marginBottom = `-${height}px`; // the map lies under it, not below it
-  scroller.style.setProperty("--attn-labels-width", labels.style.width); // the scroll cue
-  const labelsContext = labels.getContext("2d");
-  labelsContext.setTransform(ratio, 0, 0, ratio, 0, 0);
-  paintRowLabels(labelsContext, layout, font);
+
+  // Lay the map out for an explorer `explorerWidth` wide, with `room` for the map (natural
+  // until they are known): see TURNED_CELL. Its canvases are sized for that layout at
+  // `scale`; returns whether anything changed (then it must be painted again).
+  function fit(explorerWidth, room) {
+    const phone = room > 0 && explorerWidth < PHONE_BELOW && natural.width > room;
+    const next = phone ? narrow : natural;
+    const shrink = phone ? Math.max(LEGIBLE_PX / CELL.font, Math.min(1, room / narrow.width)) : 1;
+    if (room > 0) canvas.dataset.layout = phone ? "narrow" : "natural"; // laid out where shown
+    if (next === layout && shrink === scale) return false;
+    layout = next;
+    scale = shrink;
+    const { left, top, cellWidth, cellHeight, width, height } = layout;
+    canvas.dataset.grid = JSON.stringify({ left, top, cellWidth, cellHeight });
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(height * ratio);
+    canvas.style.width = `${width * scale}px`;
+    canvas.style.height = `${height * scale}px`;
+    const labelsWidth = left + 1; // its right-hand line included
+    labels.width = Math.round(labelsWidth * ratio);
+    labels.height = canvas.height;
+    labels.style.width = `${labelsWidth * scale}px`;
+    labels.style.height = canvas.style.height;
+    labels.style.marginBottom = `-${height * scale}px`; // the map lies under it, not below it
+    scroller.style.setProperty("--attn-labels-width", labels.style.width); // the scroll cue
+    const labelsContext = labels.getContext("2d");
+    labelsContext.setTransform(ratio, 0, 0, ratio, 0, 0);
+    paintRowLabels(labelsContext, layout, font);
+    return true;
+  }
+  fit(0, 0);
+  // Laid out again whenever the explorer it is shown in changes width (a phone turned).
+  // Taken off the page (the views rebuilt, the explorer cleaned up), it stops watching.
+  let watched = false;
+  const watcher = new ResizeObserver(() => {
+    const root = box.isConnected && box.closest(".attn-explorer");
+    if (!root) {
+      if (watched) watcher.disconnect(); // shown once, then removed
+      return; // or not shown yet
+    }
+    if (!watched) {
+      watched = true;
+      watcher.observe(root);
+    }
+    if (fit(root.clientWidth, roomFor(root))) paint();
+  });
+  // The map's room in `root`: the explorer's width less the padding, borders and margins
+  // of the boxes it sits in (chapter 7's map sits in a padded box: it scrolled by 14 px).
+  function roomFor(root) {
+    let inset = 0;
+    for (let node = box.parentElement; node && node !== root; node = node.parentElement) {
+      const style = getComputedStyle(node);
+      inset += ["paddingLeft", "paddingRight", "borderLeftWidth", "borderRightWidth",
+        "marginLeft", "marginRight"].reduce((sum, side) => sum + (parseFloat(style[side]) || 0), 0);
+    }
+    return root.clientWidth - inset;
+  }
+  watcher.observe(box);
 
   let shown = [];
   let shade = () => 0;
@@ -249,6 +325,7 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
   }
 
   function pointAt(event) {
+    const { left, top, cellWidth, cellHeight, width, height } = layout;
     const bounds = canvas.getBoundingClientRect();
     const x = ((event.clientX - bounds.left) * width) / bounds.width; // CSS may scale it
     const y = ((event.clientY - bounds.top) * height) / bounds.height;
@@ -283,6 +360,7 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
 
   // Scroll a wide map so that column j shows beside the labels, not under them.
   function reveal(j) {
+    const { left, cellWidth, width } = layout;
     const scale = canvas.getBoundingClientRect().width / width;
     const start = (left + j * cellWidth) * scale - scroller.scrollLeft;
     const end = start + cellWidth * scale;
@@ -302,5 +380,5 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
     paint();
     canvas.dataset.values = JSON.stringify(matrix); // after the paint it describes
   }
-  return { node: box, update, numbers, width }; // width: the map's own, in CSS pixels
+  return { node: box, update, numbers, width: natural.width }; // width: the map's own, in CSS pixels
 }

@@ -88,7 +88,9 @@ def _parser() -> argparse.ArgumentParser:
         help="make the student version of the chapters",
         description="Write the student version: solutions and hidden tests removed, stubs and "
                     "checks kept, outputs and widget state cleared. With --assign, only the "
-                    "chapters holding an assigned exercise, and only those exercises.",
+                    "chapters holding an assigned exercise, and only those exercises. Made from "
+                    "the reader edition `make book` writes (_build/reader/chapters beside "
+                    "--chapters), so it shows no MyST: run `make book` first.",
         epilog=TAG_CONVENTION,
     )
     student.add_argument("--out", type=Path, required=True, help="a new or empty folder to write into")

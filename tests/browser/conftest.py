@@ -1,10 +1,20 @@
-"""Browser fixtures: the built site served on 127.0.0.1, Debian's Chromium, and a page
-that fails the test on any request to another host or any unexpected console error."""
+"""Browser fixtures: the built site served on 127.0.0.1, Debian's Chromium, a page that
+fails the test on any request to another host or any unexpected console error, and a
+JupyterLab server with a live kernel."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import pathlib
+import secrets
+import signal
+import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -76,6 +86,7 @@ class Watch:
     response, a dialog (alert) opened."""
 
     origin: str  # http://127.0.0.1:PORT/
+    harmless: tuple[str, ...] = ()  # errors this page's test knows and has verified harmless
     offsite: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     dialogs: list = field(default_factory=list)
@@ -101,7 +112,7 @@ class Watch:
             self.error(message.text)
 
     def error(self, text):
-        if not any(known in text for known in KNOWN_HARMLESS):
+        if not any(known in text for known in KNOWN_HARMLESS + self.harmless):
             self.errors.append(text)
 
     def response(self, response):
@@ -122,11 +133,12 @@ class Watch:
 def watch_page(page):
     """``watch_page(origin)`` makes Playwright's page abort and record every request or
     websocket that does not go to ``origin``, and record console errors, uncaught
-    exceptions, failed responses and dialogs; any of these fails the test at its end."""
+    exceptions, failed responses and dialogs; any of these fails the test at its end
+    (but the errors named in ``harmless``)."""
     watches = []
 
-    def start(origin):
-        watched = Watch(origin)
+    def start(origin, harmless=()):
+        watched = Watch(origin, tuple(harmless))
         page.route("**/*", watched.route)
         page.route_web_socket(lambda url: not watched.is_local(url), watched.refuse_socket)
         page.on("console", watched.console)
@@ -204,3 +216,160 @@ def saved_explorers(visit, watched_page):
         return saved
 
     return states
+
+
+# ---------------------------------------------------------------------------------------
+# JupyterLab with a live kernel: one server for the session (the explorer's sync test and
+# the reader edition's test share it: mark them xdist_group("lab"), so that `make test`'s
+# --dist loadgroup runs them in one worker, on one server).
+
+KERNEL_NAME = "attncourse-live-test"
+KERNEL_DISPLAY = "attncourse (test)"
+SERVER_START = 60  # seconds; a cold JupyterLab on two cores takes a few
+# Straight to 127.0.0.1, even where the environment names an HTTP proxy.
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class Server:
+    """A JupyterLab process being started: its log, and a failure that quotes the log."""
+
+    def __init__(self, process: subprocess.Popen, log: pathlib.Path, deadline: float):
+        self.process, self.log, self.deadline = process, log, deadline
+
+    def fail(self, why: str):
+        tail = "\n".join(self.log.read_text().splitlines()[-20:])
+        pytest.fail(f"JupyterLab {why}; the end of its log ({self.log}):\n{tail}")
+
+    def wait_a_moment(self, waiting_for: str) -> None:
+        """Fail if the server died or the start took too long; else pause a moment."""
+        if self.process.poll() is not None:
+            self.fail(f"exited with code {self.process.returncode} before {waiting_for}")
+        if time.monotonic() > self.deadline:
+            self.fail(f"took over {SERVER_START} s before {waiting_for}")
+        time.sleep(0.2)
+
+    def port(self, runtime_dir: pathlib.Path) -> int:
+        """The port the server chose (it was asked for port 0), from the info file it
+        writes into its runtime folder once it has bound it."""
+        info = runtime_dir / f"jpserver-{self.process.pid}.json"
+        while True:
+            # Until the file is there and whole, there is nothing to read.
+            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
+                return json.loads(info.read_text())["port"]
+            self.wait_a_moment(f"writing {info.name}")
+
+    def wait_until_ready(self, status_url: str) -> None:
+        """Poll the authenticated /api/status until it answers 200."""
+        while True:
+            try:
+                with _NO_PROXY.open(status_url, timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError):
+                pass  # not listening yet
+            self.wait_a_moment("answering /api/status")
+
+
+@dataclass
+class Lab:
+    url: str  # the server's root, ending in /
+    token: str
+    root: pathlib.Path  # the folder it serves: a test writes its notebooks here
+    kernel_name: str = KERNEL_NAME  # a kernel running this test session's Python
+    kernel_display: str = KERNEL_DISPLAY
+
+    def notebook_url(self, name: str) -> str:
+        """Opens ``name`` alone: the server is shared, and Lab would reopen beside it the
+        notebooks an earlier test left open (``reset`` empties the saved workspace)."""
+        return f"{self.url}lab/tree/{name}?token={self.token}&reset"
+
+
+def write_kernel(data: pathlib.Path) -> None:
+    """A kernelspec that runs this session's Python, so the kernel imports the ipykernel and
+    attncourse installed beside the code that checks them."""
+    kernel = data / "kernels" / KERNEL_NAME
+    kernel.mkdir(parents=True)
+    (kernel / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": KERNEL_DISPLAY,
+        "language": "python",
+    }))
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 serving a temporary folder (``lab.root``), with
+    configuration, data, runtime, settings and workspaces of its own. Its notebooks render
+    every cell, not only those in view (Lab 4's windowing), so a test reads a whole one."""
+    home = tmp_path_factory.mktemp("jupyter")
+    root, data, runtime, config = (
+        home / name for name in ("notebooks", "data", "runtime", "config"))
+    for folder in (root, data, runtime, config):
+        folder.mkdir()
+    write_kernel(data)
+    settings = home / "lab-settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    # The front end's news plugin asks the reader whether to fetch news from the internet
+    # (and checks for updates): disabled as `jupyter labextension disable` would, here.
+    (config / "labconfig").mkdir()
+    (config / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JUPYTER_TOKEN")}
+    env |= {
+        "JUPYTER_CONFIG_DIR": str(config),
+        "JUPYTER_DATA_DIR": str(data),
+        "JUPYTER_RUNTIME_DIR": str(runtime),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "lab-workspaces"),
+        "IPYTHONDIR": str(home / "ipython"),  # no profile or startup script of this machine
+    }
+    token = secrets.token_hex(16)
+    command = [
+        sys.executable, "-m", "jupyterlab",
+        "--no-browser",
+        "--allow-root",  # these machines run everything as root
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port=0",  # the system picks a free port; see Server.port
+        f"--ServerApp.root_dir={root}",
+        f"--IdentityProvider.token={token}",
+        # Nothing that reaches the internet: no news feed, no update check, an extension
+        # manager that lists what is installed instead of querying PyPI.
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ]
+    log_path = home / "server.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, which teardown ends
+        )
+    try:
+        server = Server(process, log_path, deadline=time.monotonic() + SERVER_START)
+        url = f"http://127.0.0.1:{server.port(runtime)}/"
+        server.wait_until_ready(f"{url}api/status?token={token}")
+        yield Lab(url, token, root)
+    finally:
+        # SIGTERM lets the server shut its kernels down (they run in sessions of their own).
+        with contextlib.suppress(ProcessLookupError):  # it may have died on its own
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.fixture
+def lab_page(watch_page, lab):
+    """Playwright's page, watched against the Lab server's origin (conftest.watch_page: any
+    request elsewhere, console error, uncaught exception or dialog fails the test; Lab
+    4.6.6 with the settings above logs no console error). Tall enough for a screenshot to
+    hold an explorer and the cells below it."""
+    page = watch_page(lab.url)
+    page.set_default_timeout(30_000)
+    page.set_viewport_size({"width": 1280, "height": 1400})
+    return page

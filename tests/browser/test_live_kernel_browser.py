@@ -3,26 +3,18 @@ Chromium: an edit in the browser reaches Python (``explorer.X``, and the weights
 recomputes from it, numpy arrays equal to the numpy reference), and an assignment in
 Python (``explorer.X = ...``) redraws the explorer with the reference numbers.
 
-The server runs on 127.0.0.1 from a temporary folder, with its own user configuration, data,
-runtime and settings folders, every feature that would reach the internet off, and a
-kernel that is this test's own Python. The page may request nothing from anywhere else.
+The server (the session's ``lab`` fixture, tests/browser/conftest.py) runs on 127.0.0.1
+from a temporary folder, with its own user configuration, data, runtime and settings
+folders, every feature that would reach the internet off, and a kernel that is this test's
+own Python. The page may request nothing from anywhere else.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import pathlib
 import re
-import secrets
-import signal
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
 
 import nbformat
 import numpy as np
@@ -32,13 +24,10 @@ from playwright.sync_api import expect
 from attncourse.explorers.attention_explorer import explorer_view
 from tools.explorer_dom import READ_EXPLORER, grid_matrix
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("lab")]
 
-KERNEL_NAME = "attncourse-live-test"
-KERNEL_DISPLAY = "attncourse (test)"
 NOTEBOOK = "live.ipynb"
 TOLERANCE = 1e-9  # the explorer's JavaScript against the numpy reference
-SERVER_START = 60  # seconds; a cold JupyterLab on two cores takes a few
 KERNEL_MS = 60_000  # a kernel's start, or a cell's run, on a busy machine
 
 TOKENS = ["a", "b", "c"]
@@ -93,152 +82,6 @@ CELLS = {
     "report scale": "print(json.dumps({'scale': explorer.scale, "
                     "'weights': explorer.weights.tolist()}))",
 }
-
-
-# Straight to 127.0.0.1, even where the environment names an HTTP proxy.
-_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-class Server:
-    """A JupyterLab process being started: its log, and a failure that quotes the log."""
-
-    def __init__(self, process: subprocess.Popen, log: pathlib.Path, deadline: float):
-        self.process, self.log, self.deadline = process, log, deadline
-
-    def fail(self, why: str):
-        tail = "\n".join(self.log.read_text().splitlines()[-20:])
-        pytest.fail(f"JupyterLab {why}; the end of its log ({self.log}):\n{tail}")
-
-    def wait_a_moment(self, waiting_for: str) -> None:
-        """Fail if the server died or the start took too long; else pause a moment."""
-        if self.process.poll() is not None:
-            self.fail(f"exited with code {self.process.returncode} before {waiting_for}")
-        if time.monotonic() > self.deadline:
-            self.fail(f"took over {SERVER_START} s before {waiting_for}")
-        time.sleep(0.2)
-
-    def port(self, runtime_dir: pathlib.Path) -> int:
-        """The port the server chose (it was asked for port 0), from the info file it
-        writes into its runtime folder once it has bound it."""
-        info = runtime_dir / f"jpserver-{self.process.pid}.json"
-        while True:
-            # Until the file is there and whole, there is nothing to read.
-            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
-                return json.loads(info.read_text())["port"]
-            self.wait_a_moment(f"writing {info.name}")
-
-    def wait_until_ready(self, status_url: str) -> None:
-        """Poll the authenticated /api/status until it answers 200."""
-        while True:
-            try:
-                with _NO_PROXY.open(status_url, timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError):
-                pass  # not listening yet
-            self.wait_a_moment("answering /api/status")
-
-
-@dataclass
-class Lab:
-    url: str  # the server's root, ending in /
-    token: str
-
-    def notebook_url(self, name: str) -> str:
-        return f"{self.url}lab/tree/{name}?token={self.token}"
-
-
-def write_kernel_and_notebook(data: pathlib.Path, root: pathlib.Path) -> None:
-    """A kernelspec that runs this test's Python (so the kernel imports the ipykernel and
-    attncourse installed beside the code that checks them), and the notebook using it."""
-    spec = {"name": KERNEL_NAME, "display_name": KERNEL_DISPLAY, "language": "python"}
-    kernel = data / "kernels" / KERNEL_NAME
-    kernel.mkdir(parents=True)
-    (kernel / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": KERNEL_DISPLAY,
-        "language": "python",
-    }))
-    notebook = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell(source) for source in CELLS.values()],
-        metadata={"kernelspec": spec},
-    )
-    nbformat.write(notebook, root / NOTEBOOK)
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A JupyterLab server on 127.0.0.1 serving a temporary folder that holds the
-    notebook, with configuration, data, runtime, settings and workspaces of its own."""
-    home = tmp_path_factory.mktemp("jupyter")
-    root, data, runtime, config = (
-        home / name for name in ("notebooks", "data", "runtime", "config"))
-    for folder in (root, data, runtime, config):
-        folder.mkdir()
-    write_kernel_and_notebook(data, root)
-    # The front end's news plugin asks the reader whether to fetch news from the internet
-    # (and checks for updates): disabled as `jupyter labextension disable` would, here.
-    (config / "labconfig").mkdir()
-    (config / "labconfig" / "page_config.json").write_text(json.dumps(
-        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
-
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "JUPYTER_TOKEN")}
-    env |= {
-        "JUPYTER_CONFIG_DIR": str(config),
-        "JUPYTER_DATA_DIR": str(data),
-        "JUPYTER_RUNTIME_DIR": str(runtime),
-        "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "lab-workspaces"),
-        "IPYTHONDIR": str(home / "ipython"),  # no profile or startup script of this machine
-    }
-    token = secrets.token_hex(16)
-    command = [
-        sys.executable, "-m", "jupyterlab",
-        "--no-browser",
-        "--allow-root",  # these machines run everything as root
-        "--ServerApp.ip=127.0.0.1",
-        "--ServerApp.port=0",  # the system picks a free port; see Server.port
-        f"--ServerApp.root_dir={root}",
-        f"--IdentityProvider.token={token}",
-        # Nothing that reaches the internet: no news feed, no update check, an extension
-        # manager that lists what is installed instead of querying PyPI.
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly",
-    ]
-    log_path = home / "server.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, which teardown ends
-        )
-    try:
-        server = Server(process, log_path, deadline=time.monotonic() + SERVER_START)
-        url = f"http://127.0.0.1:{server.port(runtime)}/"
-        server.wait_until_ready(f"{url}api/status?token={token}")
-        yield Lab(url, token)
-    finally:
-        # SIGTERM lets the server shut its kernels down (they run in sessions of their own).
-        with contextlib.suppress(ProcessLookupError):  # it may have died on its own
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
-@pytest.fixture
-def lab_page(watch_page, lab):
-    """Playwright's page, watched against the Lab server's origin (conftest.watch_page: any
-    request elsewhere, console error, uncaught exception or dialog fails the test; Lab
-    4.6.6 with the settings above logs no console error). Tall enough for the screenshot
-    to hold the explorer and the cells below it."""
-    page = watch_page(lab.url)
-    page.set_default_timeout(30_000)
-    page.set_viewport_size({"width": 1280, "height": 1400})
-    return page
 
 
 def shown_by(read) -> dict[str, np.ndarray]:
@@ -316,12 +159,23 @@ def edit(explorer, name: str, i: int, j: int, value: float) -> str:
     return f"editing {name}[{i}][{j}] in the browser"
 
 
+def write_notebook(lab) -> None:
+    """The notebook of CELLS, on the session's kernel of this test's Python."""
+    spec = {"name": lab.kernel_name, "display_name": lab.kernel_display, "language": "python"}
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(source) for source in CELLS.values()],
+        metadata={"kernelspec": spec},
+    )
+    nbformat.write(notebook, lab.root / NOTEBOOK)
+
+
 def test_explorer_syncs_with_a_live_kernel(lab, lab_page, screenshots):
     page = lab_page
+    write_notebook(lab)
     page.goto(lab.notebook_url(NOTEBOOK))
     # The status bar names the kernel once the notebook has one; the toolbar's indicator
     # says "idle" before that, and a cell run then is dropped.
-    expect(page.locator(".jp-StatusBar-TextItem", has_text=f"{KERNEL_DISPLAY} | Idle")) \
+    expect(page.locator(".jp-StatusBar-TextItem", has_text=f"{lab.kernel_display} | Idle")) \
         .to_be_visible(timeout=KERNEL_MS)
     explorer = run_cell(page, "setup").locator(".attn-explorer")
     explorer.wait_for(timeout=KERNEL_MS)

@@ -1,8 +1,9 @@
 """Every page fits its column (issue 23, item 6). At a laptop's width no plot of an
 explorer needs its box to scroll sideways (chapter 6's exercise explorer, in an
 exercise's narrower column, overflowed by 6 px, and the "scroll it sideways" line it then
-gained moved the page once drawn): scrolling is for phones. At 320 px (WCAG's reflow
-width, narrower than test_reader_access's 390 px phone) nothing sticks out."""
+gained moved the page once drawn). On a phone (390 px) no plot does either (issue 35: the
+maps of chapters 2-8 scrolled there): only an input grid, one number box per entry, may
+(README, "Explorers"). At 320 px (WCAG's reflow width) nothing sticks out."""
 
 from __future__ import annotations
 
@@ -33,6 +34,20 @@ def test_no_explorer_scrolls_sideways_at_a_laptops_width(entry, visit, watched_p
         page.wait_for_function(f"() => !({_SCROLLING})().length", timeout=5_000)
     except PlaywrightTimeout:
         pytest.fail(f"{entry} at {LAPTOP} px: {page.evaluate(_SCROLLING)}")
+
+
+PHONE = 390
+INPUT_GRID = "table"  # how _SCROLLING names an input grid (.attn-inputs > table)
+
+
+@pytest.mark.parametrize("entry", tools.notebook_pages())
+def test_on_a_phone_only_input_grids_scroll_sideways(entry, visit, watched_page):
+    page = watched_page
+    page.set_viewport_size({"width": PHONE, "height": 900})
+    visit(f"{entry}.html")
+    page.wait_for_function("() => !document.querySelector('canvas.attn-heatmap:not([data-layout])')")
+    scrolling = [box for box in page.evaluate(_SCROLLING) if not box.startswith(f"{INPUT_GRID} ")]
+    assert not scrolling, f"{entry} at {PHONE} px: {scrolling}"
 
 
 REFLOW = 320  # CSS px: WCAG 1.4.10 (reflow) asks content to fit 320 px without sideways scrolling

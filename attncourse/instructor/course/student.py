@@ -20,6 +20,7 @@ from attncourse.instructor.course.tags import (
     labels_assigned,
     read_chapters,
 )
+from attncourse.reader_edition import edition_folder, edition_problems
 
 
 class SolutionLeak(Exception):
@@ -93,20 +94,29 @@ def _normalise(line: str) -> str:
 
 def write_student_version(chapters: Path, out: Path, assign: Iterable[str] | None = None) -> list[Path]:
     """Write the student version of every chapter (or of those with an assigned exercise)
-    into ``out``, a new or empty folder. Raises SolutionLeak, writing nothing, if any
-    solution text would survive; ValueError for an unknown label or a broken convention."""
+    into ``out``, a new or empty folder, made from the chapter's reader edition (which
+    ``make book`` writes beside ``chapters``: _build/reader/chapters), so the handout reads
+    like the page, with no MyST. Raises SolutionLeak, writing nothing, if any solution text
+    would survive; ValueError for an unknown label, a broken convention, or a reader edition
+    missing or older than its chapter."""
     notebooks = read_chapters(Path(chapters))
     assigned = None if assign is None else list(dict.fromkeys(assign))
     labels_assigned(notebooks.values(), assigned)
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty: give a new or empty folder")
+    chosen = {path: nb for path, nb in notebooks.items()
+              if assigned is None or set(exercise_labels(nb)) & set(assigned)}
+    editions = edition_folder(Path(chapters))
+    stale = edition_problems(chosen, editions)
+    if stale:
+        raise ValueError("the handout is made from the reader edition the book build writes: "
+                         "run `make book` first\n  " + "\n  ".join(stale))
     students = {}
-    for path, nb in notebooks.items():
-        if assigned is not None and not set(exercise_labels(nb)) & set(assigned):
-            continue
-        student = make_student_notebook(nb, assigned)
-        leaks = solution_leaks(nb, student)
+    for path in chosen:
+        edition = nbformat.read(editions / path.name, as_version=4)
+        student = make_student_notebook(edition, assigned)
+        leaks = solution_leaks(edition, student)
         if leaks:
             raise SolutionLeak(f"{path.name}: solution text survives:\n  " + "\n  ".join(leaks))
         students[out / path.name] = student

@@ -1,0 +1,200 @@
+"""The reader edition `make book` writes (site_ext/reader_edition.py): for every chapter, a
+valid notebook (nbformat 4.5, cell ids kept) with no MyST left in any markdown cell, every
+glued value, citation and exercise as the built page shows it, every code cell the chapter's
+own, and the page's download button serving it. The student version the instructor hands
+out (python -m attncourse.instructor student), made from it, has no MyST left either and
+shows the glued values of every cell it keeps."""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import re
+
+import nbformat
+import pytest
+from markdown_it import MarkdownIt
+
+import tools
+from attncourse.instructor import write_student_version
+from attncourse.reader_edition import format_glued, glue_key, myst_left, myst_parser
+
+EDITION = tools.ROOT / "_build" / "reader"
+EXECUTED = tools.ROOT / "_build" / "jupyter_execute"
+CHAPTERS = tools.notebook_pages()
+_STRAIGHT = str.maketrans("‘’“”", "''\"\"")
+
+
+class _Texts(html.parser.HTMLParser):
+    """The text of every element of a page whose class list holds ``wanted``, in order."""
+
+    def __init__(self, wanted: str):
+        super().__init__()
+        self.wanted, self.open, self.found = wanted, [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("br", "img", "input", "link", "meta", "hr"):
+            return
+        classes = (dict(attrs).get("class") or "").split()
+        if self.wanted in classes:
+            self.found.append("")
+            self.open.append(len(self.found) - 1)
+        else:
+            self.open.append(None)
+
+    def handle_endtag(self, tag):
+        if tag not in ("br", "img", "input", "link", "meta", "hr") and self.open:
+            self.open.pop()
+
+    def handle_data(self, data):
+        for index in {i for i in self.open if i is not None}:
+            self.found[index] += data
+
+
+def page_texts(entry: str, css_class: str) -> list[str]:
+    page = tools.SITE / f"{entry}.html"
+    if not page.exists():
+        pytest.fail(f"no built page {page}: run `make book` first")
+    parser = _Texts(css_class)
+    parser.feed(page.read_text(encoding="utf-8"))
+    # Sphinx curls the quotes of the page's text (smartquotes); the notebook keeps them as typed.
+    return [" ".join(text.translate(_STRAIGHT).split()) for text in parser.found]
+
+
+def edition(entry: str):
+    path = EDITION / f"{entry}.ipynb"
+    if not path.exists():
+        pytest.fail(f"no reader edition {path}: run `make book` first")
+    return nbformat.read(path, as_version=4)
+
+
+@pytest.fixture(scope="module")
+def handout(tmp_path_factory):
+    """The student version of every chapter, every exercise assigned, as `student` writes it."""
+    out = tmp_path_factory.mktemp("handout")
+    write_student_version(tools.ROOT / "chapters", out)
+    return out
+
+
+@pytest.fixture(params=["reader", "student"])
+def opened(request, handout):
+    """The reader edition, or the student version, of a chapter."""
+    if request.param == "reader":
+        return edition
+    return lambda entry: nbformat.read(handout / f"{entry.rsplit('/', 1)[-1]}.ipynb", as_version=4)
+
+
+def chapter(entry: str):
+    return nbformat.read(tools.ROOT / f"{entry}.ipynb", as_version=4)
+
+
+def roles(source: str, name: str) -> list[str]:
+    """The content of every ``name`` role in a MyST source, directive bodies included."""
+    found = []
+    for token in myst_parser().parse(source):
+        if token.type in ("fence", "colon_fence") and token.info.strip().startswith("{"):
+            found += roles(token.content, name)
+        for child in token.children or ():
+            if child.type == "myst_role" and child.meta["name"] == name:
+                found.append(child.content)
+    return found
+
+
+def shown_text(nb) -> str:
+    """The text a reader sees in the notebook's markdown cells (rendered, tags dropped)."""
+    renderer = MarkdownIt("commonmark", {"html": True}).enable("table")
+    rendered = "\n".join(renderer.render(cell.source) for cell in nb.cells
+                         if cell.cell_type == "markdown")
+    text = re.sub(r"</?(?:p|h\d|li|ul|ol|blockquote|details|summary|table|tr|td|th|pre)\b[^>]*>",
+                  " ", rendered)
+    text = re.sub(r"<[^>]+>", "", text)
+    return " ".join(html.unescape(text).split())
+
+
+def in_order(needles: list[str], haystack: str) -> list[str]:
+    """The needles not found in ``haystack`` one after the other (empty when all are)."""
+    missing, position = [], 0
+    for needle in needles:
+        found = haystack.find(needle, position)
+        if found < 0:
+            missing.append(needle)
+        else:
+            position = found + len(needle)
+    return missing
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_the_edition_is_a_valid_notebook_with_the_chapters_cell_ids(entry):
+    built = edition(entry)
+    nbformat.validate(built)
+    assert (built.nbformat, built.nbformat_minor) == (4, 5)
+    source_ids = [cell.id for cell in chapter(entry).cells]
+    kept = [cell.id for cell in built.cells]
+    assert kept == [i for i in source_ids if i in kept], "cells reordered or ids changed"
+    dropped = [c.source for c in chapter(entry).cells if c.id not in kept]
+    ends = [s for s in dropped if re.fullmatch(r"\s*(`{3,}|:{3,})\{(exercise|solution)-end\}\s*\n\1\s*", s)]
+    assert dropped == ends, "only the cells that just end an exercise or a solution may go"
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_no_myst_is_left_in_any_markdown_cell(entry, opened):
+    left = {cell.id: myst_left(cell.source) for cell in opened(entry).cells
+            if cell.cell_type == "markdown"}
+    left = {cell: found for cell, found in left.items() if found}
+    assert not left, f"{entry}: MyST left in cells {left}"
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_every_code_cell_is_the_chapters_own(entry):
+    """Source, id, tags and other metadata byte for byte (the grader matches a learner's
+    cells by source); only Jupyter's collapsed-input flag may be added."""
+    def code(nb):
+        return [(c.id, c.source, {k: v for k, v in c.metadata.items() if k != "jupyter"})
+                for c in nb.cells if c.cell_type == "code"]
+    assert code(edition(entry)) == code(chapter(entry))
+
+
+def glued_values(entry: str, kept=None) -> list[str]:
+    """The text of each {glue:text} role of the chapter (of its cells with an id in ``kept``,
+    if given), in order, as the edition's formatter makes it of the executed book's value."""
+    glued = json.loads((EXECUTED / f"{entry}.glue.json").read_text())
+    keys = [glue_key(content) for cell in chapter(entry).cells
+            if cell.cell_type == "markdown" and (kept is None or cell.id in kept)
+            for content in roles(cell.source, "glue:text")]
+    assert keys, f"{entry} glues nothing"
+    return [format_glued(glued[name]["data"]["text/plain"], spec) for name, spec in keys]
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_every_glued_value_reads_as_on_the_page(entry):
+    """The page's text for each {glue:text} role, in order, is what the edition's formatter
+    makes of the executed book's value; and the edition shows each, in order."""
+    values = glued_values(entry)
+    assert values == page_texts(entry, "pasted-text")
+    missing = in_order(values, shown_text(edition(entry)))
+    assert not missing, f"{entry}: glued values not shown: {missing[:5]}"
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_the_student_version_shows_the_glued_values_of_the_cells_it_keeps(entry, handout):
+    student = nbformat.read(handout / f"{entry.rsplit('/', 1)[-1]}.ipynb", as_version=4)
+    kept = {cell.id for cell in student.cells}
+    missing = in_order(glued_values(entry, kept), shown_text(student))
+    assert not missing, f"{entry}: glued values not shown: {missing[:5]}"
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_citations_and_exercises_read_as_on_the_page(entry):
+    shown = shown_text(edition(entry))
+    citations = page_texts(entry, "bibtex-citation")
+    exercises = page_texts(entry, "admonition-title")
+    exercises = [title for title in exercises if title.startswith(("Exercise", "Solution to"))]
+    assert exercises, f"{entry} has no exercise"
+    missing = in_order(citations, shown) + [t for t in exercises if t not in shown]
+    assert not missing, f"{entry}: not shown as on the page: {missing[:5]}"
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_the_download_button_serves_the_edition(entry):
+    served = tools.SITE / "_sources" / f"{entry}.ipynb"
+    assert served.read_bytes() == (EDITION / f"{entry}.ipynb").read_bytes()
