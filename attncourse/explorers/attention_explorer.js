@@ -229,12 +229,12 @@ function perHead(layout, name, build) {
 
 function heatmapFigure(title, map, update) {
   const note = map.numbers ? "" : " (colour only: point at a cell for its value)";
-  return { title: title + note, node: map.node, update, mapWidth: map.width };
+  return { title: title + note, node: map.node, update, stop: map.stop, mapWidth: map.width };
 }
 
 // Each view, built from the explorer's layout ({tokens, decimals, heads, dv, mask,
-// editable}) into figures {title, node, update(result)}: built again when the layout
-// changes, updated in place on every other change.
+// editable}) into figures {title, node, update(result), stop?()}: built again when the
+// layout changes (the old ones stopped), updated in place on every other change.
 const VIEW_BUILDERS = {
   scores: (layout) => perHead(layout, "scores", (h, head, title) => {
     const map = heatmap({ rowLabels: layout.tokens, colLabels: layout.tokens,
@@ -453,6 +453,7 @@ function render({ model, el: root }) {
   root.append(resetButton(model), ...slider.nodes, inputsBox, goal.node, viewsBox);
   const scrolling = markScrollingBoxes(root);
   let figures = []; // the views' figures, for the layout they were built for
+  const stopFigures = () => figures.forEach((view) => view.stop?.());
   let builtFor = null;
   let editing = false; // while the reader's edit is set: its grid already shows it
 
@@ -467,6 +468,7 @@ function render({ model, el: root }) {
     const layout = viewLayout(model, result);
     const key = JSON.stringify(layout);
     if (key !== builtFor) {
+      stopFigures();
       figures = layout.views.flatMap((name) => VIEW_BUILDERS[name](layout));
       viewsBox.replaceChildren(...figures.map(figure));
       const widest = Math.max(0, ...figures.map((view) => view.mapWidth || 0));
@@ -488,7 +490,7 @@ function render({ model, el: root }) {
   redraw(true);
   const handlers = Object.fromEntries(Object.entries(REDRAWS).map(([name, what]) =>
     [name, () => later(what === "inputs" && !editing ? "inputs" : "views")]));
-  return onChanges(model, handlers, later.cancel, scrolling.stop);
+  return onChanges(model, handlers, later.cancel, scrolling.stop, stopFigures);
 }
 
 export default { render };

@@ -282,15 +282,12 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
     return true;
   }
   fit(0, 0);
-  // Laid out again whenever the explorer it is shown in changes width (a phone turned).
-  // Taken off the page (the views rebuilt, the explorer cleaned up), it stops watching.
+  // Laid out again whenever the explorer it is shown in changes width (a phone turned),
+  // until `stop` (the explorer calls it when it drops the map or is cleaned up).
   let watched = false;
   const watcher = new ResizeObserver(() => {
     const root = box.isConnected && box.closest(".attn-explorer");
-    if (!root) {
-      if (watched) watcher.disconnect(); // shown once, then removed
-      return; // or not shown yet
-    }
+    if (!root) return; // not shown yet
     if (!watched) {
       watched = true;
       watcher.observe(root);
@@ -380,5 +377,6 @@ export function heatmap({ rowLabels, colLabels, decimals, role, head, caption })
     paint();
     canvas.dataset.values = JSON.stringify(matrix); // after the paint it describes
   }
-  return { node: box, update, numbers, width: natural.width }; // width: the map's own, in CSS pixels
+  const stop = () => watcher.disconnect();
+  return { node: box, update, stop, numbers, width: natural.width }; // width: the map's own, in CSS pixels
 }

@@ -189,6 +189,7 @@ function render({ model, el: root }) {
     const key = JSON.stringify([k, layer, head]);
     if (key !== builtFor) {
       const title = `Layer ${layer}, head ${head}: rows are queries, columns keys`;
+      large?.stop();
       large = heatmap({ rowLabels: tokens, colLabels: tokens, decimals: WEIGHT_DECIMALS,
         role: "weights", head, caption: title });
       caption.textContent = title + (large.numbers ? "" : " (colour only: point at a cell for its value)");
@@ -202,7 +203,8 @@ function render({ model, el: root }) {
   const later = batched(redraw);
   redraw();
   const handlers = Object.fromEntries(REDRAWN_ON.map((name) => [name, () => later()]));
-  return onChanges(model, handlers, later.cancel, () => model.off("msg:custom", onMessage), scrolling.stop);
+  return onChanges(model, handlers, later.cancel, () => model.off("msg:custom", onMessage), scrolling.stop,
+    () => large?.stop());
 }
 
 export default { render };

@@ -264,6 +264,7 @@ function render({ model, el: host }) {
       + `${result.offsets[top]}; the favoured offset is ${state.offset}.`);
     const key = JSON.stringify(tokens);
     if (key !== mapTokens) {
+      map?.stop();
       map = heatmap({ rowLabels: tokens, colLabels: tokens, decimals: 2, role: "weights",
         caption: "attention weights" });
       mapBox.replaceChildren(view("Attention weights over the sentence (row i: query, column j: key):", map.node));
@@ -305,6 +306,7 @@ function render({ model, el: host }) {
   // Every input redraws both views.
   const names = ["encoding", "tokens", "d", "base", "alibi_head", "offset", "scale", "causal", "key", "goal"];
   return onChanges(model, Object.fromEntries(names.map((name) => [name, update])), () => resize.disconnect(),
+    () => map?.stop(),
     () => theme.disconnect(), scrolling.stop);
 }
 
