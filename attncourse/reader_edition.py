@@ -454,8 +454,9 @@ def made_from(edition, nb) -> bool:
 
 def edition_folder(chapters: Path) -> Path:
     """Where ``make book`` writes the reader edition of the notebooks in ``chapters`` (the
-    chapters/ folder of a checkout): _build/reader/chapters of the same checkout."""
-    chapters = Path(chapters)
+    chapters/ folder of a checkout, or a link to it): _build/reader/chapters of the same
+    checkout."""
+    chapters = Path(chapters).resolve()
     return chapters.parent / EDITION_FOLDER / chapters.name
 
 

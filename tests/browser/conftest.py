@@ -402,7 +402,22 @@ def lab(tmp_path_factory):
     """A JupyterLab server on 127.0.0.1 serving a temporary folder (``lab.root``), with
     configuration, data, runtime, settings and workspaces of its own. Its notebooks render
     every cell, not only those in view (Lab 4's windowing), so a test reads a whole one."""
-    home = tmp_path_factory.mktemp("jupyter")
+    with _jupyter_server(tmp_path_factory, "jupyterlab") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def notebook_7(tmp_path_factory):
+    """Notebook 7 (the `notebook` package) on a server of its own, set up as ``lab`` is:
+    beside the JupyterLab a test had used, the shared server answered its fonts with 403
+    and its front end called a file-browser command Lab had left in the shared state."""
+    with _jupyter_server(tmp_path_factory, "notebook") as server:
+        yield server
+
+
+@contextlib.contextmanager
+def _jupyter_server(tmp_path_factory, app: str):
+    home = tmp_path_factory.mktemp(app)
     root, data, runtime, config = (
         home / name for name in ("notebooks", "data", "runtime", "config"))
     for folder in (root, data, runtime, config):
@@ -429,7 +444,7 @@ def lab(tmp_path_factory):
     }
     token = secrets.token_hex(16)
     command = [
-        sys.executable, "-m", "jupyterlab",
+        sys.executable, "-m", app,
         "--no-browser",
         "--allow-root",  # these machines run everything as root
         "--ServerApp.ip=127.0.0.1",

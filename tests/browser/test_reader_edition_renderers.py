@@ -1,7 +1,7 @@
 """The reader edition's Markdown in the other front ends a learner opens it in (issue 35):
 the solutions are folded (``<details>``) and no MyST shows, in
 
-- Notebook 7 (the `notebook` package), served beside JupyterLab by the session's server;
+- Notebook 7 (the `notebook` package), on a server of its own;
 - VS Code's notebook renderer: markdown-it with raw HTML allowed (``html: true``,
   ``linkify: true``), as in a trusted workspace, and its output sanitized by DOMPurify, as
   in Restricted Mode (VS Code's own allow-list, extensions/markdown-language-features/
@@ -40,9 +40,9 @@ def solutions_on_the_page(entry: str) -> list[str]:
 NOTEBOOK_7_STARTUP = "Cannot read properties of undefined (reading 'schema')"
 
 
-@pytest.mark.xdist_group("lab")
-def test_notebook_7_folds_the_solutions_and_shows_no_myst(lab, watch_page, screenshots):
+def test_notebook_7_folds_the_solutions_and_shows_no_myst(notebook_7, watch_page, screenshots):
     entry = "chapters/01_dot_product_similarity"
+    lab = notebook_7
     page = watch_page(lab.url, harmless=[NOTEBOOK_7_STARTUP])
     page.set_default_timeout(30_000)
     page.set_viewport_size({"width": 1280, "height": 1400})
