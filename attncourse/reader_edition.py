@@ -11,7 +11,8 @@ left empty with them). Code cells keep their source, id and tags byte for byte (
 matches a learner's cells by their source); those the page hides (``hide-input``,
 ``remove-input``, solutions, hidden tests) are collapsed (Jupyter's ``source_hidden``).
 Outputs come from the executed book, less what the page leaves out (``remove-output``,
-``remove-cell``, solutions, checks); a widget's output is replaced by a line that says what
+``remove-cell``, hidden tests, checks); a solution's, which the page shows in its dropdown,
+are collapsed (``outputs_hidden``); a widget's output is replaced by a line that says what
 will appear once the cell runs with a kernel.
 
 The MyST is read by markdown-it-py with the plugins myst-parser itself uses (``myst_role``,
@@ -58,7 +59,10 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 # Cells whose input the page hides (behind a toggle or entirely): collapsed in the edition.
 HIDDEN_INPUT_TAGS = {"hide-input", "remove-input", "solution", "hidden-test"}
 # Cells whose output the page leaves out, or that give an exercise away.
-NO_OUTPUT_TAGS = {"remove-output", "remove-cell", "solution", "hidden-test", "check"}
+NO_OUTPUT_TAGS = {"remove-output", "remove-cell", "hidden-test", "check"}
+# Cells whose output the page shows only on request (a solution's, in its dropdown): kept,
+# collapsed (Jupyter's ``outputs_hidden``), since a code cell cannot sit inside <details>.
+FOLDED_OUTPUT_TAGS = {"solution"}
 # Characters that would change how a glued text reads as Markdown.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
 # A line opening with these reads as a list item (a number and "." or ")").
@@ -492,8 +496,11 @@ def reader_notebook(nb, *, executed, references: References, docname: str,
             executed_cell = ran.get(cell.get("id"))
             cell.outputs = shown_outputs(cell, executed_cell, classes)
             cell.execution_count = executed_cell.get("execution_count") if executed_cell else None
-            if HIDDEN_INPUT_TAGS & set(cell.metadata.get("tags", [])):
+            tags = set(cell.metadata.get("tags", []))
+            if HIDDEN_INPUT_TAGS & tags:
                 cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+            if FOLDED_OUTPUT_TAGS & tags and cell.outputs:
+                cell.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
         cells.append(cell)
     edition.cells = cells
     edition.metadata.pop("widgets", None)

@@ -227,8 +227,10 @@ def test_the_notebook_changes_markdown_only_and_keeps_what_the_page_shows():
         (c.id, c.source, c.metadata.get("tags")) for c in nb.cells if c.cell_type == "code"]
     hidden = [c.metadata.get("jupyter", {}).get("source_hidden", False) for c in code]
     assert hidden == [True, False, True, False, False]  # hide-input and the solution
+    folded = [c.metadata.get("jupyter", {}).get("outputs_hidden", False) for c in code]
+    assert folded == [False, False, True, False, False]  # the solution's, shown in its dropdown on the page
     outputs = [[o.get("text") or o.get("data", {}).get("text/plain") for o in c.outputs] for c in code]
-    assert outputs == [["1"], [], [], [], [widget_line("AttentionExplorer")]]
+    assert outputs == [["1"], [], ["the answer\n"], [], [widget_line("AttentionExplorer")]]
     assert "widgets" not in edition.metadata
     assert made_from(edition, nb)
     nb.cells[3].source = "prediction = 0.4"

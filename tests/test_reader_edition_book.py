@@ -13,6 +13,7 @@ import re
 
 import nbformat
 import pytest
+from jupyter_cache import get_cache
 from markdown_it import MarkdownIt
 
 import tools
@@ -198,3 +199,21 @@ def test_citations_and_exercises_read_as_on_the_page(entry):
 def test_the_download_button_serves_the_edition(entry):
     served = tools.SITE / "_sources" / f"{entry}.ipynb"
     assert served.read_bytes() == (EDITION / f"{entry}.ipynb").read_bytes()
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_a_solution_keeps_what_it_printed_on_the_page_folded(entry):
+    """A solution's code cell shows its output on the page, in the solution's dropdown: the
+    edition keeps that output, collapsed as the dropdown is (reviewer of issue 35: 16 solution
+    cells had lost theirs, chapter 4's "the table below" among them)."""
+    chapter = nbformat.read(tools.ROOT / f"{entry}.ipynb", as_version=4)
+    _, executed = get_cache(tools.ROOT / "_build" / ".jupyter_cache").merge_match_into_notebook(chapter)
+    ran = {cell.get("id"): cell for cell in executed.cells}  # as the page shows it (the build's source)
+    solutions = [cell for cell in edition(entry).cells
+                 if cell.cell_type == "code" and "solution" in cell.metadata.get("tags", [])]
+    assert solutions, f"{entry}: no solution code cell"
+    assert any(ran[cell.get('id')].get('outputs') for cell in solutions), f"{entry}: no solution printed"
+    for cell in solutions:
+        printed = ran[cell.get("id")].get("outputs", [])
+        assert len(cell.outputs) == len(printed), f"{entry}, cell {cell.get('id')}: outputs lost"
+        assert cell.metadata.get("jupyter", {}).get("outputs_hidden", False) == bool(printed)
