@@ -3,12 +3,19 @@ show it, none of which runs the book's Sphinx build.
 
 Only markdown cells change. Every MyST role and directive is written out as plain Markdown, as
 the built page shows it: a glued number as its text on the page, a citation as the page's
-"[Author et al., year]" linking to the site's references, a glossary term or a section
-reference as a link to the site, a chapter reference as a link to the sibling notebook, an
-admonition as a blockquote with a bold title, an exercise as a heading, a solution folded in
-``<details>``; labels, comments and an exercise's or solution's end are removed (and a cell
-left empty with them). Code cells keep their source, id and tags byte for byte (the grader
-matches a learner's cells by their source); those the page hides (``hide-input``,
+"[Author et al., year]" linking to the site's references, a glossary term or a reference to
+another page's section as a link to the site, a chapter reference as a link to the sibling
+notebook, an admonition as a blockquote with a bold title, an exercise as a heading, a
+solution folded in ``<details>``. A label becomes an anchor where it was (``<a id="label">``,
+as an exercise's label does above its heading), and a reference or a ``[text](#label)`` link
+to a label of the same chapter leads to it, in the notebook. A sentence built around a
+``{launch}`` link ("open this chapter in Colab or Binder") is dropped, or only the
+parenthesis that holds the links: the reader is in a live notebook already, and a handout's
+link would open the published edition, solutions included. Comments and an exercise's or
+solution's end are removed (and a cell left empty with them). The prose's quotes, dashes and
+ellipses are typeset as the page's (Sphinx's smartquotes, run on the same text), never
+inside code, maths, HTML or a URL. Code cells keep their source, id and tags byte for byte
+(the grader matches a learner's cells by their source); those the page hides (``hide-input``,
 ``remove-input``, solutions, hidden tests) are collapsed (Jupyter's ``source_hidden``).
 Outputs come from the executed book, less what the page leaves out (``remove-output``,
 ``remove-cell``, hidden tests, checks); a solution's, which the page shows in its dropdown,
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import html
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +47,7 @@ from posixpath import dirname, join, normpath
 from typing import Any
 
 import nbformat
+from docutils.utils.smartquotes import educate_tokens
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.colon_fence import colon_fence_plugin
@@ -69,6 +78,21 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
 _LIST_MARKER = re.compile(r"(\d{1,9})([.)])(?=[ \t]|$)")
 _OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$")
 _SOLUTION_BODY = "\x00solution\x00"  # where a solution's text begins, until it is folded
+# What the page's smartquotes does (Sphinx's default smartquotes_action, which the book
+# keeps): quotes, "--" and "---" as dashes, "..." as an ellipsis.
+SMARTQUOTES = "qDe"
+# The end of a sentence: its mark, closing brackets or quotes, then a space and no
+# lower-case word (so "e.g. the" goes on), or the paragraph's end.
+_SENTENCE_END = re.compile(r"[.?!][)\]\"'’”]*(?=\s+[^\sa-z]|\s*$)")
+# What is left of a parenthesis that holds only {launch} links: commas and "or"/"and".
+_LINKS_ONLY = re.compile(r"[\s,;]*(?:(?:or|and)[\s,;]*)*")
+_URL = re.compile(r"https?://[^\s<>()]+")
+# A link's "](target "title")" after its text (and the emphasis its text closes), an image.
+_TARGET = r"\((?:[^()\s]|\([^()]*\))*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
+_LINK_TARGET = re.compile(r"[*_~]*\]" + _TARGET)
+_IMAGE = re.compile(r"!\[(?:\\.|[^\]\\])*\]" + _TARGET)
+# The rest of a paragraph's last line and the blank lines after it.
+_BLANK_LINES = re.compile(r"[ \t]*(?:\n[ \t]*(?=\n))*\n?")
 
 
 @dataclass(frozen=True)
@@ -92,14 +116,14 @@ class References:
 @dataclass(frozen=True)
 class Chapter:
     """What one chapter's markdown needs: its docname ("chapters/01_name"), its glued values
-    (name -> text/plain, as myst-nb stored them), its launch links (service -> URL) and the
-    titles of its exercises (label -> title)."""
+    (name -> text/plain, as myst-nb stored them), the titles of its exercises (label ->
+    title) and its labels (those of its targets and exercises: the notebook's anchors)."""
 
     docname: str
     glue: Mapping[str, str]
     references: References
-    launch: Mapping[str, str] = field(default_factory=dict)
     exercises: Mapping[str, str] = field(default_factory=dict)
+    anchors: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -174,9 +198,13 @@ def _walk(tokens: list[Token]) -> Iterator[Token]:
 
 
 def reader_markdown(source: str, chapter: Chapter) -> str:
-    """A markdown cell's ``source`` with its MyST written out as plain Markdown (see the
-    module's docstring). Raises ValueError naming a role, directive or glued name it
-    cannot write out."""
+    """A markdown cell's ``source`` with its MyST written out as plain Markdown and its prose
+    typeset as the page's (see the module's docstring). Raises ValueError naming a role,
+    directive, glued name or in-page link it cannot write out."""
+    return typeset(_plain_markdown(source, chapter))
+
+
+def _plain_markdown(source: str, chapter: Chapter) -> str:
     text = _replace(source, list(_edits(source, chapter)))
     if _SOLUTION_BODY in text:
         head, body = text.split(_SOLUTION_BODY, 1)
@@ -184,14 +212,111 @@ def reader_markdown(source: str, chapter: Chapter) -> str:
     return text.strip("\n")
 
 
+@cache
+def _markdown_parser() -> MarkdownIt:
+    """markdown-it-py reading the edition's plain Markdown as the front ends do (with dollar
+    maths), each escaped character and entity a token of its own (no "text_join")."""
+    return (MarkdownIt("commonmark", {"html": True}).enable("table").disable("text_join")
+            .use(dollarmath_plugin, allow_labels=True, allow_space=True, allow_digits=True,
+                 double_inline=False))
+
+
+def typeset(markdown: str) -> str:
+    """``markdown`` with the quotes, dashes and ellipses of its prose as the page shows them:
+    docutils' smartquotes (what Sphinx runs on the page, with Sphinx's default action) given
+    each paragraph's text, with its code, maths, HTML, escaped characters and URLs as literal
+    text it leaves alone (HTML blocks, such as a solution's summary, which the page does not
+    curl either, are not read)."""
+    starts = _line_starts(markdown)
+    cursor, edits = 0, []
+    for token in _markdown_parser().parse(markdown):
+        if token.map:
+            cursor = max(cursor, starts[token.map[0]])
+        if token.type == "inline":
+            pieces, cursor = _prose_pieces(markdown, cursor, token.children or [])
+            educated = educate_tokens([(kind, text) for kind, text, _ in pieces],
+                                      attr=SMARTQUOTES, language="en")
+            edits += [(at, at + len(text), new) for (kind, text, at), new in zip(pieces, educated)
+                      if kind == "plain" and new != text]
+    return _replace(markdown, edits)
+
+
+def _prose_pieces(markdown: str, cursor: int,
+                  children: list[Token]) -> tuple[list[tuple[str, str, int]], int]:
+    """The text of one inline run as smartquotes reads it: ("plain" or "literal", text,
+    where it is in ``markdown``), found in the parser's order from ``cursor``; and where the
+    run ends. A link's target is stepped over, an autolink's text is literal."""
+    pieces: list[tuple[str, str, int]] = []
+    autolink = False
+
+    def find(text: str, kind: str) -> None:
+        nonlocal cursor
+        at = markdown.find(text, cursor)
+        if at < 0:
+            raise ValueError(f"cannot place {text!r} in its paragraph")
+        pieces.append((kind, text, at))
+        cursor = at + len(text)
+
+    for token in children:
+        if token.type == "text" and not autolink:
+            for part in re.split(f"({_URL.pattern})", token.content):  # a URL is literal
+                if part:
+                    find(part, "literal" if _URL.fullmatch(part) else "plain")
+        elif token.type in ("text", "html_inline"):
+            find(token.content, "literal")
+        elif token.type == "text_special":  # an escaped character or an entity
+            find(token.markup, "literal")
+        elif token.type in _CODE_OR_MATHS:
+            match = _code_or_maths(token).search(markdown, cursor)
+            if match is None:
+                raise ValueError(f"cannot place {token.markup}{token.content}{token.markup}")
+            pieces.append(("literal", token.content, match.start()))
+            cursor = match.end()
+        elif token.type in ("softbreak", "hardbreak"):
+            pieces.append(("literal", "\n", cursor))
+        elif token.type == "link_open":
+            autolink = token.markup == "autolink"
+        elif token.type == "link_close" and not autolink:
+            target = _LINK_TARGET.match(markdown, cursor)
+            cursor = target.end() if target else cursor
+        elif token.type == "image":
+            target = _IMAGE.search(markdown, cursor)
+            cursor = target.end() if target else cursor
+    return pieces, cursor
+
+
+def anchor(label: str) -> str:
+    """The HTML anchor a label leaves in the notebook: an empty link with the label as its id,
+    which the front ends' sanitizers keep (JupyterLab's drops ``name``)."""
+    return f'<a id="{html.escape(label)}"></a>'
+
+
+def anchored_links(sources: list[str]) -> list[str]:
+    """Markdown ``sources`` (a notebook's cells) with each in-page link whose anchor none of
+    them holds reduced to its text: a handout that leaves an exercise out leaves no link to
+    it leading nowhere."""
+    anchors = {html.unescape(match[1]) for source in sources
+               for match in re.finditer(r'<a id="([^"]*)"></a>', source)}
+    kept = []
+    for source in sources:
+        dead = {href for token in _walk(_markdown_parser().parse(source))
+                if (href := str(token.attrGet("href") or "")).startswith("#")
+                and token.type == "link_open" and href[1:] not in anchors}
+        if dead:
+            code = [match.span() for match in re.finditer(r"(`+).+?\1", source, re.DOTALL)]
+            link = re.compile(r"\[((?:\\.|[^\]\\])*)\]\((" + "|".join(map(re.escape, dead)) + r")\)")
+            source = _replace(source, [(*match.span(), match[1]) for match in link.finditer(source)
+                                       if not any(a <= match.start() < b for a, b in code)])
+        kept.append(source)
+    return kept
+
+
 def _edits(source: str, chapter: Chapter) -> Iterator[tuple[int, int, str]]:
     """(start, end, replacement) for each MyST construct in ``source``, in order."""
-    lines = source.splitlines(keepends=True)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
+    starts = _line_starts(source)
     block = (0, len(source))
-    for token in myst_parser().parse(source):
+    tokens = myst_parser().parse(source)
+    for index, token in enumerate(tokens):
         if token.map:
             block = (starts[token.map[0]], starts[token.map[1]])
         if token.type in ("fence", "colon_fence") and token.info.strip().startswith("{"):
@@ -199,24 +324,56 @@ def _edits(source: str, chapter: Chapter) -> Iterator[tuple[int, int, str]]:
                 raise ValueError(f"{chapter.docname}: a directive inside a list or quote "
                                  f"cannot be written out: {token.info.strip()!r}")
             yield (*block, _directive(_read_directive(token), chapter))
-        elif token.type in ("myst_target", "myst_line_comment", "myst_block_break"):
+        elif token.type == "myst_target":
+            # Into the paragraph below, or a paragraph of its own above anything else.
+            joins = index + 1 < len(tokens) and tokens[index + 1].type == "paragraph_open"
+            yield (*block, anchor(token.content) + ("\n" if joins else "\n\n"))
+        elif token.type in ("myst_line_comment", "myst_block_break"):
             yield (*block, "")
         elif token.type == "inline":
-            yield from _inline_edits(source, block, token, chapter)
+            whole = tokens[index - 1].type == "paragraph_open" and tokens[index - 1].level == 0
+            yield from _inline_edits(source, block, token, chapter, whole)
 
 
-def _inline_edits(source: str, block: tuple[int, int], inline: Token,
-                  chapter: Chapter) -> Iterator[tuple[int, int, str]]:
-    """Edits for the roles and relative links of one inline run, found in the source lines
-    of its block in the parser's order (code and maths are stepped over, never edited)."""
+def _line_starts(source: str) -> list[int]:
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _inline_edits(source: str, block: tuple[int, int], inline: Token, chapter: Chapter,
+                  droppable: bool) -> list[tuple[int, int, str]]:
+    """Edits for the roles and links of one inline run (code and maths are stepped over,
+    never edited); a sentence built around {launch} links is dropped (the whole paragraph,
+    if ``droppable`` and nothing else is in it)."""
+    found = list(_located(source, block, inline, chapter))
+    dropped = _launch_sentences(source, block, inline, found, droppable, chapter)
+    edits = [(start, stop, "") for start, stop in dropped]
+    for start, stop, token in found:
+        if any(a <= start < b for a, b in dropped):
+            continue
+        if token.type == "myst_role":
+            text = _role(token.meta["name"], token.content, chapter)
+            edits.append((start, stop, _safe_at_line_start(source, start, stop, text)))
+        elif token.type == "link_open":
+            link = _link(str(token.attrGet("href")), chapter)
+            if link is not None:
+                edits.append((start, stop, "](" + link))
+    return sorted(edits)
+
+
+def _located(source: str, block: tuple[int, int], inline: Token,
+             chapter: Chapter) -> Iterator[tuple[int, int, Token]]:
+    """(start, end, token) for each role, code span, maths and relative link of one inline
+    run, found in the source lines of its block in the parser's order."""
     cursor, end = block
     for token in inline.children or ():
         if token.type == "myst_role":
             pattern = (re.escape(f"{{{token.meta['name']}}}") + "(`+)" + _flexible(token.content)
                        + r"\1")
-        elif token.type in ("code_inline", "math_inline", "math_inline_double"):
-            pattern = re.escape(token.markup) + r"\s*" + _flexible(token.content) + r"\s*" \
-                + re.escape(token.markup)
+        elif token.type in _CODE_OR_MATHS:
+            pattern = _code_or_maths(token).pattern
         elif token.type == "link_open" and _relative(str(token.attrGet("href") or "")):
             pattern = r"\]\(\s*<?" + re.escape(str(token.attrGet("href")))
         else:
@@ -226,13 +383,94 @@ def _inline_edits(source: str, block: tuple[int, int], inline: Token,
             raise ValueError(f"{chapter.docname}: cannot place {token.type} "
                              f"{token.content or token.attrGet('href')!r} in its paragraph")
         cursor = match.end()
-        if token.type == "myst_role":
-            text = _role(token.meta["name"], token.content, chapter)
-            start, stop = match.span()
-            yield start, stop, _safe_at_line_start(source, start, stop, text)
-        elif token.type == "link_open":
-            href = str(token.attrGet("href"))
-            yield match.start(), match.end(), "](" + _page_url(href, chapter)
+        yield match.start(), match.end(), token
+
+
+def _launch_sentences(source: str, block: tuple[int, int], inline: Token,
+                      found: list[tuple[int, int, Token]], droppable: bool,
+                      chapter: Chapter) -> list[tuple[int, int]]:
+    """The spans to drop for the {launch} links of one inline run: the parenthesis that holds
+    nothing else, or else the sentence (the paragraph, when it is nothing else)."""
+    launches = [(start, stop) for start, stop, token in found
+                if token.type == "myst_role" and token.meta["name"] == "launch"]
+    if not launches:
+        return []
+    lines = inline.content.split("\n")
+    begin = source.find(lines[0], *block)  # the text, after a list's or a quote's marker
+    end = source.rfind(lines[-1], begin, block[1]) + len(lines[-1])
+    protected = [(start, stop) for start, stop, _ in found]
+
+    def free(position: int) -> bool:
+        return not any(start <= position < stop for start, stop in protected)
+
+    ends = [match.end() for match in _SENTENCE_END.finditer(source, begin, end)
+            if free(match.start())]
+    spans: list[tuple[int, int]] = []
+    for start, stop in launches:
+        if spans and start < spans[-1][1]:
+            continue  # in the sentence or parenthesis just dropped
+        span = _parenthesis(source, begin, end, (start, stop), launches, free)
+        if span is None:
+            after_previous = max([e for e in ends if e <= start], default=begin)
+            span = (_after_space(source, after_previous),
+                    min([e for e in ends if e >= stop], default=end))
+        spans.append(_with_spacing(source, (begin, end), span, droppable, chapter))
+    return spans
+
+
+def _parenthesis(source: str, begin: int, end: int, launch: tuple[int, int],
+                 launches: list[tuple[int, int]], free) -> tuple[int, int] | None:
+    """The span of the parenthesis around the ``launch`` link, if it holds only launch links
+    (and "or", "and", commas), else None."""
+    opening = _unmatched(source, range(launch[0] - 1, begin - 1, -1), ")(", free)
+    closing = _unmatched(source, range(launch[1], end), "()", free)
+    if opening is None or closing is None:
+        return None
+    inner = _replace(source[opening + 1:closing],
+                     [(a - opening - 1, b - opening - 1, "") for a, b in launches
+                      if opening < a and b <= closing])
+    return (opening, closing + 1) if _LINKS_ONLY.fullmatch(inner) else None
+
+
+def _unmatched(source: str, positions: range, pair: str, free) -> int | None:
+    """The first position, walking ``positions``, of a ``pair[1]`` that no ``pair[0]`` met
+    on the way matches (brackets in code, maths or a role do not count)."""
+    depth = 0
+    for position in positions:
+        if free(position) and source[position] in pair:
+            depth += 1 if source[position] == pair[0] else -1
+            if depth < 0:
+                return position
+    return None
+
+
+def _with_spacing(source: str, text: tuple[int, int], span: tuple[int, int], droppable: bool,
+                  chapter: Chapter) -> tuple[int, int]:
+    """``span`` with the space that separated it from the rest of the paragraph's ``text``;
+    the whole paragraph, with the blank lines after it, when nothing else is in it."""
+    (begin, end), (start, stop) = text, span
+    if source[stop:end].strip():
+        return start, _after_space(source, stop)
+    if source[begin:start].strip():
+        return len(source[:start].rstrip()), stop
+    if not droppable:
+        raise ValueError(f"{chapter.docname}: a {{launch}} sentence that is a whole heading, "
+                         f"list item or quote cannot be dropped: {source[start:stop]!r}")
+    blank_lines = _BLANK_LINES.match(source, stop)
+    return source.rfind("\n", 0, begin) + 1, blank_lines.end() if blank_lines else stop
+
+
+def _after_space(source: str, position: int) -> int:
+    return len(source) - len(source[position:].lstrip())
+
+
+_CODE_OR_MATHS = ("code_inline", "math_inline", "math_inline_double")
+
+
+def _code_or_maths(token: Token) -> re.Pattern[str]:
+    """A code span or inline maths as the source may write it."""
+    return re.compile(re.escape(token.markup) + r"\s*" + _flexible(token.content) + r"\s*"
+                      + re.escape(token.markup))
 
 
 def _flexible(content: str) -> str:
@@ -242,7 +480,20 @@ def _flexible(content: str) -> str:
 
 
 def _relative(href: str) -> bool:
-    return bool(href) and not re.match(r"[a-zA-Z][\w+.-]*:|#|/", href)
+    return bool(href) and not re.match(r"[a-zA-Z][\w+.-]*:|/", href)
+
+
+def _link(href: str, chapter: Chapter) -> str | None:
+    """Where a relative link of the chapter leads in the notebook: an in-page one stays where
+    it is (None) if the chapter has the label, or goes to the label's page on the site."""
+    if not href.startswith("#"):
+        return _page_url(href, chapter)
+    label = href[1:]
+    if label in chapter.anchors:
+        return None
+    if label in chapter.references.labels:
+        return chapter.references.labels[label].url
+    raise ValueError(f"{chapter.docname}: the link to {href!r} leads to no label")
 
 
 def _safe_at_line_start(source: str, start: int, end: int, text: str) -> str:
@@ -280,7 +531,7 @@ def _directive(directive: Directive, chapter: Chapter) -> str:
     name = directive.name
     if name in ADMONITION_TITLES or name == "admonition":
         title = directive.argument if name == "admonition" else ADMONITION_TITLES[name]
-        body = reader_markdown(directive.body, chapter)
+        body = _plain_markdown(directive.body, chapter)
         if re.search(r"^\s*\$\$\s*$", body, re.MULTILINE):
             raise ValueError(f"{chapter.docname}: display maths over several lines in the "
                              f"{name} {title!r} would break in a quote: write it on one line")
@@ -288,8 +539,8 @@ def _directive(directive: Directive, chapter: Chapter) -> str:
         return f"> **{title}**\n>\n{quoted}\n"  # a title is MyST Markdown too
     if name in ("exercise-start", "exercise"):
         label = directive.options.get("label", "")
-        heading = f"### {_exercise_name(label, directive.argument, chapter)}\n"
-        return heading + (f"\n{reader_markdown(directive.body, chapter)}\n"
+        heading = f"{anchor(label)}\n\n### {_exercise_name(label, directive.argument, chapter)}\n"
+        return heading + (f"\n{_plain_markdown(directive.body, chapter)}\n"
                           if directive.body.strip() else "")
     if name in ("solution-start", "solution"):
         label = directive.argument
@@ -298,7 +549,7 @@ def _directive(directive: Directive, chapter: Chapter) -> str:
         summary = MarkdownIt("commonmark").renderInline(f"Solution to {title}")
         opening = f"<details>\n<summary>{summary}</summary>\n\n"
         if name == "solution":
-            return opening + reader_markdown(directive.body, chapter) + "\n\n</details>\n"
+            return opening + _plain_markdown(directive.body, chapter) + "\n\n</details>\n"
         return opening + _SOLUTION_BODY
     if name in ("exercise-end", "solution-end"):
         return ""
@@ -337,16 +588,12 @@ def _role(name: str, content: str, chapter: Chapter) -> str:
         if target not in references.labels:
             raise ValueError(f"{chapter.docname}: the site has no label {target!r}")
         link = references.labels[target]
-        return f"[{escape_markdown(text) if text != target else link.text}]({link.url})"
+        url = f"#{target}" if target in chapter.anchors else link.url  # in the notebook
+        return f"[{escape_markdown(text) if text != target else link.text}]({url})"
     if name == "doc":
         docname = normpath(join(dirname(chapter.docname), target)).removesuffix(".md")
         return f"[{escape_markdown(text) if text != target else _page(docname, chapter).text}]" \
                f"({_page_url(target, chapter)})"
-    if name == "launch":
-        service = content.strip().lower()
-        if service not in chapter.launch:
-            raise ValueError(f"{chapter.docname}: no {service!r} launch link")
-        return f"[{service.capitalize()}]({chapter.launch[service]})"
     raise ValueError(f"{chapter.docname}: no plain Markdown for the role {{{name}}}")
 
 
@@ -395,6 +642,14 @@ def exercise_titles(nb) -> dict[str, str]:
                 directive = _read_directive(token)
                 titles[directive.options.get("label", "")] = directive.argument
     return titles
+
+
+def chapter_labels(nb) -> frozenset[str]:
+    """Every label the notebook ``nb`` defines, each an anchor in its edition: its targets'
+    ("(label)=") and its exercises'."""
+    targets = {token.content for cell in nb.cells if cell.cell_type == "markdown"
+               for token in myst_parser().parse(cell.source) if token.type == "myst_target"}
+    return frozenset(targets | set(exercise_titles(nb))) - {""}
 
 
 def widget_line(class_name: str) -> str:
@@ -477,12 +732,12 @@ def edition_problems(notebooks: Mapping[Path, Any], folder: Path) -> list[str]:
     return problems
 
 
-def reader_notebook(nb, *, executed, references: References, docname: str,
-                    launch: Mapping[str, str]):
+def reader_notebook(nb, *, executed, references: References, docname: str):
     """The reader edition of the chapter notebook ``nb`` (an nbformat NotebookNode, not
     changed), from ``executed``, the same notebook as the book ran it (its glued values, its
     outputs): markdown cells written out, empty ones dropped, code cells as they are."""
-    chapter = Chapter(docname, glued_values(executed), references, launch, exercise_titles(nb))
+    chapter = Chapter(docname, glued_values(executed), references, exercise_titles(nb),
+                      chapter_labels(nb))
     edition = copy.deepcopy(nb)
     ran = {cell.get("id"): cell for cell in executed.cells}
     classes = widget_classes(executed)

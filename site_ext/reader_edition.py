@@ -9,8 +9,7 @@ For each chapter (a page whose source is a notebook) it reads
 - what the page shows for each citation (sphinxcontrib-bibtex's text, from the resolved
   page), where each glossary term, label and page lives, and each exercise's number;
 - the site's URL (``html.baseurl`` in _config.yml, set by ``site_ext.set_repository``), in
-  front of every link the edition writes, and the chapter's Colab and Binder links
-  (``site_ext.launch_links``: the repository's reader branch);
+  front of every link the edition writes;
 
 and writes the edition twice: ``_build/reader/chapters/NAME.ipynb``, what the publishing
 step puts on the reader branch (``site_ext.publish_edition``), and
@@ -104,10 +103,8 @@ def write_editions(app, exception):
     cache = get_cache(env.mystnb_config.execution_cache_path)
     out = pathlib.Path(app.outdir)
     edition_folder = out.parent / EDITION_FOLDER
-    links = app.extensions["launch_links"].module  # the {launch} role's addresses
     for doc in chapters(env):
         source = pathlib.Path(env.doc2path(doc))
-        page = source.relative_to(app.srcdir).as_posix()
         chapter = nbformat.read(source, as_version=4)
         try:
             _, executed = cache.merge_match_into_notebook(chapter)
@@ -115,10 +112,8 @@ def write_editions(app, exception):
             raise ExtensionError(f"{doc}: no executed copy in the execution cache "
                                  f"{cache.path}") from missing
         try:
-            edition = reader_notebook(
-                chapter, executed=executed, references=references, docname=doc,
-                launch={service: links.launch_url(service, app.config.html_theme_options, page)
-                        for service in links.SERVICES})
+            edition = reader_notebook(chapter, executed=executed, references=references,
+                                      docname=doc)
             nbformat.validate(edition)
         except (ValueError, nbformat.ValidationError) as error:
             raise ExtensionError(f"the reader edition of {doc}: {error}") from error
@@ -130,7 +125,6 @@ def write_editions(app, exception):
 
 
 def setup(app):
-    app.setup_extension("launch_links")
     app.connect("builder-inited", lambda app: _RESOLVED.clear())
     app.connect("doctree-resolved", keep_resolved)
     app.connect("build-finished", write_editions)

@@ -1,11 +1,14 @@
 """The reader edition's converter (attncourse/reader_edition.py): every MyST construct the
 chapters use written out as plain Markdown, glued values formatted exactly as myst-nb
-formats them, nothing else touched."""
+formats them, labels kept as anchors that in-page links and references lead to, sentences
+about opening the chapter in a live notebook dropped, quotes and dashes as the page's
+smartquotes shows them, nothing else touched."""
 
 import json
 
 import nbformat
 import pytest
+from docutils.core import publish_doctree
 from hypothesis import given
 from hypothesis import strategies as st
 from myst_nb.core.variables import format_plain_text
@@ -14,12 +17,14 @@ from attncourse.reader_edition import (
     Chapter,
     Link,
     References,
+    anchored_links,
     format_glued,
     glued_values,
     made_from,
     myst_left,
     reader_markdown,
     reader_notebook,
+    typeset,
     widget_line,
 )
 
@@ -29,15 +34,16 @@ REFERENCES = References(
                "a,b": f"\\[[A, 2020]({SITE}bibliography.html#id1), [B, 2021]({SITE}bibliography.html#id2)\\]"},
     terms={"row-stochastic": f"{SITE}glossary.html#term-Row-stochastic"},
     labels={"ch1-doubling": Link("Exercise 1", f"{SITE}chapters/ch1.html#ch1-doubling"),
-            "order": Link("Order does not matter", f"{SITE}chapters/ch1.html#order")},
+            "order": Link("Order does not matter", f"{SITE}chapters/ch1.html#order"),
+            "masks": Link("Masks", f"{SITE}chapters/ch2.html#masks")},
     pages={"notation": Link("Notation", f"{SITE}notation.html"),
            "chapters/ch2": Link("2. Two", f"{SITE}chapters/ch2.html")},
     notebooks=frozenset({"chapters/ch1", "chapters/ch2"}),
 )
-LAUNCH = {"colab": "https://colab.example/ch1.ipynb", "binder": "https://binder.example/ch1"}
 GLUE = {"w": "0.352893683165331", "n": "6", "big": "2147483648", "words": "'He ⇝ it'",
         "star": "'a*b'"}
-CHAPTER = Chapter("chapters/ch1", GLUE, REFERENCES, LAUNCH, {"ch1-doubling": "Double *it*"})
+CHAPTER = Chapter("chapters/ch1", GLUE, REFERENCES, {"ch1-doubling": "Double *it*"},
+                  frozenset({"order", "ch1-doubling"}))
 
 
 def written(source):
@@ -54,16 +60,18 @@ def written(source):
     ("is {term}`row-stochastic`", f"is [row-stochastic]({SITE}glossary.html#term-Row-stochastic)"),
     ("is {term}`stochastic by rows <Row-Stochastic>`",
      f"is [stochastic by rows]({SITE}glossary.html#term-Row-stochastic)"),
-    ("see {ref}`order`", f"see [Order does not matter]({SITE}chapters/ch1.html#order)"),
-    ("see {ref}`ch1-doubling`", f"see [Exercise 1]({SITE}chapters/ch1.html#ch1-doubling)"),
-    ("see {ref}`this one <order>`", f"see [this one]({SITE}chapters/ch1.html#order)"),
+    # A label of the same chapter is an anchor in the notebook; another page's is on the site.
+    ("see {ref}`order`", "see [Order does not matter](#order)"),
+    ("see {ref}`ch1-doubling`", "see [Exercise 1](#ch1-doubling)"),
+    ("see {ref}`this one <order>`", "see [this one](#order)"),
+    ("see {ref}`masks`", f"see [Masks]({SITE}chapters/ch2.html#masks)"),
+    ("see [below](#order) and [there](#masks)", f"see [below](#order) and [there]({SITE}chapters/ch2.html#masks)"),
     ("see {doc}`chapter 2 <ch2>`", "see [chapter 2](ch2.ipynb)"),  # the sibling notebook
     ("see {doc}`../notation`", f"see [Notation]({SITE}notation.html)"),
     ("see the [notation page](../notation.md)", f"see the [notation page]({SITE}notation.html)"),
     ("[two](ch2.ipynb#top) and [out](https://x.org/a.md)", "[two](ch2.ipynb#top) and [out](https://x.org/a.md)"),
-    ("open in {launch}`colab` or {launch}`Binder`",
-     "open in [Colab](https://colab.example/ch1.ipynb) or [Binder](https://binder.example/ch1)"),
-    ("(order)=\n## Order does not matter", "## Order does not matter"),
+    ("(order)=\n## Order does not matter", '<a id="order"></a>\n\n## Order does not matter'),
+    ("(order)=\n**Bold.** Text", '<a id="order"></a>\n**Bold.** Text'),  # in the paragraph
     ("% a comment\ntext", "text"),
 ])
 def test_each_construct_is_written_as_the_page_shows_it(source, expected):
@@ -92,6 +100,51 @@ def test_a_number_opening_a_line_does_not_start_a_list():
     assert written("{glue:text}`w:.2f`. Then") == "0.35. Then"  # not a list's number
 
 
+@pytest.mark.parametrize(("source", "expected"), [
+    # The sentence goes, the rest of the paragraph stays.
+    ("Read on. Try it in a live notebook: open this chapter in {launch}`colab` or "
+     "{launch}`binder` (the cells are there, ready to run). Then {glue:text}`n` more.",
+     "Read on. Then 6 more."),
+    ("A {glue:text}`n`. This one needs Python: open it in\n{launch}`colab`.", "A 6."),
+    # A parenthesis of links only goes; a sentence around it stays.
+    ("In a running notebook\n({launch}`colab` or {launch}`binder`) any head can go, e.g. this one.",
+     "In a running notebook\nany head can go, e.g. this one."),
+    ("Run it (in {launch}`colab`, say) now.", ""),  # words besides the link: the sentence goes
+    # A paragraph that is only that sentence goes, with its blank line.
+    ("First.\n\nOpen this chapter in {launch}`colab` or {launch}`binder`.\n\nLast.", "First.\n\nLast."),
+    ("Open this chapter in {launch}`colab` (the `x.y` cells).", ""),
+])
+def test_a_sentence_built_around_launch_links_is_dropped(source, expected):
+    """In a notebook, "open this chapter in Colab or Binder" sends a reader who is in a live
+    notebook to another (in a handout, to the published one with its solutions)."""
+    assert written(source) == expected
+
+
+def test_quotes_dashes_and_ellipses_are_typeset_as_the_page_shows_them():
+    """As Sphinx's smartquotes typesets the page: docutils' own, with its default action."""
+    prose = "He said \"it's *their* 'turn'\" -- twice... and 1990--2000 --- \"again\"."
+    page = publish_doctree(prose, settings_overrides={"smart_quotes": True}).astext()
+    assert page == "He said “it’s their ‘turn’” – twice… and 1990–2000 — “again”."
+    assert written(prose) == page.replace("their", "*their*")
+    assert typeset('see [the "link"](https://x.org/a--b) and <https://x.org/c--d>') == \
+        "see [the “link”](https://x.org/a--b) and <https://x.org/c--d>"
+
+
+@pytest.mark.parametrize("text", [
+    "`it's \"code\" -- ...`", "$f'(x) -- ...$", "see https://x.org/a--b...", '\\"escaped\\"',
+    "<details>\n<summary>layer's -- \"x\"</summary>", "| a | b |\n|---|---|\n| 1 | 2 |",
+    "text\n\n---\n\nmore", "Title\n-----",
+])
+def test_code_maths_urls_escapes_html_and_markup_keep_their_characters(text):
+    assert typeset(text) == text
+
+
+def test_in_page_links_to_a_removed_anchor_become_text():
+    sources = ['<a id="kept"></a>\n\n### Kept',
+               "see [Kept](#kept), [Gone \\[1\\]](#gone) and `[code](#gone)`"]
+    assert anchored_links(sources) == [sources[0], "see [Kept](#kept), Gone \\[1\\] and `[code](#gone)`"]
+
+
 def test_admonitions_are_quotes_with_a_bold_title():
     assert written("```{note}\nRows are {term}`row-stochastic`.\n```") == (
         f"> **Note**\n>\n> Rows are [row-stochastic]({SITE}glossary.html#term-Row-stochastic).")
@@ -102,7 +155,7 @@ def test_admonitions_are_quotes_with_a_bold_title():
 
 def test_an_exercise_is_a_heading_and_its_solution_is_folded():
     start = "```{exercise-start} Double *it*\n:label: ch1-doubling\n```\n\nKeeps {glue:text}`w:.3f`."
-    assert written(start) == "### Exercise 1 (Double *it*)\n\nKeeps 0.353."
+    assert written(start) == '<a id="ch1-doubling"></a>\n\n### Exercise 1 (Double *it*)\n\nKeeps 0.353.'
     assert written("```{exercise-end}\n```") == ""
     solution = "```{solution-start} ch1-doubling\n:class: dropdown\n```\n\nIt is {glue:text}`n`."
     assert written(solution) == ("<details>\n<summary>Solution to Exercise 1 (Double <em>it</em>)"
@@ -114,6 +167,8 @@ def test_an_exercise_is_a_heading_and_its_solution_is_folded():
     ("{foo}`bar`", "{foo}"), ("```{weird} x\n```", "{weird}"), (":::{weird}\n:::", "{weird}"),
     ("{glue:text}`missing:.2f`", "'missing'"), ("{cite}`nobody`", "'nobody'"),
     ("{term}`nothing`", "'nothing'"), ("{ref}`nowhere`", "'nowhere'"),
+    ("[below](#nowhere)", "'#nowhere'"),
+    ("- Open it in {launch}`colab`.", "whole heading, list item or quote"),
     ("{glue:text}`other::w:.2f`", "'other::w'"),
     ("- item\n\n  ```{note}\n  x\n  ```", "inside a list"),
 ])
@@ -213,12 +268,13 @@ def test_the_notebook_changes_markdown_only_and_keeps_what_the_page_shows():
     nb = _notebook()
     before = json.dumps(nb, sort_keys=True)
     edition = reader_notebook(nb, executed=_executed(nb), references=REFERENCES,
-                              docname="chapters/ch1", launch=LAUNCH)
+                              docname="chapters/ch1")
     assert json.dumps(nb, sort_keys=True) == before, "the chapter itself was changed"
     nbformat.validate(edition)
     markdown = [cell for cell in edition.cells if cell.cell_type == "markdown"]
     assert [cell.source for cell in markdown] == [
-        "# One\n\nKeeps 0.353.", "### Exercise 1 (Double *it*)\n\nGo.",
+        '# One\n\n<a id="order"></a>\nKeeps 0.353.',
+        '<a id="ch1-doubling"></a>\n\n### Exercise 1 (Double *it*)\n\nGo.',
         "<details>\n<summary>Solution to Exercise 1 (Double <em>it</em>)</summary>\n\n2.\n\n</details>"]
     assert [cell.id for cell in edition.cells] == [
         cell.id for index, cell in enumerate(nb.cells) if index not in (4, 7)]  # ends dropped

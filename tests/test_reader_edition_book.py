@@ -1,9 +1,11 @@
 """The reader edition `make book` writes (site_ext/reader_edition.py): for every chapter, a
 valid notebook (nbformat 4.5, cell ids kept) with no MyST left in any markdown cell, every
-glued value, citation and exercise as the built page shows it, every code cell the chapter's
-own, and the page's download button serving it. The student version the instructor hands
-out (python -m attncourse.instructor student), made from it, has no MyST left either and
-shows the glued values of every cell it keeps."""
+glued value, citation and exercise as the built page shows it (its quotes too), every code
+cell the chapter's own, every in-page link leading to an anchor of the notebook, and the
+page's download button serving it. The student version the instructor hands out (python -m
+attncourse.instructor student), made from it, has no MyST left either, shows the glued
+values of every cell it keeps, has no in-page link leading nowhere and points to no solution
+it lacks."""
 
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ from markdown_it import MarkdownIt
 
 import tools
 from attncourse.instructor import write_student_version
+from attncourse.instructor.course.tags import exercise_labels
 from attncourse.reader_edition import format_glued, glue_key, myst_left, myst_parser
 
 EDITION = tools.ROOT / "_build" / "reader"
 EXECUTED = tools.ROOT / "_build" / "jupyter_execute"
 CHAPTERS = tools.notebook_pages()
-_STRAIGHT = str.maketrans("‘’“”", "''\"\"")
+SITE_URL = tools.CONFIG["html"]["baseurl"].rstrip("/") + "/"
 
 
 class _Texts(html.parser.HTMLParser):
@@ -58,8 +61,7 @@ def page_texts(entry: str, css_class: str) -> list[str]:
         pytest.fail(f"no built page {page}: run `make book` first")
     parser = _Texts(css_class)
     parser.feed(page.read_text(encoding="utf-8"))
-    # Sphinx curls the quotes of the page's text (smartquotes); the notebook keeps them as typed.
-    return [" ".join(text.translate(_STRAIGHT).split()) for text in parser.found]
+    return [" ".join(text.split()) for text in parser.found]
 
 
 def edition(entry: str):
@@ -77,12 +79,34 @@ def handout(tmp_path_factory):
     return out
 
 
-@pytest.fixture(params=["reader", "student"])
-def opened(request, handout):
-    """The reader edition, or the student version, of a chapter."""
+@pytest.fixture(scope="module")
+def one_exercise_handout(tmp_path_factory):
+    """The student version with one exercise of each chapter assigned, the others left out."""
+    out = tmp_path_factory.mktemp("one_exercise")
+    write_student_version(tools.ROOT / "chapters", out,
+                          [exercise_labels(chapter(entry))[-1] for entry in CHAPTERS])
+    return out
+
+
+HANDOUTS = {"student": "handout", "one exercise": "one_exercise_handout"}  # their fixtures
+
+
+def _from(folder):
+    return lambda entry: nbformat.read(folder / f"{entry.rsplit('/', 1)[-1]}.ipynb", as_version=4)
+
+
+@pytest.fixture(params=list(HANDOUTS))
+def handed_out(request):
+    """A student version of a chapter: every exercise assigned, or one."""
+    return _from(request.getfixturevalue(HANDOUTS[request.param]))
+
+
+@pytest.fixture(params=["reader", *HANDOUTS])
+def opened(request):
+    """The reader edition, or a student version, of a chapter."""
     if request.param == "reader":
         return edition
-    return lambda entry: nbformat.read(handout / f"{entry.rsplit('/', 1)[-1]}.ipynb", as_version=4)
+    return _from(request.getfixturevalue(HANDOUTS[request.param]))
 
 
 def chapter(entry: str):
@@ -101,13 +125,16 @@ def roles(source: str, name: str) -> list[str]:
     return found
 
 
+def rendered(nb) -> str:
+    """The HTML of the notebook's markdown cells, as a CommonMark front end renders them."""
+    renderer = MarkdownIt("commonmark", {"html": True}).enable("table")
+    return "\n".join(renderer.render(cell.source) for cell in nb.cells if cell.cell_type == "markdown")
+
+
 def shown_text(nb) -> str:
     """The text a reader sees in the notebook's markdown cells (rendered, tags dropped)."""
-    renderer = MarkdownIt("commonmark", {"html": True}).enable("table")
-    rendered = "\n".join(renderer.render(cell.source) for cell in nb.cells
-                         if cell.cell_type == "markdown")
     text = re.sub(r"</?(?:p|h\d|li|ul|ol|blockquote|details|summary|table|tr|td|th|pre)\b[^>]*>",
-                  " ", rendered)
+                  " ", rendered(nb))
     text = re.sub(r"<[^>]+>", "", text)
     return " ".join(html.unescape(text).split())
 
@@ -218,3 +245,58 @@ def test_a_solution_keeps_what_it_printed_on_the_page_folded(entry):
         shown = printed[cell.get("id")]
         assert len(cell.outputs) == len(shown), f"{entry}, cell {cell.get('id')}: outputs lost"
         assert cell.metadata.get("jupyter", {}).get("outputs_hidden", False) == bool(shown)
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_every_in_page_link_leads_to_an_anchor_of_the_notebook(entry, opened):
+    """A label of the chapter is an anchor where it was (reviewer of issue 35: chapter 9's
+    "[below](#prefill-decode-padding)" led nowhere once the label was removed), also in a
+    handout that leaves the linked exercise out."""
+    html_text = rendered(opened(entry))
+    anchors = set(re.findall(r'<a id="([^"]+)"></a>', html_text))
+    assert anchors, f"{entry}: no anchor"
+    dead = set(re.findall(r'href="#([^"]*)"', html_text)) - anchors
+    assert not dead, f"{entry}: in-page links leading nowhere: {sorted(dead)}"
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_a_reference_within_the_chapter_stays_in_the_notebook(entry):
+    """A {ref} or a link to a label of the same chapter leads to the notebook's anchor, not to
+    the page on the site (reviewer of issue 35: chapters 2 and 7)."""
+    own_page = f"{SITE_URL}{entry}.html"
+    to_own_page = [href for href in re.findall(r'href="([^"]+)"', rendered(edition(entry)))
+                   if href.startswith(own_page)]
+    assert not to_own_page, f"{entry}: links to its own page on the site: {to_own_page[:3]}"
+
+
+_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=[^a-z])")
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_the_handout_points_to_no_solution_it_lacks(entry, handed_out):
+    """A sentence about an exercise's solution holds in every edition: in a handout, which
+    has none, it says the solution is on the course's site (reviewer of issue 35: chapter
+    6's "the solution compares" and "then read the solution", chapter 7's "the solution
+    then reproduces layer 4")."""
+    nb = handed_out(entry)
+    assert not any("solution" in cell.metadata.get("tags", []) for cell in nb.cells)
+    sentences = _SENTENCE.split(shown_text(nb).replace("’", "'"))
+    pointing = [s for s in sentences if re.search(r"\bsolutions?\b", s, re.IGNORECASE)]
+    absent = [s for s in pointing if "course's site" not in s]
+    assert not absent, f"{entry}: sentences about a solution the handout lacks: {absent}"
+
+
+@pytest.mark.parametrize("entry", CHAPTERS)
+def test_the_prose_has_the_pages_quotes_dashes_and_ellipses(entry):
+    """What the page's smartquotes curls is curled in the edition: no straight quote, "--" or
+    "..." is left in its prose (code, maths, HTML and link targets aside; a solution's title,
+    an HTML summary, is straight on the page too)."""
+    renderer = MarkdownIt("commonmark", {"html": True}).enable("table")
+    prose = []
+    for cell in edition(entry).cells:
+        if cell.cell_type == "markdown":
+            html_text = renderer.render(re.sub(r"\$\$.*?\$\$|\$[^$\n]*\$", "", cell.source, flags=re.DOTALL))
+            html_text = re.sub(r"<(code|summary|pre)>.*?</\1>|<[^>]+>", " ", html_text, flags=re.DOTALL)
+            prose.append(html.unescape(html_text))
+    straight = re.findall(r".{0,30}(?:[\"']|\.\.\.|--).{0,30}", "\n".join(prose))
+    assert not straight, f"{entry}: not typeset as on the page: {straight[:5]}"

@@ -1,5 +1,6 @@
 """The reader edition's Markdown in the other front ends a learner opens it in (issue 35):
-the solutions are folded (``<details>``) and no MyST shows, in
+the solutions are folded (``<details>``), no MyST shows and every in-page link has its
+target (chapter 9's "below" is followed with a click in Notebook 7), in
 
 - Notebook 7 (the `notebook` package), on a server of its own;
 - VS Code's notebook renderer: markdown-it with raw HTML allowed (``html: true``,
@@ -21,7 +22,15 @@ import pytest
 from playwright.sync_api import expect
 
 import tools
-from tests.browser.test_reader_edition_lab import _MARKDOWN, _MYST, KERNEL_MS
+from tests.browser.test_reader_edition_lab import (
+    _MARKDOWN,
+    _MYST,
+    KERNEL_MS,
+    LINKED,
+    assert_no_dead_links,
+    follow_the_link_below,
+    windowing,
+)
 from tests.test_reader_edition_book import EDITION, in_order, page_texts
 
 pytestmark = pytest.mark.browser
@@ -40,14 +49,19 @@ def solutions_on_the_page(entry: str) -> list[str]:
 NOTEBOOK_7_STARTUP = "Cannot read properties of undefined (reading 'schema')"
 
 
+def open_in_notebook_7(notebook_7, watch_page, entry: str):
+    page = watch_page(notebook_7.url, harmless=[NOTEBOOK_7_STARTUP])
+    page.set_default_timeout(30_000)
+    page.set_viewport_size({"width": 1280, "height": 1400})
+    (notebook_7.root / "chapters").mkdir(exist_ok=True)
+    shutil.copy(EDITION / f"{entry}.ipynb", notebook_7.root / f"{entry}.ipynb")
+    return page
+
+
 def test_notebook_7_folds_the_solutions_and_shows_no_myst(notebook_7, watch_page, screenshots):
     entry = "chapters/01_dot_product_similarity"
     lab = notebook_7
-    page = watch_page(lab.url, harmless=[NOTEBOOK_7_STARTUP])
-    page.set_default_timeout(30_000)
-    page.set_viewport_size({"width": 1280, "height": 1400})
-    (lab.root / "chapters").mkdir(exist_ok=True)
-    shutil.copy(EDITION / f"{entry}.ipynb", lab.root / f"{entry}.ipynb")
+    page = open_in_notebook_7(lab, watch_page, entry)
     page.goto(f"{lab.url}notebooks/{entry}.ipynb?token={lab.token}")
     solutions = page.locator(".jp-RenderedMarkdown details")
     expect(solutions).to_have_count(len(solutions_on_the_page(entry)), timeout=KERNEL_MS)
@@ -64,6 +78,17 @@ def test_notebook_7_folds_the_solutions_and_shows_no_myst(notebook_7, watch_page
     first.locator("summary").click()
     expect(hidden_text).to_be_visible()
     assert first.locator("summary").inner_text().startswith(SOLUTION_TITLES)
+
+
+def test_notebook_7_follows_an_in_page_link(notebook_7, watch_page, screenshots):
+    """In Notebook 7's default windowing mode, as Lab's (its sanitizer and link handler)."""
+    page = open_in_notebook_7(notebook_7, watch_page, LINKED)
+    with windowing(notebook_7, page, "contentVisibility"):
+        page.goto(f"{notebook_7.url}notebooks/{LINKED}.ipynb?token={notebook_7.token}")
+        expect(page.locator(".jp-RenderedMarkdown mjx-container").first).to_be_visible(timeout=KERNEL_MS)
+        assert_no_dead_links(page)
+        follow_the_link_below(page)
+        page.screenshot(path=screenshots / "reader_edition_notebook7_anchor.png")
 
 
 # VS Code's renderer: each cell's Markdown rendered as it is, or sanitized; then, per cell,
@@ -84,7 +109,9 @@ _VSCODE = """({ cells, sanitize }) => {
     textShows: [...node.children].filter((child) => child.tagName !== 'SUMMARY')
       .some((child) => child.checkVisibility()),
   }));
-  return { details, text: root.textContent };
+  const links = [...root.querySelectorAll('a[href^="#"]')].map((link) => link.getAttribute('href'));
+  const dead = links.filter((href) => !document.getElementById(decodeURIComponent(href.slice(1))));
+  return { details, text: root.textContent, links: links.length, dead };
 }"""
 
 
@@ -103,3 +130,5 @@ def test_vs_codes_renderer_folds_the_solutions_and_shows_no_myst(entry, sanitize
     assert not any(d["open"] or d["textShows"] for d in shown["details"]), f"{entry}: a solution shows"
     prose = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", "", shown["text"], flags=re.DOTALL)  # TeX has braces
     assert not _MYST.findall(prose), f"{entry}: MyST shows in VS Code"
+    assert not shown["dead"], f"{entry}: in-page links to nothing: {shown['dead']}"
+    assert shown["links"] >= (2 if entry == LINKED else 0)

@@ -20,7 +20,7 @@ from attncourse.instructor.course.tags import (
     labels_assigned,
     read_chapters,
 )
-from attncourse.reader_edition import edition_folder, edition_problems
+from attncourse.reader_edition import anchored_links, edition_folder, edition_problems
 
 
 class SolutionLeak(Exception):
@@ -30,7 +30,8 @@ class SolutionLeak(Exception):
 def make_student_notebook(nb, assign: Iterable[str] | None = None):
     """A copy of ``nb`` for learners: exercises outside ``assign`` (if given), solutions
     and hidden tests removed; stubs and checks kept; outputs and widget state cleared;
-    exercise headers rewritten as plain markdown (Jupyter does not render directives)."""
+    exercise headers rewritten as plain markdown (Jupyter does not render directives); a
+    link to a part of the notebook it removed reduced to its text."""
     keep = None if assign is None else set(assign)
     student = copy.deepcopy(nb)
     cells = []
@@ -47,6 +48,9 @@ def make_student_notebook(nb, assign: Iterable[str] | None = None):
             cell.outputs, cell.execution_count = [], None
         cell.metadata.pop("execution", None)
         cells.append(cell)
+    markdown = [cell for cell in cells if cell.cell_type == "markdown"]
+    for cell, source in zip(markdown, anchored_links([cell.source for cell in markdown])):
+        cell.source = source
     student.cells = cells
     student.metadata.pop("widgets", None)
     return student
