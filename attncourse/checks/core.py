@@ -12,6 +12,7 @@ import os
 import re
 import threading
 import time
+import tracemalloc
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -327,6 +328,36 @@ def _used(clock: list[int]) -> float:
         return time.clock_gettime(clock[0]) if clock else 0.0
     except OSError:  # the thread has just ended
         return 0.0
+
+
+# The peak the sandbox measured for the call the grader's replay has just answered (see
+# ``peak_memory``): the replay itself allocates nothing of the learner's.
+_REPLAYED_PEAK = threading.local()
+
+
+def peak_memory(run, fn, *args) -> tuple[Any, int]:
+    """``(run(fn, *args), the most memory the call held at once beyond what it started with,
+    in bytes)``, measured with tracemalloc (which counts numpy's arrays) where the learner's
+    function runs; in the grader's replay, the figure the sandbox recorded for that call."""
+    _REPLAYED_PEAK.value = None
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    try:
+        result = run(fn, *args)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1] - before
+        if started:
+            tracemalloc.stop()
+    replayed = _REPLAYED_PEAK.value
+    return result, int(replayed if replayed is not None else peak)
+
+
+def replayed_peak(bytes_held: int | None) -> None:
+    """What the grader's replay says the sandbox measured for the call it answers."""
+    _REPLAYED_PEAK.value = bytes_held
 
 
 def _stop(worker: threading.Thread) -> None:

@@ -64,7 +64,6 @@ import dataclasses
 import fractions
 import functools
 import hashlib
-import io
 import json
 import math
 import symtable
@@ -329,8 +328,9 @@ def _send(record: dict, label: str) -> None:
     display({"text/plain": said}, raw=True)
 
 
-class _CappedStream(io.TextIOBase):
-    """A stream passing on the first ``share[0]`` characters written to it, counting the rest."""
+class _CappedStream:
+    """A stream passing on the first ``share[0]`` characters written to it and counting the
+    rest; anything else (``fileno``, ``isatty``, ``encoding``) is the wrapped stream's."""
 
     def __init__(self, stream, share: list[int], dropped: list[int]):
         self.stream, self.share, self.dropped = stream, share, dropped
@@ -344,15 +344,16 @@ class _CappedStream(io.TextIOBase):
             self.stream.write(shown)
         return len(text)
 
-    def flush(self) -> None:
-        self.stream.flush()
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
 
 
 @contextlib.contextmanager
 def _capped_output(limit: int):
     """While the grader records, the learner's output (print, and display's messages, whichever
-    thread makes them) is passed on up to ``limit`` characters, then counted and dropped: a
-    function that prints progress thousands of times a call is recorded, not drowned."""
+    thread makes them) is passed on up to ``limit`` characters (a display counts its text, or
+    1,000), then counted and dropped: a function that prints its progress thousands of times
+    a call is recorded, not drowned."""
     share, dropped = [limit], [0]
     shell = _shell()
     publisher = shell.display_pub if shell is not None else None
@@ -360,11 +361,12 @@ def _capped_output(limit: int):
     publish = publisher.publish if publisher is not None else None
 
     def capped_publish(data=None, *args, **kwargs):
-        text = json.dumps(data, default=str)[: share[0] + 1] if isinstance(data, dict) else ""
+        text = data.get("text/plain") if isinstance(data, dict) else None
+        cost = len(text) if isinstance(text, str) else 1000
         if share[0] > 0 and publish is not None:
-            share[0] -= max(len(text), 1)
+            share[0] -= cost
             return publish(data, *args, **kwargs)
-        dropped[0] += max(len(text), 1)
+        dropped[0] += cost
         return None
 
     streams = (_CappedStream(sys.stdout, share, dropped), _CappedStream(sys.stderr, share, dropped))
@@ -380,7 +382,7 @@ def _capped_output(limit: int):
             with contextlib.suppress(AttributeError):
                 del publisher.publish  # the class's own again
         if dropped[0]:
-            print(f"[grade: {dropped[0]:,} more characters of output while recording were not shown]", flush=True)
+            print(f"[grade: about {dropped[0]:,} more characters of output while recording were not shown]", flush=True)
 
 
 def _shell():
@@ -478,7 +480,10 @@ class _Recorder:
         if not any(isinstance(a, Iterator) for a in args):  # a stream is read once: not again
             with contextlib.suppress(Exception):  # an argument that cannot be copied is not watched
                 self.calls_made.append((fn, copy.deepcopy((args, kwargs)), graded_as))
-        value, outcome = _call(fn, streams, kwargs)  # timed, and never under the profiler
+        if any(isinstance(a, _Counted) for a in streams):  # a stream's reader: how much it held at once
+            (value, outcome), entry["peak"] = core.peak_memory(lambda f, *a: _call(f, a, kwargs), fn, *streams)
+        else:
+            value, outcome = _call(fn, streams, kwargs)  # timed, and never under the profiler
         entry["outcome"] = outcome
         changed = [None if c is None or _same(c, a) else encode(a) for c, a in zip(copies, args)]
         if any(item is not None for item in changed):
