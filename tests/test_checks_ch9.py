@@ -126,6 +126,29 @@ def test_an_answer_that_stores_the_blocks_and_reads_them_at_the_end_is_refused(c
     assert "Not right yet." in message and "one buffer that the next block overwrites" in message
 
 
+def copies_and_reads_twice(blocks):
+    """Two passes in disguise, past the shared buffer: every block copied, then the row."""
+    x = np.concatenate([np.array(block) for block in blocks], axis=-1)  # (..., n)
+    m = x.max(axis=-1)
+    with np.errstate(invalid="ignore"):
+        return m, np.nan_to_num(np.exp(x - m[..., None])).sum(axis=-1)
+
+
+def test_an_answer_that_copies_every_block_to_read_them_again_is_refused_by_the_memory_it_holds(capsys):
+    message = feedback(capsys, checks.online_softmax, copies_and_reads_twice)
+    assert "Not right yet." in message and "blocks of 32 KiB" in message and "never the blocks" in message
+
+
+def test_the_grader_judges_the_memory_the_sandbox_measured():
+    from attncourse.instructor import replay
+    from tests.test_instructor_wire import recorded
+
+    held = recorded("ch9-online-softmax", copies_and_reads_twice)
+    assert max(call.get("peak", 0) for call in held["calls"]) > ch9.HELD_BLOCKS * 8 * 512 * 8  # (8, 512) float64
+    assert "never the blocks" in replay.judge_check("ch9-online-softmax", held).message
+    assert replay.judge_check("ch9-online-softmax", recorded("ch9-online-softmax", reference)).status == checks.PASSED
+
+
 def test_an_endless_loop_is_stopped(capsys):
     def forever(blocks):
         while True:

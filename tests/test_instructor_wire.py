@@ -6,6 +6,7 @@ the sandbox's own recorder, then judged, forged or cut as a learner might."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from types import SimpleNamespace
 
@@ -336,10 +337,10 @@ def test_a_hidden_test_calls_from_the_notebook_only_the_functions_its_check_grad
 def test_partial_credit_replays_each_input_its_own_calls_streams_included():
     """Calls on streams all digest alike: each input is judged on the calls made on it,
     not on the first input's (which gave a learner wrong on the first input alone 0 of 6)."""
-    def all_but_the_first(blocks):
-        blocks = [np.array(block) for block in blocks]
-        m, total = normaliser_right(iter(blocks))
-        return (m, total + 1.0) if blocks[0].shape == (1,) and blocks[0][0] == 1.0 else (m, total)
+    def all_but_the_first(blocks):  # one pass (holding every block is wrong on the long input)
+        first = np.array(next(blocks))
+        m, total = normaliser_right(itertools.chain([first], blocks))
+        return (m, total + 1.0) if first.shape == (1,) and first[0] == 1.0 else (m, total)
 
     record = recorded("ch9-online-softmax", all_but_the_first)
     assert [call["input"] for call in record["calls"]] == list(range(len(record["calls"])))

@@ -17,6 +17,7 @@ from attncourse.checks.core import (
     exercise,
     expect_function,
     inputs,
+    peak_memory,
     short_repr,
     type_name,
 )
@@ -73,7 +74,16 @@ def _normaliser_cases() -> list[tuple[str, list[np.ndarray]]]:
          [np.array([[-np.inf, -np.inf], [-np.inf, 2.0]]), np.array([[5.0], [0.0]])]),
         ("the row [-1000, -1001, -999] in blocks of one column",
          [np.array([-1000.0]), np.array([-1001.0]), np.array([-999.0])]),
+        (f"a batch (8, {LONG_ROW}) in {LONG_ROW // 512} blocks of 512 columns",
+         np.split(rng.standard_normal((8, LONG_ROW)), LONG_ROW // 512, axis=-1)),
     ]
+
+
+# A row long enough that holding it is seen: 1 MiB in 32 blocks of 32 KiB. An answer that
+# reads it once holds a few blocks' worth at a time (exp of one block, its sum); one that
+# keeps every block (copied, to read again) holds all of it.
+LONG_ROW = 16_384
+HELD_BLOCKS = 8  # what an answer may hold at once, in blocks (and never less than 64 KiB)
 
 
 _KEPT_HINT = (" If you kept the blocks to read them later: the check, like a stream, delivers "
@@ -137,12 +147,17 @@ def online_softmax(run, candidate) -> str:
         what = f"online_normaliser on {description}"
         stream: dict[str, Any] = {"buffer": np.zeros((*blocks[0].shape[:-1], max(b.shape[-1] for b in blocks))),
                   "changed": False, "done": False}  # (..., widest): every block passes through it
-        result = run(fn, _stream(blocks, stream))  # a generator: the blocks come once
+        result, held = peak_memory(run, fn, _stream(blocks, stream))  # a generator: the blocks come once
         last = stream["buffer"][..., :blocks[-1].shape[-1]]  # (..., b): the last block, if untouched
         if stream["changed"] or (stream["done"] and not np.array_equal(last, blocks[-1])):
             raise Failed(f"{what} changed a block; work on new arrays.")
         m_expected, l_expected = _expected(blocks)
         m, total = _as_pair(result, m_expected.shape, what)
+        block = max(b.nbytes for b in blocks)
+        if held > max(HELD_BLOCKS * block, 64 * 1024):
+            raise Failed(f"{what} held {held / 1024:,.0f} KiB at once, about {held / block:.0f} blocks of "
+                         f"{block / 1024:,.0f} KiB: an online softmax keeps numbers per row (its maximum and its "
+                         "sum), never the blocks. Fold each block into m and l as it comes, and let it go.")
         kept = [stream["buffer"][..., :b.shape[-1]] for b in blocks]  # what stored blocks now hold
         if len(blocks) > 1 and not _close(m, total, (m_expected, l_expected)) and _close(m, total, _expected(kept)):
             # With the right maxima, a sum never rescaled can give the same numbers: say both.
@@ -156,7 +171,8 @@ def online_softmax(run, candidate) -> str:
         if not close(total, l_expected):
             raise Failed(f"{what}: l = {total.tolist()}, expected {l_expected.tolist()}. "
                          f"{_sum_hint(blocks, total, l_expected)}")
-    return (f"Your running maximum and sum are exact on {len(cases)} inputs read once each, "
+    return (f"Your running maximum and sum are right on {len(cases)} inputs, each read once holding a few "
+            "blocks at most, "
             "including 1e300 and a first block of -inf: exp(x - m) / l is the softmax.")
 
 

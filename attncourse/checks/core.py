@@ -11,6 +11,8 @@ import json
 import os
 import re
 import threading
+import time
+import tracemalloc
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -264,7 +266,9 @@ def evaluate_check(label, kind, evaluate, answers, timeout) -> Result:
             if still_running
             else ""
         )
-        outcome = FAILED, f"{doing} within the time budget of {budget:g} s (an endless loop?).{still}"
+        outcome = FAILED, (f"{doing} within the time budget of {budget:g} s of processor time, or "
+                           f"{CLOCK_BACKSTOP * budget:g} s by the clock (an endless loop, or a wait for what never "
+                           f"comes?).{still}")
     status, message = outcome
     return Result(label, status, message, kind)
 
@@ -281,12 +285,21 @@ def time_budget(timeout: float | None) -> float:
     return float(timeout)
 
 
+# A check's budget is the processor time of the thread that runs it, so that a learner
+# whose kernel shares a busy machine gets the same work done as one alone; the clock stops
+# one that waits without working (for a lock, a socket, input) after this many budgets.
+CLOCK_BACKSTOP = 3.0
+
+
 def call_with_deadline(fn, budget: float):
     """``(fn(), False)`` from a daemon thread, or ``(None, still_running)`` if it did not
-    finish within ``budget`` seconds (it is then stopped). ``fn`` must not raise."""
-    outcome = []
+    finish within ``budget`` seconds of that thread's processor time, or ``CLOCK_BACKSTOP``
+    budgets by the clock (it is then stopped). ``fn`` must not raise."""
+    outcome: list = []
+    clock: list[int] = []  # the worker's own processor-time clock, as it reads it
 
     def target():
+        clock.append(time.pthread_getcpuclockid(threading.get_ident()))
         try:
             with np.errstate(all="ignore"):  # numpy's error state is per thread
                 outcome.append(fn())
@@ -294,13 +307,57 @@ def call_with_deadline(fn, budget: float):
             pass
 
     worker = threading.Thread(target=target, name="attncourse check", daemon=True)
+    backstop = time.monotonic() + CLOCK_BACKSTOP * budget
     worker.start()
     try:
-        worker.join(budget)
+        while worker.is_alive():
+            left = min(budget - _used(clock), backstop - time.monotonic())
+            if left <= 0:
+                break
+            worker.join(left)
     finally:
         if worker.is_alive():  # out of time, or the learner interrupted the kernel
             _stop(worker)
     return (outcome[0], False) if outcome else (None, worker.is_alive())
+
+
+def _used(clock: list[int]) -> float:
+    """The processor time the worker whose clock is in ``clock`` has used (0 before it has
+    said; its last reading is not needed once it has ended)."""
+    try:
+        return time.clock_gettime(clock[0]) if clock else 0.0
+    except OSError:  # the thread has just ended
+        return 0.0
+
+
+# The peak the sandbox measured for the call the grader's replay has just answered (see
+# ``peak_memory``): the replay itself allocates nothing of the learner's.
+_REPLAYED_PEAK = threading.local()
+
+
+def peak_memory(run, fn, *args) -> tuple[Any, int]:
+    """``(run(fn, *args), the most memory the call held at once beyond what it started with,
+    in bytes)``, measured with tracemalloc (which counts numpy's arrays) where the learner's
+    function runs; in the grader's replay, the figure the sandbox recorded for that call."""
+    _REPLAYED_PEAK.value = None
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    try:
+        result = run(fn, *args)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1] - before
+        if started:
+            tracemalloc.stop()
+    replayed = _REPLAYED_PEAK.value
+    return result, int(replayed if replayed is not None else peak)
+
+
+def replayed_peak(bytes_held: int | None) -> None:
+    """What the grader's replay says the sandbox measured for the call it answers."""
+    _REPLAYED_PEAK.value = bytes_held
 
 
 def _stop(worker: threading.Thread) -> None:

@@ -35,7 +35,7 @@ from numbers import Real
 
 import numpy as np
 
-from attncourse.checks.core import Failed, NotImplementedYet, check_name, exercise
+from attncourse.checks.core import Failed, NotImplementedYet, check_name, exercise, short_repr
 
 
 @dataclass(frozen=True)
@@ -121,10 +121,28 @@ def _as_number(value) -> tuple[float | None, str]:
         return number, ""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, np.number)):
         return None, f"write your prediction as one number, such as 0.25; got {_kind(value)}."
-    number = float(value)
-    if not math.isfinite(number):
-        return None, f"write your prediction as a finite number; got {number}."
+    number = finite_float(value)
+    if number is None:
+        return None, f"write your prediction as a finite number; got {short_repr(value)}."
     return number, ""
+
+
+def finite_float(value) -> float | None:
+    """``value`` as a finite float, or None for NaN, an infinity, an integer too large for
+    a float (``10**400``), a bool or anything that is not a real number. Never raises for
+    such a value (what ``math.isfinite`` does for ``10**400``); a learner's own ``__float__``
+    may, and runs under the check's time budget.
+
+    >>> [finite_float(v) for v in (0.25, 3, 10**400, float("nan"), True, "1")]
+    [0.25, 3.0, None, None, None, None]
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, np.number)):
+        return None
+    try:
+        number = float(value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _judge(prediction: Prediction, value: float | None) -> str:

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import dataclasses
 import fractions
 import functools
@@ -81,6 +82,11 @@ SCHEMA = 1
 RECORD_MIMETYPE = "application/vnd.attncourse.answers+json"
 DISCOVERY_MIMETYPE = "application/vnd.attncourse.hidden-inputs+json"
 INPUTS_FILE = "hidden_inputs.json"
+# The record travels in the grader's cell's execute reply, as a payload of this source: the
+# shell channel never drops a message, where the output channel, which Jupyter lets drop
+# messages when it is flooded, may lose it to a burst of the learner's output.
+RECORD_PAYLOAD = "attncourse.record"
+OUTPUT_WHILE_RECORDING = 20_000  # characters of the learner's output shown while the grader records
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128")
 MAX_DEPTH = 32
@@ -131,14 +137,14 @@ def _encode(value: Any, depth: int) -> Any:
         return [encode(item, depth + 1) for item in value]
     if isinstance(value, dict):
         return {"$dict": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    if type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach"):
+        return _encode_array(value.detach().cpu().numpy())
+    if callable(value):  # before the records: a dataclass with __call__ is a function to the checks
+        return {"$function": str(getattr(value, "__name__", type(value).__name__))}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _object(value, {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, depth)
     if isinstance(value, types.SimpleNamespace):
         return _object(value, vars(value), depth)
-    if type(value).__module__.split(".")[0] == "torch" and hasattr(value, "detach"):
-        return _encode_array(value.detach().cpu().numpy())
-    if callable(value):
-        return {"$function": str(getattr(value, "__name__", type(value).__name__))}
     return {"$opaque": f"a {type(value).__name__}"}
 
 
@@ -157,6 +163,8 @@ def _encode_array(value) -> dict:
         array = array.astype(_EXTENDED[array.dtype])
     if array.dtype.name not in DTYPES:
         return {"$opaque": f"an array of {array.dtype}"}
+    if not array.dtype.isnative:  # the bytes cross in the machine's order, which decode assumes
+        array = array.astype(array.dtype.newbyteorder("="))
     if array.nbytes > MAX_BYTES:
         return {"$opaque": f"an array of {array.nbytes} bytes, more than the grader reads"}
     data = np.ascontiguousarray(array).tobytes()
@@ -277,34 +285,113 @@ def export(label: str, expressions: tuple[str, ...], inputs: str = INPUTS_FILE,
     ``aliases``: a name the hidden tests read -> the notebook's expression that stands for
     it (a learner who checked ``my_softmax`` in place of ``stable_softmax``); the record
     still names what the hidden tests read."""
-    from IPython.display import display
-
     namespace = sys._getframe(1).f_globals  # the notebook's
     record: dict[str, Any] = {"schema": SCHEMA, "exercise": label, "answers": [], "missing": "", "names": {},
               "calls": [], "references": []}
     recorder = _Recorder(record)
+    with _capped_output(OUTPUT_WHILE_RECORDING):
+        try:
+            answers = [eval(expression, namespace) for expression in expressions]  # noqa: S307 (the learner's own namespace, in the sandbox)
+        except Exception as error:  # the answer is not defined, or raises
+            answers = None
+            record["missing"] = core.describe(error)
+        if answers is not None:
+            encoded, _ = core.call_with_deadline(lambda: [encode(answer) for answer in answers], core.time_budget(None))
+            record["answers"] = encoded or [{"$opaque": "a value that could not be read in time"}] * len(answers)
+            functions = {id(a): f"answer:{i}" for i, a in enumerate(answers) if callable(a)}
+            if functions:
+                recorder.check(label, answers, functions)
+        tests = _read_inputs(inputs).get(label, {})
+        seen = _aliased(namespace, aliases or {})
+        for name in tests.get("values", []):
+            record["names"][name] = encode(seen[name]) if name in seen else {"$opaque": "not defined"}
+        for call in tests.get("calls", []):
+            name = call["function"]
+            fn = seen.get(name)
+            record["names"].setdefault(name, encode(fn) if name in seen else {"$opaque": "not defined"})
+            if callable(fn):
+                recorder.call(f"name:{name}", fn, decode(call["args"]), decode(call.get("kwargs", {"$dict": []})))
+    _send(record, label)
+
+
+def _send(record: dict, label: str) -> None:
+    """The record to the grader, in the cell's execute reply (``RECORD_PAYLOAD``), with a
+    line saying so as the cell's output; outside a kernel, as the cell's output itself."""
+    from IPython.display import display
+
+    said = f"[grade: the answers of {label} recorded]"
+    shell = _shell()
+    if shell is None:
+        display({RECORD_MIMETYPE: record, "text/plain": said}, raw=True)
+        return
+    shell.payload_manager.write_payload({"source": RECORD_PAYLOAD, "record": record}, single=False)
+    display({"text/plain": said}, raw=True)
+
+
+class _CappedStream:
+    """A stream passing on the first ``share[0]`` characters written to it and counting the
+    rest; anything else (``fileno``, ``isatty``, ``encoding``) is the wrapped stream's."""
+
+    def __init__(self, stream, share: list[int], dropped: list[int]):
+        self.stream, self.share, self.dropped = stream, share, dropped
+
+    def write(self, text) -> int:
+        text = str(text)
+        shown = text[: max(self.share[0], 0)]
+        self.share[0] -= len(shown)
+        self.dropped[0] += len(text) - len(shown)
+        if shown:
+            self.stream.write(shown)
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def _capped_output(limit: int):
+    """While the grader records, the learner's output (print, and display's messages, whichever
+    thread makes them) is passed on up to ``limit`` characters (a display counts its text, or
+    1,000), then counted and dropped: a function that prints its progress thousands of times
+    a call is recorded, not drowned."""
+    share, dropped = [limit], [0]
+    shell = _shell()
+    publisher = shell.display_pub if shell is not None else None
+    own = vars(publisher).get("publish") if publisher is not None else None  # set on the object itself, if so
+    publish = publisher.publish if publisher is not None else None
+
+    def capped_publish(data=None, *args, **kwargs):
+        text = data.get("text/plain") if isinstance(data, dict) else None
+        cost = len(text) if isinstance(text, str) else 1000
+        if share[0] > 0 and publish is not None:
+            share[0] -= cost
+            return publish(data, *args, **kwargs)
+        dropped[0] += cost
+        return None
+
+    streams = (_CappedStream(sys.stdout, share, dropped), _CappedStream(sys.stderr, share, dropped))
     try:
-        answers = [eval(expression, namespace) for expression in expressions]  # noqa: S307 (the learner's own namespace, in the sandbox)
-    except Exception as error:  # the answer is not defined, or raises
-        answers = None
-        record["missing"] = core.describe(error)
-    if answers is not None:
-        encoded, _ = core.call_with_deadline(lambda: [encode(answer) for answer in answers], core.time_budget(None))
-        record["answers"] = encoded or [{"$opaque": "a value that could not be read in time"}] * len(answers)
-        functions = {id(a): f"answer:{i}" for i, a in enumerate(answers) if callable(a)}
-        if functions:
-            recorder.check(label, answers, functions)
-    tests = _read_inputs(inputs).get(label, {})
-    seen = _aliased(namespace, aliases or {})
-    for name in tests.get("values", []):
-        record["names"][name] = encode(seen[name]) if name in seen else {"$opaque": "not defined"}
-    for call in tests.get("calls", []):
-        name = call["function"]
-        fn = seen.get(name)
-        record["names"].setdefault(name, encode(fn) if name in seen else {"$opaque": "not defined"})
-        if callable(fn):
-            recorder.call(f"name:{name}", fn, decode(call["args"]), decode(call.get("kwargs", {"$dict": []})))
-    display({RECORD_MIMETYPE: record, "text/plain": f"[grade: the answers of {label} recorded]"}, raw=True)
+        if publisher is not None:
+            publisher.publish = capped_publish
+        with contextlib.redirect_stdout(streams[0]), contextlib.redirect_stderr(streams[1]):
+            yield
+    finally:
+        if publisher is not None and own is not None:
+            publisher.publish = own
+        elif publisher is not None:
+            with contextlib.suppress(AttributeError):
+                del publisher.publish  # the class's own again
+        if dropped[0]:
+            print(f"[grade: about {dropped[0]:,} more characters of output while recording were not shown]", flush=True)
+
+
+def _shell():
+    """IPython's shell, if this runs in one."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
 
 
 def _aliased(namespace: dict, aliases: dict[str, str]) -> dict:
@@ -331,6 +418,7 @@ class _Recorder:
         self.record = record
         self.input: int | None = None  # the check's input being swept, while it is
         self.exercise_name = ""  # the name the check gives the function it grades
+        self.calls_made: list[tuple] = []  # (fn, its arguments as they came in, graded as) per call
 
     def check(self, label: str, answers: list, functions: dict[int, str]) -> None:
         """Run the course's check of ``label`` here, only to learn which calls it makes to
@@ -361,6 +449,7 @@ class _Recorder:
             core.call_with_deadline(every_input, core.time_budget(None))
         finally:
             self.input = None
+        self.look_for_references()
 
     def _recording(self, key: str, fn):
         """``fn`` recording every call made to it, however the check reaches it: directly,
@@ -378,6 +467,7 @@ class _Recorder:
     def call(self, key: str, fn, args: tuple, kwargs: dict) -> None:
         """One call a hidden test makes, under a time budget of its own."""
         core.call_with_deadline(lambda: _quietly(self.outcome, key, fn, args, kwargs), core.time_budget(None))
+        self.look_for_references()
 
     def outcome(self, key: str, fn, args: tuple, kwargs: dict) -> tuple[Any, dict]:
         entry: dict[str, Any] = {"function": key, "args": digest(args, kwargs), "outcome": {"stopped": core.time_budget(None)}}
@@ -387,16 +477,36 @@ class _Recorder:
         copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
         streams = tuple(_Counted(a) if isinstance(a, Iterator) else a for a in args)
         graded_as = key.removeprefix("name:") if key.startswith("name:") else self.exercise_name
-        with _ReferenceWatcher(fn, graded_as) as watcher:
-            value, outcome = _call(fn, streams, kwargs)
+        if not any(isinstance(a, Iterator) for a in args):  # a stream is read once: not again
+            with contextlib.suppress(Exception):  # an argument that cannot be copied is not watched
+                self.calls_made.append((fn, copy.deepcopy((args, kwargs)), graded_as))
+        if any(isinstance(a, _Counted) for a in streams):  # a stream's reader: how much it held at once
+            (value, outcome), entry["peak"] = core.peak_memory(lambda f, *a: _call(f, a, kwargs), fn, *streams)
+        else:
+            value, outcome = _call(fn, streams, kwargs)  # timed, and never under the profiler
         entry["outcome"] = outcome
         changed = [None if c is None or _same(c, a) else encode(a) for c, a in zip(copies, args)]
         if any(item is not None for item in changed):
             entry["changed"] = changed
         if any(isinstance(a, _Counted) for a in streams):
             entry["drawn"] = [a.asked if isinstance(a, _Counted) else None for a in streams]
-        self.record["references"] += [name for name in watcher.seen if name not in self.record["references"]]
         return value, outcome
+
+    def look_for_references(self) -> None:
+        """Every call recorded since the last look, made again under ``_ReferenceWatcher`` (a profiler, which
+        slows Python code several times) to note the course's functions it uses: a pass of
+        its own, under a time budget of its own, so the slowdown never costs the graded
+        calls their time. What these calls return or raise is not recorded."""
+
+        calls, self.calls_made = self.calls_made, []
+
+        def watch_every_call() -> None:
+            for fn, (args, kwargs), graded_as in calls:
+                with _ReferenceWatcher(fn, graded_as) as watcher:
+                    _quietly(functools.partial(fn, *args, **kwargs))
+                self.record["references"] += [n for n in watcher.seen if n not in self.record["references"]]
+
+        core.call_with_deadline(watch_every_call, core.time_budget(None))
 
 
 class _Counted:

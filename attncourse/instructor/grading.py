@@ -35,7 +35,7 @@ from attncourse.instructor.course.discovery import digest
 from attncourse.instructor.course.solved import course_of
 from attncourse.instructor.course.tags import chapter_of, exercise_labels, for_instructors
 from attncourse.instructor.gradebook import points
-from attncourse.instructor.gradebook.ledger import Ledger, lock
+from attncourse.instructor.gradebook.ledger import Ledger, foreign_files, lock
 from attncourse.instructor.gradebook.report import write_report
 from attncourse.instructor.model import (
     CRASHED,
@@ -330,6 +330,10 @@ def grade_submissions(
         found = {name: paths for name, paths in found.items() if name in set(learners)}
     if not found:
         raise ValueError(f"no submissions in {submissions}: expected LEARNER.ipynb files or LEARNER/ folders")
+    if contained and len(found) > 1:  # every contained kernel runs as the same uid, in folders it can enter
+        raise ValueError(f"--container grades one learner (a container is the sandbox of one submission); "
+                         f"{submissions} holds {len(found)}: grade a class without --container, in bubblewrap's "
+                         "sandbox, or give each learner a container of their own (the autograder command)")
     todo = {name: paths for name, paths in found.items() if not (finished and finished(name, paths))}
     tasks = [(learner, path) for learner, paths in todo.items() for path in paths]
     expected = list(dict.fromkeys(assign)) if assign is not None else None
@@ -345,16 +349,23 @@ def grade_submissions(
             progress(Progress(len(learners_done), len(todo), failed, time.monotonic() - started, learner, rows))
 
     def learner_done(learner: str) -> None:
+        # The learner's error boundary: whatever fails while their rows are made or kept
+        # (their notebooks' data is anything) becomes their error rows, never the class's.
         runs = [results[i] for i, (name, _) in enumerate(tasks) if name == learner]
         labels = expected or _found_labels(runs, course)
-        rows = _grade_learner(learner, runs, labels, course, limits, score_predictions)
-        notes = _problems(learner, todo[learner], runs) + _graded_for_nothing(runs, rows)
-        if executed_dir is not None:
-            notes += _write_executed(runs, Path(executed_dir))
+        try:
+            rows = _grade_learner(learner, runs, labels, course, limits, score_predictions)
+            notes = _problems(learner, todo[learner], runs) + _graded_for_nothing(runs, rows)
+            if executed_dir is not None:
+                notes += _write_executed(runs, Path(executed_dir))
+            if done is not None:
+                done(learner, rows, notes)
+        except Exception as error:
+            rows, notes = _grader_failed(learner, labels, error)
+            if done is not None:
+                done(learner, rows, notes)  # the grader's own words: if even these fail, grade stops
         grades.extend(rows)
         problems[learner] = notes
-        if done is not None:
-            done(learner, rows, notes)
         learners_done.append(rows)
         report_progress(learner, tuple(rows))
 
@@ -387,6 +398,15 @@ def grade_submissions(
     return grades, problems
 
 
+def _grader_failed(learner: str, labels: list[str], error: Exception) -> tuple[list[Grade], list[str]]:
+    """``learner``'s rows and notes when the grader failed while making or keeping them:
+    an error row for every exercise, saying so (a regrade of the learner retries)."""
+    why = f"the grader failed on this learner's notebooks ({describe(error)}): not a grade; grade them again"
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    rows = [Grade(learner, label, ERROR, why, "", why, now) for label in labels]
+    return points.scored([judge.for_the_learner(row) for row in rows]), [why]
+
+
 def _found_labels(runs: list[NotebookRun], course: Course) -> list[str]:
     found = {p.label for run in runs for p in run.placed}
     return [label for label in course.order if label in found] or [label for label in course.order if label in course.exercises]
@@ -402,13 +422,17 @@ def grade_into(out: Path, submissions: Path, chapters: Path = Path("chapters"), 
     report rewritten after each (``grades.csv``, ``summary.md``, ``executed/``), learners
     already graded on the same notebooks, course and options kept. Returns every row of
     the folder (of this grading and of earlier ones) and the report's two files. Raises
-    ValueError while another grading writes into ``out``, or if ``out`` is inside
-    ``submissions``."""
+    ValueError while another grading writes into ``out``, if ``out`` is inside
+    ``submissions``, or if it holds files and is no grade report."""
     submissions, out, chapters = Path(submissions), Path(out), Path(chapters)
     inside, folder = out.resolve(), submissions.resolve()
     if inside == folder or folder in inside.parents:
         raise ValueError(f"--out {out} is inside the submissions folder {submissions}: "
                          "the report would be graded as a submission, or overwrite one")
+    foreign = foreign_files(out)
+    if foreign:  # an instructor's own grades.csv would be replaced without a word
+        raise ValueError(f"--out {out} holds files of no grade report ({', '.join(foreign)}): give a new or empty "
+                         "folder, or the folder of an earlier grading to resume it")
     options = repr((sorted(assign or []), time_limit, check_timeout, limits, score_predictions,
                     unsafe_no_sandbox, str(chapters.resolve())))
     ledger = Ledger(out, options + digest(sorted(chapters.glob("*.ipynb"))))

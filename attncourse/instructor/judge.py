@@ -8,8 +8,6 @@ Nothing here runs a line of the learner's code: the record is data (``attncourse
 
 from __future__ import annotations
 
-import math
-import numbers
 import re
 from dataclasses import replace
 
@@ -17,7 +15,7 @@ import numpy as np
 
 from attncourse import checks
 from attncourse.checks import core, wire
-from attncourse.checks.predict import ATTEMPTS_MIMETYPE, PREDICTIONS, read_number
+from attncourse.checks.predict import ATTEMPTS_MIMETYPE, PREDICTIONS, finite_float, read_number
 from attncourse.instructor import replay
 from attncourse.instructor.course.tags import CHECK, HIDDEN_TEST, role_of
 from attncourse.instructor.model import (
@@ -35,7 +33,7 @@ from attncourse.instructor.model import (
     NotebookRun,
     Placed,
 )
-from attncourse.instructor.notebook.source import defined_names
+from attncourse.instructor.notebook.source import defined_names, names_read
 
 # What in a learner's source reads a predict exercise's answer from the course's declarations.
 READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|\bpredict_exercise\b"
@@ -100,9 +98,12 @@ def judge(run: NotebookRun, placed: Placed, course: Course) -> Grade:
         return replace(verdict, review="; ".join([verdict.message, *notes]))
     if verdict.status == PASSED:
         return replace(verdict, review="; ".join(notes))
-    lacking = _missing_in_the_sandbox(run, placed, course, after_the_stub=verdict.status == NOT_ATTEMPTED)
+    lacking, bound = _missing_in_the_sandbox(run, placed, course, after_the_stub=verdict.status == NOT_ATTEMPTED)
     if not lacking:
         return replace(verdict, review="; ".join(notes))
+    if not _may_have_caused(verdict, bound, _answer_reads(run, placed, course)):
+        unrelated = f"{lacking} (the answer reads nothing it binds: the verdict stands)"
+        return replace(verdict, review="; ".join([*notes, unrelated]))
     why = (f"{verdict.status} ({verdict.message}), but {lacking}: grade runs the notebook alone, without the files "
            "beside it, modules the course does not install, the network or a keyboard, so the answer may be right")
     return replace(verdict, status=NEEDS_REVIEW, message=why, review="; ".join([why, *notes]))
@@ -133,6 +134,9 @@ def judge_record(label: str, record: dict, hidden_sources: list[str], hidden_inp
         credit = {} if record.get("missing") else _credit(label, record, check, hidden)
     except Exception:  # a record partial credit cannot judge: the status above stands
         credit = {}
+    if credit.pop("answered", False) and status == NOT_ATTEMPTED:  # unfinished, not untouched
+        verdict = replace(verdict, status=FAILED, message=f"{message} ({credit['inputs_right']} of "
+                                                          f"{credit['inputs']} inputs right)")
     if credit:
         return replace(verdict, **credit)
     if status == FAILED and any(r.kind == "hidden" for r in failed):  # what the learner may read of it
@@ -155,10 +159,13 @@ def _credit(label: str, record: dict, check: core.Result, hidden: list[core.Resu
         return {"feedback": " ".join(parts)}
     missed = [d for d, status in zip(described, statuses) if status != checks.PASSED] + failed_hidden
     total = len(described) + len(hidden)
-    if check.status != checks.NOT_IMPLEMENTED:
+    # An input is answered unless the function raised NotImplementedError on it: one case
+    # left unfinished earns the points of the others, as a case answered wrongly would.
+    answered = any(status != checks.NOT_IMPLEMENTED for status in statuses)
+    if answered:
         right = f"{total - len(missed)} of {total} inputs right"
         parts.append(right + (f"; not right on: {'; '.join(missed)}." if missed else "."))
-    return {"inputs_right": total - len(missed), "inputs": total, "feedback": " ".join(parts)}
+    return {"inputs_right": total - len(missed), "inputs": total, "feedback": " ".join(parts), "answered": answered}
 
 
 def _hint(message: str) -> str:
@@ -192,11 +199,12 @@ def learners_code(submitted, course: Course) -> list:
             and c.source.strip() not in course.sources]
 
 
-def _missing_in_the_sandbox(run: NotebookRun, placed: Placed, course: Course, after_the_stub: bool) -> str:
+def _missing_in_the_sandbox(run: NotebookRun, placed: Placed, course: Course, after_the_stub: bool) -> tuple[str, set[str]]:
     """Which of the learner's cells before ``placed`` raised for want of something the
-    sandbox does not give (``MISSING_IN_THE_SANDBOX``), as "cell N raised ...", or "".
-    ``after_the_stub``: only a cell after the last definition of the exercise's names (an
-    answer left as handed out is not attempted, whatever failed above it)."""
+    sandbox does not give (``MISSING_IN_THE_SANDBOX``), as "cell N raised ...", and the
+    names that cell binds; ``("", set())`` if none did. ``after_the_stub``: only a cell
+    after the last definition of the exercise's names (an answer left as handed out is not
+    attempted, whatever failed above it)."""
     cells = run.executed.cells[: placed.index]
     names = set(course.exercises[placed.label].names)
     first = max((i for i, cell in enumerate(cells) if cell.cell_type == "code" and defined_names(cell.source) & names),
@@ -207,8 +215,31 @@ def _missing_in_the_sandbox(run: NotebookRun, placed: Placed, course: Course, af
             continue  # the grader's cells, and the course's as handed out
         for output in cell.get("outputs", []):
             if output.get("output_type") == RAISED and output.get("ename") in MISSING_IN_THE_SANDBOX:
-                return f"cell {index + 1} raised {output.get('ename')}: {str(output.get('evalue', ''))[:200]}"
-    return ""
+                return (f"cell {index + 1} raised {output.get('ename')}: {str(output.get('evalue', ''))[:200]}",
+                        defined_names(cell.source))
+    return "", set()
+
+
+def _answer_reads(run: NotebookRun, placed: Placed, course: Course) -> set[str]:
+    """The names an answer is made of: the exercise's names, and every name read by a cell
+    of the learner's before ``placed`` that binds one of those, followed back to the cells
+    that bind them (a helper, the data it reads)."""
+    cells = [c.source for c in run.executed.cells[: placed.index]
+             if c.cell_type == "code" and "attncourse" not in c.metadata and c.source.strip() not in course.sources]
+    binds = [(defined_names(source), names_read(source)) for source in cells]
+    reads, grown = set(course.exercises[placed.label].names), True
+    while grown:
+        more = set().union(*(read for bound, read in binds if bound & reads)) - reads
+        reads |= more
+        grown = bool(more)
+    return reads
+
+
+def _may_have_caused(verdict: Grade, bound: set[str], reads: set[str]) -> bool:
+    """Whether a cell that raised for want of the sandbox's (binding ``bound``) may be why
+    the answer got ``verdict``: the answer reads a name it binds, or the answer itself
+    raised for want of the sandbox's (a file it opens, a module it imports)."""
+    return bool(bound & reads) or any(f"raised {name}" in verdict.message for name in MISSING_IN_THE_SANDBOX)
 
 
 # ---------------------------------------------------------------------------------------
@@ -250,7 +281,7 @@ def _gave_a_number(run: NotebookRun, label: str) -> bool:
         return read_number(value)[0] is not None
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    return finite_float(value) is not None
 
 
 def _attempts(submitted, label: str) -> list[dict]:

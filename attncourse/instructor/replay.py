@@ -66,6 +66,8 @@ class Replay:
                 changed = wire.decode(after)
                 if isinstance(changed, np.ndarray) and changed.shape == argument.shape:
                     np.copyto(argument, changed, casting="unsafe")
+        peak = call.get("peak")
+        core.replayed_peak(peak if isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0 else None)
         outcome = call.get("outcome")
         if not isinstance(outcome, dict):
             raise wire.WireError("a call without an outcome")

@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 
 from attncourse.instructor.course.tags import exercise_labels
+from attncourse.instructor.learner_text import cleaned
 from attncourse.instructor.run.sandbox import Limits, megabytes
 
 SAVED_OUTPUTS_FACTOR = 5  # a notebook file may be this many output limits: saved outputs are not run
@@ -117,8 +118,8 @@ def read_submitted(path: Path, limits: Limits):
     size, largest = path.stat().st_size, SAVED_OUTPUTS_FACTOR * limits.output
     if size > largest:
         raise ValueError(f"it is {megabytes(size)}; grade reads notebooks of up to {megabytes(largest)}")
-    nb = read_leniently(path)
-    cells = sum(len(cell.source.encode("utf-8", "surrogatepass")) for cell in nb.cells)
+    nb = cleaned(read_leniently(path))
+    cells = sum(len(cell.source.encode()) for cell in nb.cells)
     if cells > limits.output:
         raise ValueError(f"its cells hold {megabytes(cells)} besides their outputs; grade reads notebooks of up to "
                          f"{megabytes(limits.output)}")

@@ -139,6 +139,16 @@ def write_whole(path: Path, text: str) -> None:
         raise
 
 
+def foreign_files(out: Path) -> list[str]:
+    """The files of ``out`` that say it is no grade report: none if it is missing, empty,
+    holds a grading's ledger (``FOLDER``, ``LAST``) or only what a grading stopped before
+    its first learner leaves (its lock, its course cache); else its first few names."""
+    names = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
+    if not names or FOLDER in names or LAST in names or set(names) <= {".lock", ".cache"}:
+        return []
+    return names[:5]
+
+
 @contextlib.contextmanager
 def lock(out: Path) -> Iterator[None]:
     """Hold ``out`` for one grading: a second grading into the same folder is refused while

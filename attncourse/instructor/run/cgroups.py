@@ -1,5 +1,7 @@
 """A control group per notebook, where the machine lets ``grade`` make one: a bound on the
-memory and the number of processes of the whole sandbox together.
+memory and the number of processes of the whole sandbox together, and an equal share of
+the processor (``cpu``: a learner who runs 48 busy processes gets no more of it than a
+neighbour who runs one).
 
 The per-process limits (RLIMIT_AS, RLIMIT_NPROC) miss memory no process maps: files in
 ``memfd_create`` written with ``write``, System V shared memory detached after use, and
@@ -23,11 +25,16 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 _MOUNTS = Path("/proc/self/mounts")
+# Every notebook's group gets the same weight (each controller's default, written so that
+# no inherited setting changes it): Linux then shares a busy processor equally between the
+# groups, however many processes one of them runs.
+EQUAL_SHARE = {1: 1024, 2: 100}  # cpu.shares (version 1), cpu.weight (version 2)
 _OWN = Path("/proc/self/cgroup")
 
 
@@ -40,11 +47,15 @@ class Hierarchy:
     memory: Path  # the folder new groups for the memory controller go in
     pids: Path  # the same for the pids controller (the same folder in version 2)
     cpuacct: Path | None = None  # the same for the processor time (version 1; None: not mounted)
+    cpu: Path | None = None  # the same for the processor's share (None: no cpu controller here)
 
     def make(self, name: str, memory: int, processes: int) -> Group:
-        """A new group ``name`` holding at most ``memory`` bytes and ``processes`` tasks."""
-        cpu = (self.cpuacct / name if self.cpuacct else None) if self.version == 1 else self.memory / name
-        folders = list(dict.fromkeys([self.memory / name, self.pids / name, *([cpu] if cpu else [])]))
+        """A new group ``name`` holding at most ``memory`` bytes and ``processes`` tasks, with
+        the processor share every other notebook's group has (``EQUAL_SHARE``)."""
+        counted = (self.cpuacct / name if self.cpuacct else None) if self.version == 1 else self.memory / name
+        shared = self.cpu / name if self.cpu else None
+        folders = list(dict.fromkeys([self.memory / name, self.pids / name,
+                                      *([counted] if counted else []), *([shared] if shared else [])]))
         for folder in folders:
             folder.mkdir()
         if self.version == 1:
@@ -57,7 +68,9 @@ class Hierarchy:
             with contextlib.suppress(OSError):
                 _write(self.memory / name / "memory.swap.max", 0)
             _write(self.pids / name / "pids.max", processes)
-        return Group(tuple(folders), self.version, cpu)
+        if shared:
+            _write(shared / ("cpu.shares" if self.version == 1 else "cpu.weight"), EQUAL_SHARE[self.version])
+        return Group(tuple(folders), self.version, counted)
 
 
 @dataclass(frozen=True)
@@ -95,7 +108,10 @@ class Group:
         return False
 
     def remove(self) -> None:
-        """Remove the group once its processes are gone (they die with the sandbox)."""
+        """Kill every process left in the group, then remove it. Outside bubblewrap (in a
+        container) a process in a session of its own outlives the kernel; the group is
+        what still finds it (never its uid, which every contained kernel shares)."""
+        self.kill_every_process()
         for folder in self.folders:
             for _ in range(50):
                 try:
@@ -105,6 +121,22 @@ class Group:
                     break
                 except OSError:  # still holds a process on its way out
                     time.sleep(0.1)
+
+
+    def kill_every_process(self) -> None:
+        """SIGKILL every process listed in the group, again until none is left (one may fork
+        while the others die: its child is born in the group)."""
+        for _ in range(100):
+            found = set()
+            for folder in self.folders:
+                with contextlib.suppress(OSError, ValueError):
+                    found |= {int(pid) for pid in (folder / "cgroup.procs").read_text().split()}
+            if not found:
+                return
+            for pid in found:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
 
 
 def _write(path: Path, value: int) -> None:
@@ -120,21 +152,23 @@ def available() -> Hierarchy | None:
     except OSError:
         return None
     v1 = {controller: Path(fields[1]) for fields in mounts if fields[2] == "cgroup"
-          for controller in fields[3].split(",") if controller in ("memory", "pids", "cpuacct")}
+          for controller in fields[3].split(",") if controller in ("memory", "pids", "cpuacct", "cpu")}
     where = {controller: path.strip() for _, controllers, path in own for controller in controllers.split(",")}
     if {"memory", "pids"} <= set(v1) and {"memory", "pids"} <= set(where):
         memory = v1["memory"] / where["memory"].lstrip("/")
         pids = v1["pids"] / where["pids"].lstrip("/")
         cpuacct = v1["cpuacct"] / where["cpuacct"].lstrip("/") if {"cpuacct"} <= set(v1) & set(where) else None
+        cpu = v1["cpu"] / where["cpu"].lstrip("/") if {"cpu"} <= set(v1) & set(where) else None
         if _usable(memory, "memory.limit_in_bytes") and _usable(pids, "pids.max"):
-            return Hierarchy(1, memory, pids, cpuacct if cpuacct and _usable(cpuacct, "cpuacct.usage", 0) else None)
+            return Hierarchy(1, memory, pids, cpuacct if cpuacct and _usable(cpuacct, "cpuacct.usage", 0) else None,
+                             cpu if cpu and _usable(cpu, "cpu.shares") else None)
     unified = [Path(fields[1]) for fields in mounts if fields[2] == "cgroup2"]
     if unified and "" in where:
         folder = unified[0] / where[""].lstrip("/")
         with contextlib.suppress(OSError):
             delegated = (folder / "cgroup.subtree_control").read_text().split()
             if {"memory", "pids"} <= set(delegated) and os.access(folder, os.W_OK):
-                return Hierarchy(2, folder, folder)
+                return Hierarchy(2, folder, folder, cpu=folder if "cpu" in delegated else None)
     return None
 
 

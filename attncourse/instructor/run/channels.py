@@ -13,6 +13,7 @@ import zmq.utils.monitor
 from jupyter_client.channels import AsyncZMQSocketChannel, HBChannel
 from jupyter_client.manager import AsyncKernelManager
 
+from attncourse.instructor.learner_text import cleaned
 from attncourse.instructor.run import cgroups
 from attncourse.instructor.run.sandbox import MiB
 
@@ -43,7 +44,7 @@ class _CountedChannel(AsyncZMQSocketChannel):
     async def _recv(self, **kwargs) -> dict:  # type: ignore[override]  # async, as its base class's
         frames = await self.socket.recv_multipart(**kwargs)
         _, parts = self.session.feed_identities(frames)
-        message = self.session.deserialize(parts)
+        message = cleaned(self.session.deserialize(parts))  # the kernel's text, safe to write
         self.count(message, sum(len(frame) for frame in frames))
         return message
 

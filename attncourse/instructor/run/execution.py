@@ -14,6 +14,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
+from attncourse.checks import wire
 from attncourse.checks.core import describe
 from attncourse.instructor.model import RAISED, Execution
 from attncourse.instructor.run.channels import SandboxedKernelManager
@@ -26,6 +27,21 @@ class _OutOfMemory(Exception):
     def __init__(self, cell_index: int, what: str):
         super().__init__(what)
         self.cell_index = cell_index
+
+
+def _keep_the_record(cell, cell_index: int, execute_reply: dict) -> None:
+    """A grader's cell's record, which came in its execute reply (``wire.RECORD_PAYLOAD``),
+    as the cell's last output: where the judge reads it (``judge.recorded``). Only the
+    grader's cells: a learner's cell that sends one sends nothing the judge reads."""
+    if "attncourse" not in cell.get("metadata", {}):
+        return
+    content = execute_reply.get("content") if isinstance(execute_reply, dict) else None
+    payloads = content.get("payload") if isinstance(content, dict) else None
+    records = [p.get("record") for p in payloads if isinstance(p, dict) and p.get("source") == wire.RECORD_PAYLOAD] \
+        if isinstance(payloads, list) else []
+    if records:
+        cell.setdefault("outputs", []).append(nbformat.v4.new_output(
+            "display_data", data={wire.RECORD_MIMETYPE: records[-1], "text/plain": "[grade: the record, from the reply]"}))
 
 
 def _stop_when_out_of_memory(cell, cell_index: int, execute_reply: dict) -> None:
@@ -191,7 +207,8 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
         # longer, and the learner would lose every grade. The clock below decides instead.
         startup_timeout=WALL_CLOCK_FACTOR * time_limit,
         on_cell_start=lambda cell, cell_index: current.update(cell=cell_index),
-        on_cell_error=_stop_when_out_of_memory, on_notebook_start=lambda notebook: km.lock_runtime(),
+        on_cell_executed=_keep_the_record, on_cell_error=_stop_when_out_of_memory,
+        on_notebook_start=lambda notebook: km.lock_runtime(),
     )
     run = Execution(nb)
     started = time.monotonic()

@@ -126,6 +126,7 @@ class Sandbox:
         return self.groups.make(f"{self.root.name}-{scratch.name}", self.limits.memory + self.limits.disk,
                                 self.limits.processes + 8)
     contained: bool = False  # a throwaway container is the sandbox: the kernel runs as nobody, no bubblewrap
+    offline: bool = False  # in a container: the kernel has a network namespace of its own (``no_network``)
 
     @property
     def owner(self) -> int | None:
@@ -190,7 +191,7 @@ class Sandbox:
         if self.contained:  # as LEARNER, who can write neither the report nor the results
             setpriv = [shutil.which("setpriv") or "setpriv", f"--reuid={LEARNER}", f"--regid={LEARNER}",
                        "--clear-groups", "--no-new-privs"]
-            return [*setpriv, *self.limits.prlimit(processes=True)]
+            return [*(NO_NETWORK if self.offline else []), *setpriv, *self.limits.prlimit(processes=True)]
         if not self.isolated:
             return self.limits.prlimit(processes=False)
         as_root = self.owner is not None
@@ -291,12 +292,27 @@ def prepared_sandbox(unsafe_no_sandbox: bool = False, limits: Limits = DEFAULT_L
                         ignore=shutil.ignore_patterns("__pycache__"))
         _make_read_only(root / "package")
         sandbox = Sandbox(root, isolated=not (unsafe_no_sandbox or contained), limits=limits,
-                          groups=groups, contained=contained)
+                          groups=groups, contained=contained, offline=contained and no_network())
         _probe(sandbox)
         yield sandbox
     finally:
         _remove(root, groups)
         os.close(alive)
+
+
+# In a container, the kernel's network: a namespace of its own, which holds only a loopback
+# device that is down (the kernel talks to grade through files, ipc sockets, which it
+# keeps). Where the container refuses it (no CAP_SYS_ADMIN), the network stays the
+# container's: the instructor guide says what that leaves open.
+NO_NETWORK = [shutil.which("unshare") or "unshare", "--net", "--"]
+
+
+def no_network() -> bool:
+    """Whether this machine lets ``grade`` give a kernel a network namespace of its own."""
+    try:
+        return subprocess.run([*NO_NETWORK, "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 # Every sandbox's folder holds this file from its start, locked (flock) by its grader for

@@ -1,0 +1,46 @@
+"""Learner text made safe to keep, where it enters the grader.
+
+A string in Python may hold a lone surrogate (a code point of U+D800-U+DFFF): JSON's
+escape ``"\\ud800"`` decodes into one, and a kernel or a notebook file can carry it. No
+UTF-8 file can hold it, so a report, a ledger or an executed copy written with it would
+fail, for the whole class. It is replaced where the text comes in: the kernel's messages
+(``run/channels.py``) and the submitted notebook (``submissions.read_submitted``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+REPLACEMENT = "\ufffd"  # what a UTF-8 decoder shows for bytes it cannot read
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def cleaned(value: Any) -> Any:
+    """``value`` (a string, or JSON-like dicts and lists of them) with every lone surrogate
+    replaced by U+FFFD, keys too. Dicts and lists are changed in place and returned; the
+    walk keeps its own stack, so no nesting a parser accepted is too deep for it.
+
+    >>> cleaned({"text": ["ok", "a\\ud800b"], "\\udcff": 1})
+    {'text': ['ok', 'a\ufffdb'], '\ufffd': 1}
+    """
+    if isinstance(value, str):
+        return _SURROGATE.sub(REPLACEMENT, value)
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in [k for k in node if isinstance(k, str) and _SURROGATE.search(k)]:
+                node[_SURROGATE.sub(REPLACEMENT, key)] = node.pop(key)
+            entries = list(node.items())
+        elif isinstance(node, list):
+            entries = list(enumerate(node))
+        else:
+            continue
+        for key, item in entries:
+            if isinstance(item, str):
+                if _SURROGATE.search(item):
+                    node[key] = _SURROGATE.sub(REPLACEMENT, item)
+            elif isinstance(item, (dict, list)):
+                stack.append(item)
+    return value
