@@ -139,6 +139,21 @@ def test_an_answer_that_copies_every_block_to_read_them_again_is_refused_by_the_
     assert "Not right yet." in message and "blocks of 32 KiB" in message and "never the blocks" in message
 
 
+def test_one_maximum_shared_by_every_row_of_a_batch_is_named(capsys):
+    """Regression (review): a scalar running maximum passed while no batch held rows far apart."""
+    def one_maximum(blocks):
+        shared, total, row_max = -np.inf, None, None
+        for block in blocks:
+            grown = max(shared, float(block.max()))
+            part = np.exp(block - grown).sum(axis=-1)
+            total = part if total is None else total * np.exp(shared - grown) + part
+            row_max = block.max(axis=-1) if row_max is None else np.maximum(row_max, block.max(axis=-1))
+            shared = grown
+        return row_max, total * np.exp(shared - row_max)
+
+    assert "keep one maximum per row" in feedback(capsys, checks.online_softmax, one_maximum)
+
+
 def test_the_grader_judges_the_memory_the_sandbox_measured():
     from attncourse.instructor import replay
     from tests.test_instructor_wire import recorded

@@ -74,6 +74,8 @@ def _normaliser_cases() -> list[tuple[str, list[np.ndarray]]]:
          [np.array([[-np.inf, -np.inf], [-np.inf, 2.0]]), np.array([[5.0], [0.0]])]),
         ("the row [-1000, -1001, -999] in blocks of one column",
          [np.array([-1000.0]), np.array([-1001.0]), np.array([-999.0])]),
+        ("the rows [[1000, 999, 998, 997], [0, -1, 1, 0.5]] in blocks of 2 columns (row maxima 999 apart)",
+         [np.array([[1000.0, 999.0], [0.0, -1.0]]), np.array([[998.0, 997.0], [1.0, 0.5]])]),
         (f"a batch (8, {LONG_ROW}) in {LONG_ROW // 512} blocks of 512 columns",
          np.split(rng.standard_normal((8, LONG_ROW)), LONG_ROW // 512, axis=-1)),
     ]
@@ -177,6 +179,11 @@ def online_softmax(run, candidate) -> str:
 
 
 def _nan_hint(blocks) -> str:
+    maxima = np.max(np.concatenate(blocks, axis=-1), axis=-1)  # (...): each row's maximum
+    if maxima.size > 1 and np.isfinite(maxima).all() and np.ptp(maxima) > 700:
+        return ("Hint: keep one maximum per row (m has the shape of the rows, (...)): with one "
+                "maximum for the whole batch, exp(x - m) of a row far below it underflows to 0, "
+                "and 0 × inf is NaN.")
     if any(np.isneginf(block).any() for block in blocks):
         return ("Hint: while a row has seen only -inf, its maximum is -inf and -inf - (-inf) is "
                 "NaN; treat that case apart (no entry seen yet means a sum of 0).")
@@ -250,7 +257,9 @@ def tune_blocks(run, block_q, block_k) -> str:
     held = fast_memory_values(block_q, block_k, TUNE_D)
     if held > TUNE_BUDGET:
         raise Failed(f"blocks ({block_q}, {block_k}) hold {held:,} values in fast memory, more than "
-                     f"the {TUNE_BUDGET:,} it has. Hint: the tile of scores alone is block_q × block_k.")
+                     f"the {TUNE_BUDGET:,} it has. Hint: with d = {TUNE_D}, the query block and the running "
+                     f"output (2 × block_q × d = {2 * block_q * TUNE_D:,}) weigh most; then the key and value "
+                     f"blocks (2 × block_k × d = {2 * block_k * TUNE_D:,}), then the scores' tile.")
     traffic, best = tiled_traffic(TUNE_SEQ, TUNE_D, block_q, block_k), least_traffic()
     if traffic > best:
         raise Failed(
