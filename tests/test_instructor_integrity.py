@@ -13,6 +13,7 @@ after each. Then the instructor's own folder, and a container asked to grade a c
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import shutil
@@ -26,9 +27,12 @@ import pytest
 
 from attncourse import instructor
 from attncourse.checks.predict import PREDICTIONS
-from attncourse.instructor import COMPLETED, ERROR, FAILED, NOT_ATTEMPTED, PASSED, grading
+from attncourse.instructor import COMPLETED, ERROR, FAILED, NOT_ATTEMPTED, PASSED, grading, judge
 from attncourse.instructor.gradebook.points import points_of
+from attncourse.instructor.notebook.source import defined_names
 from attncourse.instructor.run import cgroups, sandbox
+from attncourse.instructor.run.sandbox import DEFAULT_LIMITS
+from attncourse.instructor.submissions import read_submitted
 from tests.test_instructor_gradescope import container_view
 from tests.test_instructor_grading import (
     CORRECT_SOFTMAX,
@@ -94,6 +98,19 @@ DISPLAYS_PROGRESS = CORRECT_SOFTMAX.replace("    scores = np.asarray(scores, dty
         display(f"step {step} of 2000")
     scores = np.asarray(scores, dtype=float)
 """)
+LOGS_PROGRESS = CORRECT_SOFTMAX.replace("    scores = np.asarray(scores, dtype=float)\n", """\
+    for step in range(3000):
+        log.warning("step %d of 3000", step)
+    scores = np.asarray(scores, dtype=float)
+""")
+LOGGER = "import logging, sys\nlog = logging.getLogger('progress')\nlog.addHandler(logging.StreamHandler(sys.stderr))"
+WARNINGS_AS_ERRORS = "import warnings\nwarnings.simplefilter('error')"
+WARNS_BUT_RIGHT = CORRECT_SOFTMAX.replace("    scores = np.asarray(scores, dtype=float)\n", """\
+    import warnings
+    warnings.warn("this answer warns", DeprecationWarning)
+    scores = np.asarray(scores, dtype=float)
+""")
+BLANK_LINES = "notes = 1" + "\n" * 50_000 + "notes = 2"
 NEEDS_A_FILE = 'notes = open("my_notes.txt").read()  # beside the notebook on the learner\'s machine'
 
 
@@ -114,6 +131,12 @@ def integrity_class() -> dict[str, nbformat.NotebookNode]:
         "l-prints-progress/ch1.ipynb": submission(PRINTS_PROGRESS, RIGHT_PREDICTION),
         "m-displays-progress/ch1.ipynb": submission(DISPLAYS_PROGRESS, RIGHT_PREDICTION),
         "n-honest/ch1.ipynb": HONEST,
+        "o-logs-progress/ch1.ipynb": submission(LOGS_PROGRESS, RIGHT_PREDICTION, before=LOGGER),
+        "p-sympy-prediction/ch1.ipynb": submission(
+            CORRECT_SOFTMAX, f"import sympy\nprediction = sympy.Float({PREDICTIONS[DOUBLING].answer!r})"),
+        "q-warnings-as-errors/ch1.ipynb": submission(WARNS_BUT_RIGHT, RIGHT_PREDICTION, before=WARNINGS_AS_ERRORS),
+        "r-blank-lines/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=BLANK_LINES),
+        "s-honest/ch1.ipynb": HONEST,
     }
 
 
@@ -175,6 +198,49 @@ def test_answers_that_print_or_display_thousands_of_times_a_call_are_recorded(gr
     assert "more characters of output while recording were not shown" in executed
 
 
+def test_answers_that_log_warn_or_predict_in_sympy_are_graded_as_their_own_check_grades_them(graded):
+    for learner in ("o-logs-progress", "q-warnings-as-errors"):
+        assert graded["grades"][learner, SOFTMAX].status == PASSED, (learner, graded["grades"][learner, SOFTMAX].message)
+    assert graded["grades"]["p-sympy-prediction", DOUBLING].status == COMPLETED
+
+
+def test_a_cell_of_blank_lines_costs_nobody_a_grade(graded):
+    for learner in ("r-blank-lines", "s-honest"):
+        assert graded["grades"][learner, SOFTMAX].status == PASSED
+
+
+def test_patterns_on_learner_text_take_time_linear_in_it():
+    """A run of blank lines once froze the whole grader (a pattern with \\s* at a line's
+    start, holding the GIL); each pattern must finish on it well within a second or two."""
+    text = "notes = 1" + "\n" * 200_000 + "notes = 2\n(("  # and unparseable: the fallback pattern too
+    finished = threading.Event()
+
+    def scan():
+        judge.TOUCHES_RECORDING.search(text)
+        judge.READS_ANSWERS.search(text)
+        defined_names(text)
+        finished.set()
+
+    threading.Thread(target=scan, daemon=True).start()
+    assert finished.wait(30), "a pattern took more than 30 s on 200,000 blank lines"
+
+
+@pytest.mark.parametrize("source", [
+    "shell.payload_manager.write_payload = blank_the_references",
+    "if sys.getprofile() is None:\n    return course_softmax(x)",
+])
+def test_reaching_for_the_record_s_channel_or_the_watch_is_flagged(source):
+    assert judge.TOUCHES_RECORDING.search(source)
+
+
+def test_a_notebook_of_millions_of_json_objects_is_refused_before_it_is_read(tmp_path):
+    nb = copy.deepcopy(HONEST)
+    nb.metadata["padding"] = [{}] * 300_000
+    nbformat.write(nb, tmp_path / "ch1.ipynb")
+    with pytest.raises(ValueError, match=r"300,\d{3} JSON objects and lists"):
+        read_submitted(tmp_path / "ch1.ipynb", DEFAULT_LIMITS)
+
+
 def test_one_unfinished_case_earns_the_points_of_the_cases_answered(graded):
     row = graded["grades"]["g-unfinished", SOFTMAX]
     assert row.status == FAILED and row.status != NOT_ATTEMPTED
@@ -227,6 +293,22 @@ def test_grading_into_a_folder_of_the_instructors_own_files_is_refused(tmp_path,
     assert str(own) in said and "grades.csv" in said and "no grade report" in said
     assert (own / "grades.csv").read_text() == "learner,points\nada,10\n"
     assert sorted(p.name for p in own.iterdir()) == ["grades.csv", "summary.md"]
+
+
+@pytest.mark.parametrize("layout", ["a ledger folder of its own", "a file"])
+def test_grading_into_a_folder_that_only_looks_like_a_report_or_a_file_is_refused(tmp_path, capsys, layout):
+    own = tmp_path / "term"
+    if layout == "a file":
+        own.write_text("learner,points\n")
+    else:
+        (own / "learners").mkdir(parents=True)
+        (own / "grades.csv").write_text("learner,points\nada,10\n")
+    (tmp_path / "submissions" / "ada").mkdir(parents=True)
+    nbformat.write(HONEST, tmp_path / "submissions" / "ada" / "ch1.ipynb")
+    assert instructor.main(["grade", str(tmp_path / "submissions"), "--out", str(own), "--assign", SOFTMAX]) == 2
+    assert str(own) in capsys.readouterr().err
+    kept = own if layout == "a file" else own / "grades.csv"
+    assert kept.read_text().startswith("learner,points\n")
 
 
 def test_a_container_is_refused_a_class_and_named_why(tmp_path):

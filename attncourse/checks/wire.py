@@ -66,10 +66,13 @@ import functools
 import hashlib
 import json
 import math
+import numbers
 import symtable
 import sys
 import threading
+import time
 import types
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -86,6 +89,7 @@ INPUTS_FILE = "hidden_inputs.json"
 # shell channel never drops a message, where the output channel, which Jupyter lets drop
 # messages when it is flooded, may lose it to a burst of the learner's output.
 RECORD_PAYLOAD = "attncourse.record"
+REFERENCE_PASS = 3.0  # the watch for the course's functions may take this many times the graded calls' time
 OUTPUT_WHILE_RECORDING = 20_000  # characters of the learner's output shown while the grader records
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128")
@@ -129,6 +133,8 @@ def _encode(value: Any, depth: int) -> Any:
         return _encode(fractions.Fraction.__float__(value), depth)
     if isinstance(value, (np.ndarray, np.generic)):
         return _encode_array(value)
+    if isinstance(value, numbers.Real) and not callable(value):  # sympy's Float, mpmath's mpf: a number to the checks
+        return _encode(float(value), depth)
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
         return _object(value, {name: getattr(value, name) for name in value._fields}, depth)
     if isinstance(value, tuple):
@@ -289,7 +295,10 @@ def export(label: str, expressions: tuple[str, ...], inputs: str = INPUTS_FILE,
     record: dict[str, Any] = {"schema": SCHEMA, "exercise": label, "answers": [], "missing": "", "names": {},
               "calls": [], "references": []}
     recorder = _Recorder(record)
-    with _capped_output(OUTPUT_WHILE_RECORDING):
+    # Warnings ignored, as the learner's own check ignores them: a learner who turned them
+    # into errors (simplefilter("error")) is graded as their check graded them.
+    with _capped_output(OUTPUT_WHILE_RECORDING), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         try:
             answers = [eval(expression, namespace) for expression in expressions]  # noqa: S307 (the learner's own namespace, in the sandbox)
         except Exception as error:  # the answer is not defined, or raises
@@ -328,59 +337,50 @@ def _send(record: dict, label: str) -> None:
     display({"text/plain": said}, raw=True)
 
 
-class _CappedStream:
-    """A stream passing on the first ``share[0]`` characters written to it and counting the
-    rest; anything else (``fileno``, ``isatty``, ``encoding``) is the wrapped stream's."""
-
-    def __init__(self, stream, share: list[int], dropped: list[int]):
-        self.stream, self.share, self.dropped = stream, share, dropped
-
-    def write(self, text) -> int:
-        text = str(text)
-        shown = text[: max(self.share[0], 0)]
-        self.share[0] -= len(shown)
-        self.dropped[0] += len(text) - len(shown)
-        if shown:
-            self.stream.write(shown)
-        return len(text)
-
-    def __getattr__(self, name: str):
-        return getattr(self.stream, name)
-
-
 @contextlib.contextmanager
 def _capped_output(limit: int):
-    """While the grader records, the learner's output (print, and display's messages, whichever
-    thread makes them) is passed on up to ``limit`` characters (a display counts its text, or
-    1,000), then counted and dropped: a function that prints its progress thousands of times
-    a call is recorded, not drowned."""
+    """While the grader records, the learner's output (print, logging, display's messages,
+    whichever thread makes them) is passed on up to ``limit`` characters (a display counts
+    its text, or 1,000), then counted and dropped: a function that prints its progress
+    thousands of times a call is recorded, not drowned. The streams' own ``write`` is
+    replaced, so a handler that kept a reference to them (logging's) is capped too."""
     share, dropped = [limit], [0]
     shell = _shell()
-    publisher = shell.display_pub if shell is not None else None
-    own = vars(publisher).get("publish") if publisher is not None else None  # set on the object itself, if so
-    publish = publisher.publish if publisher is not None else None
 
-    def capped_publish(data=None, *args, **kwargs):
+    def capped(send, cost_of):
+        def capped_send(data=None, *args, **kwargs):
+            cost = cost_of(data)
+            if share[0] > 0:
+                share[0] -= cost
+                return send(data, *args, **kwargs)
+            dropped[0] += cost
+            return len(data) if isinstance(data, str) else None
+        return capped_send
+
+    def text_cost(data) -> int:
         text = data.get("text/plain") if isinstance(data, dict) else None
-        cost = len(text) if isinstance(text, str) else 1000
-        if share[0] > 0 and publish is not None:
-            share[0] -= cost
-            return publish(data, *args, **kwargs)
-        dropped[0] += cost
-        return None
+        return len(text) if isinstance(text, str) else 1000
 
-    streams = (_CappedStream(sys.stdout, share, dropped), _CappedStream(sys.stderr, share, dropped))
+    def write_cost(data) -> int:
+        return len(data) if isinstance(data, str) else 1000
+
+    targets = [(stream, "write", write_cost) for stream in dict.fromkeys((sys.stdout, sys.stderr))]
+    if shell is not None:
+        targets.append((shell.display_pub, "publish", text_cost))
+    saved = [(target, name, vars(target).get(name) if hasattr(target, "__dict__") else None)
+             for target, name, _ in targets]
     try:
-        if publisher is not None:
-            publisher.publish = capped_publish
-        with contextlib.redirect_stdout(streams[0]), contextlib.redirect_stderr(streams[1]):
-            yield
+        for target, name, cost_of in targets:
+            with contextlib.suppress(AttributeError, TypeError):  # a stream that takes no attribute
+                setattr(target, name, capped(getattr(target, name), cost_of))
+        yield
     finally:
-        if publisher is not None and own is not None:
-            publisher.publish = own
-        elif publisher is not None:
-            with contextlib.suppress(AttributeError):
-                del publisher.publish  # the class's own again
+        for target, name, own in saved:
+            with contextlib.suppress(AttributeError, TypeError):
+                if own is not None:
+                    setattr(target, name, own)
+                else:
+                    delattr(target, name)  # the class's own again
         if dropped[0]:
             print(f"[grade: about {dropped[0]:,} more characters of output while recording were not shown]", flush=True)
 
@@ -419,6 +419,7 @@ class _Recorder:
         self.input: int | None = None  # the check's input being swept, while it is
         self.exercise_name = ""  # the name the check gives the function it grades
         self.calls_made: list[tuple] = []  # (fn, its arguments as they came in, graded as) per call
+        self.graded_seconds = 0.0  # the processor time of those calls, as they were graded
 
     def check(self, label: str, answers: list, functions: dict[int, str]) -> None:
         """Run the course's check of ``label`` here, only to learn which calls it makes to
@@ -480,10 +481,12 @@ class _Recorder:
         if not any(isinstance(a, Iterator) for a in args):  # a stream is read once: not again
             with contextlib.suppress(Exception):  # an argument that cannot be copied is not watched
                 self.calls_made.append((fn, copy.deepcopy((args, kwargs)), graded_as))
+        started = time.thread_time()
         if any(isinstance(a, _Counted) for a in streams):  # a stream's reader: how much it held at once
             (value, outcome), entry["peak"] = core.peak_memory(lambda f, *a: _call(f, a, kwargs), fn, *streams)
         else:
             value, outcome = _call(fn, streams, kwargs)  # timed, and never under the profiler
+        self.graded_seconds += time.thread_time() - started
         entry["outcome"] = outcome
         changed = [None if c is None or _same(c, a) else encode(a) for c, a in zip(copies, args)]
         if any(item is not None for item in changed):
@@ -499,6 +502,7 @@ class _Recorder:
         calls their time. What these calls return or raise is not recorded."""
 
         calls, self.calls_made = self.calls_made, []
+        spent, self.graded_seconds = self.graded_seconds, 0.0
 
         def watch_every_call() -> None:
             for fn, (args, kwargs), graded_as in calls:
@@ -506,7 +510,9 @@ class _Recorder:
                     _quietly(functools.partial(fn, *args, **kwargs))
                 self.record["references"] += [n for n in watcher.seen if n not in self.record["references"]]
 
-        core.call_with_deadline(watch_every_call, core.time_budget(None))
+        # At most REFERENCE_PASS times what the graded calls took (the notebook's time limit
+        # pays for it): the watch is best effort, and a slow answer's may stop short.
+        core.call_with_deadline(watch_every_call, min(core.time_budget(None), max(0.5, REFERENCE_PASS * spent)))
 
 
 class _Counted:

@@ -429,6 +429,8 @@ def grade_into(out: Path, submissions: Path, chapters: Path = Path("chapters"), 
     if inside == folder or folder in inside.parents:
         raise ValueError(f"--out {out} is inside the submissions folder {submissions}: "
                          "the report would be graded as a submission, or overwrite one")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file: give a folder for the report (a new one, or an earlier report's)")
     foreign = foreign_files(out)
     if foreign:  # an instructor's own grades.csv would be replaced without a word
         raise ValueError(f"--out {out} holds files of no grade report ({', '.join(foreign)}): give a new or empty "

@@ -43,7 +43,10 @@ READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|
 # a verdict (the data is judged here), but it can withhold or alter data: worth a look.
 TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bimport\s+(wire|core)\b|\bexport\s*\("
                                r"|\bsys\s*\.\s*(setprofile|settrace)\b|\bevents\s*\.\s*register\b"
-                               r"|^\s*[\w.]*\bdisplay\s*=[^=]|\bCHECKS\b|__wrapped__", re.MULTILINE)
+                               r"|\bpayload_manager\b|\bwrite_payload\b|attncourse\.record|\bsys\s*\.\s*getprofile\b"
+                               r"|^[ \t]*[\w.]*\bdisplay[ \t]*=[^=]|\bCHECKS\b|__wrapped__", re.MULTILINE)
+# (Every pattern here runs on text a learner wrote, holding the GIL: none may take time
+# more than linear in it, so no \s* at a line's start, which runs over blank lines.)
 
 # What a learner's cell raises when the sandbox lacks what the learner's own machine had:
 # the files beside the notebook, a module the course does not install, the network, a

@@ -110,6 +110,12 @@ def read_leniently(path: Path):
     return nbformat.v4.new_notebook(cells=cells, metadata=notebook_metadata)
 
 
+# A notebook of 12.8 MB made of 3.2 million empty objects took the grader 5.5 GB to read: past
+# this many, a file is refused before it is parsed (a chapter, its outputs saved, holds some
+# under a thousand; a brace in a string counts too, so this is generous).
+MAX_CONTAINERS = 200_000
+
+
 def read_submitted(path: Path, limits: Limits):
     """``read_leniently``, for a notebook whose cells hold at most ``limits.output`` bytes
     of code and text; its saved outputs (a long training log, figures), which grade clears
@@ -118,6 +124,11 @@ def read_submitted(path: Path, limits: Limits):
     size, largest = path.stat().st_size, SAVED_OUTPUTS_FACTOR * limits.output
     if size > largest:
         raise ValueError(f"it is {megabytes(size)}; grade reads notebooks of up to {megabytes(largest)}")
+    raw = path.read_bytes()
+    containers = raw.count(b"{") + raw.count(b"[")  # an upper bound on the objects and lists JSON makes
+    if containers > MAX_CONTAINERS:
+        raise ValueError(f"it holds {containers:,} JSON objects and lists; grade reads notebooks of up to "
+                         f"{MAX_CONTAINERS:,} (each one costs the grader memory while it reads)")
     nb = cleaned(read_leniently(path))
     cells = sum(len(cell.source.encode()) for cell in nb.cells)
     if cells > limits.output:

@@ -141,10 +141,11 @@ def write_whole(path: Path, text: str) -> None:
 
 def foreign_files(out: Path) -> list[str]:
     """The files of ``out`` that say it is no grade report: none if it is missing, empty,
-    holds a grading's ledger (``FOLDER``, ``LAST``) or only what a grading stopped before
-    its first learner leaves (its lock, its course cache); else its first few names."""
+    holds a grading's record of itself (``LAST``, written once its first learner is saved)
+    or only what a grading stopped before that leaves (its lock, its course cache); else its
+    first few names."""
     names = sorted(path.name for path in out.iterdir()) if out.is_dir() else []
-    if not names or FOLDER in names or LAST in names or set(names) <= {".lock", ".cache"}:
+    if not names or LAST in names or set(names) <= {".lock", ".cache"}:
         return []
     return names[:5]
 
