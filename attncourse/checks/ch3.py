@@ -47,7 +47,18 @@ def _head_cases() -> list[tuple[str, tuple[np.ndarray, ...], np.ndarray | None]]
         ("a single token", head(1, 5, 2, 3), None),
         ("a head with d_k = 1 and the causal mask", head(3, 4, 1, 2), causal_mask(3)),
         ("a head whose scores reach about ±1000", head(5, 4, 2, 3, size=9.0), None),
+        ("a head with the causal mask whose first word scores itself about -3000 (a finite fill for "
+         "the masked scores, -1000 say, outweighs it)", _far_below_any_fill(), causal_mask(5)),
     ]
+
+
+def _far_below_any_fill() -> tuple[np.ndarray, ...]:
+    """(X, W_q, W_k, W_v): seq 5, d_model 4, d_k 2, d_v 3, drawn (seed 26) so that under the
+    causal mask the first word's one allowed score is about -3092: masked scores filled
+    with a finite number above it take the weight that -inf would give none."""
+    rng = np.random.default_rng(26)
+    X = 9.0 * rng.standard_normal((5, 4))  # (seq, d_model)
+    return (X, *(rng.standard_normal((4, d)) for d in (2, 2, 3)))
 
 
 @exercise("ch3-attention-head", points=3)
@@ -154,7 +165,7 @@ def _mask_hint(weights, Q, K, V, mask) -> str:
     if np.abs(weights[~mask]).sum() > np.abs(weights[mask]).sum():
         return f"{pair}, and most of the weight goes to forbidden pairs: the mask is True where a query MAY attend."
     if close(weights, softmax(np.where(mask, scores, 0.0))):
-        return f"{pair}. A masked score of 0 still gets the weight e^0 / Z: use -inf, np.where(mask, scores, -np.inf)."
+        return f"{pair}. A masked score of 0 (or any finite fill, -1000 say) still gets the weight e^fill / Z, which counts when the allowed scores are as low: use -inf, np.where(mask, scores, -np.inf)."
     return f"{pair}. Hint: set the masked scores to -inf before the softmax."
 
 
