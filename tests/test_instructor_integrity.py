@@ -40,6 +40,7 @@ from tests.test_instructor_grading import (
     NAIVE_SOFTMAX,
     ROOT,
     SOFTMAX,
+    _cells,
     submission,
 )
 
@@ -114,6 +115,17 @@ BLANK_LINES = "notes = 1" + "\n" * 50_000 + "notes = 2"
 NEEDS_A_FILE = 'notes = open("my_notes.txt").read()  # beside the notebook on the learner\'s machine'
 
 
+def answered_in_a_nested_check_cell(wrapper: str) -> nbformat.NotebookNode:
+    """The stub deleted, the answer typed into the check cell, its check call inside a
+    compound statement (``with np.errstate(...):``, ``try:``): the learner's own run passes."""
+    nb = submission(prediction=RIGHT_PREDICTION)
+    nb.cells.remove(_cells(nb, SOFTMAX, "stub")[0])
+    _cells(nb, SOFTMAX, "check")[0].source = f"{CORRECT_SOFTMAX}\n\n{wrapper}\n    check.stable_softmax(stable_softmax)"
+    if wrapper.startswith("try"):
+        _cells(nb, SOFTMAX, "check")[0].source += "\nexcept Exception as error:\n    print(error)"
+    return nb
+
+
 def integrity_class() -> dict[str, nbformat.NotebookNode]:
     """learner file -> notebook; each hostile or unusual learner sorts before an honest one."""
     return {
@@ -137,6 +149,8 @@ def integrity_class() -> dict[str, nbformat.NotebookNode]:
         "q-warnings-as-errors/ch1.ipynb": submission(WARNS_BUT_RIGHT, RIGHT_PREDICTION, before=WARNINGS_AS_ERRORS),
         "r-blank-lines/ch1.ipynb": submission(CORRECT_SOFTMAX, RIGHT_PREDICTION, before=BLANK_LINES),
         "s-honest/ch1.ipynb": HONEST,
+        "t-check-inside-with/ch1.ipynb": answered_in_a_nested_check_cell('with np.errstate(all="ignore"):'),
+        "u-check-inside-try/ch1.ipynb": answered_in_a_nested_check_cell("try:"),
     }
 
 
@@ -202,6 +216,12 @@ def test_answers_that_log_warn_or_predict_in_sympy_are_graded_as_their_own_check
     for learner in ("o-logs-progress", "q-warnings-as-errors"):
         assert graded["grades"][learner, SOFTMAX].status == PASSED, (learner, graded["grades"][learner, SOFTMAX].message)
     assert graded["grades"]["p-sympy-prediction", DOUBLING].status == COMPLETED
+
+
+def test_an_answer_in_a_check_cell_whose_call_is_nested_is_graded(graded):
+    for learner in ("t-check-inside-with", "u-check-inside-try"):
+        row = graded["grades"][learner, SOFTMAX]
+        assert row.status == PASSED, (learner, row.message)
 
 
 def test_a_cell_of_blank_lines_costs_nobody_a_grade(graded):
@@ -469,3 +489,15 @@ def test_in_a_container_no_process_outlives_its_notebook_and_its_group_is_remove
 def test_in_a_container_that_allows_it_the_kernel_has_no_network(contained):
     assert sandbox.no_network()  # this stand-in allows a network namespace, as a container with CAP_SYS_ADMIN does
     assert contained["heard"] == []
+
+
+def test_a_terminals_escape_sequences_in_learner_text_are_written_out_in_the_report(tmp_path):
+    from attncourse.instructor import write_report
+    from attncourse.instructor.model import Grade
+
+    row = Grade("ada\x1b[2J", SOFTMAX, FAILED, "stable_softmax() raised ValueError: \x1b]52;c;cm0gLXJmIH4=\x07 \x9b31m",
+                "ada/ch1.ipynb", review="cell 2 raised OSError: \x1bc")
+    table, text = write_report([row], {"ada\x1b[2J": ["cell 2 printed \x1b[31mred"]}, tmp_path)
+    for written in (table.read_text(encoding="utf-8"), text.read_text(encoding="utf-8")):
+        assert not any(ord(ch) < 32 and ch not in "\t\n\r" or 0x7f <= ord(ch) <= 0x9f for ch in written)
+        assert "x1b" in written and "x07" in written  # written out, not run

@@ -13,16 +13,33 @@ from attncourse.instructor.gradebook import points
 from attncourse.instructor.gradebook.ledger import write_whole
 from attncourse.instructor.model import PASSED, SKIPPED, Grade
 
+# Control characters but tab, line feed and carriage return (C0, DEL and C1): a learner's
+# text may carry a terminal's escape sequences, which a report shown in a terminal would run.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def shown_controls(text: str) -> str:
+    """``text`` with every control character but tab, line feed and carriage return written
+    out as ``\\xNN``, so that no terminal or editor acts on it.
+
+    >>> shown_controls("ok\\x1b]52;c;bad\\x07")
+    'ok\\\\x1b]52;c;bad\\\\x07'
+    """
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+
 
 def csv_cell(text: str) -> str:
-    """``text`` safe in a spreadsheet: a leading = + - @, tab or carriage return (which
-    start a formula) is neutralised by a leading apostrophe."""
+    """``text`` safe in a spreadsheet and a terminal: a leading = + - @, tab or carriage
+    return (which start a formula) is neutralised by a leading apostrophe, and control
+    characters are written out (``shown_controls``)."""
+    text = shown_controls(text)
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def markdown_text(text: str) -> str:
-    """``text`` on one line, with the characters markdown or HTML would act on escaped."""
-    return re.sub(r"([\\`*_\[\]<>|~#])", r"\\\1", " ".join(str(text).split()))
+    """``text`` on one line, with the characters markdown or HTML would act on escaped and
+    control characters written out."""
+    return re.sub(r"([\\`*_\[\]<>|~#])", r"\\\1", " ".join(shown_controls(str(text)).split()))
 
 
 def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
