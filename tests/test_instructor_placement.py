@@ -382,3 +382,13 @@ def test_grade_into_tells_its_progress_once_at_the_start_and_after_each_learner(
     assert [row.status for row in heard[2].rows] == [instructor.CRASHED]
     assert [g.status for g in grades] == [instructor.COMPLETED, instructor.CRASHED, instructor.COMPLETED]
     assert table.exists()
+
+
+def test_a_check_call_that_asks_for_its_own_timeout_is_noted_for_review():
+    """A learner who passed ``timeout=60`` passes in their notebook and is graded with the
+    grader's budget, the same for every learner: the row says so (red team, round 3)."""
+    run, placed = notebook_to_run(_notebook((STUB, "stub"), (OWN_SOFTMAX.replace("my_softmax", "stable_softmax"), None),
+                                            ("check.stable_softmax(stable_softmax, timeout=60)", "check")),
+                                  [EXERCISE], frozenset({STUB, CHECK}))
+    (recording,) = placed
+    assert "asks for timeout=60" in recording.note and "--check-timeout" in recording.note
