@@ -8,6 +8,9 @@ rounds up, to ``decimals`` places, so the printed number is a true bound.
 from __future__ import annotations
 
 import math
+import numbers
+
+import numpy as np
 
 
 def lower_bound(value: float, decimals: int) -> float:
@@ -29,11 +32,13 @@ def upper_bound(value: float, decimals: int) -> float:
 
 
 def _rounded(value: float, decimals: int, direction) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.number)):
+        raise TypeError(f"a bound must be a real number, got {type(value).__name__} {value!r}")
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise TypeError(f"decimals must be a whole number of places, got {type(decimals).__name__} {decimals!r}")
     value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"a bound must be a finite number, got {value!r}")
-    if not isinstance(decimals, int) or isinstance(decimals, bool) or decimals < 0:
-        raise ValueError(f"decimals must be a whole number of places, 0 or more, got {decimals!r}")
+    if not math.isfinite(value) or decimals < 0:
+        raise ValueError(f"a bound needs a finite number and 0 or more decimals, got {value!r} and {decimals!r}")
     scale = 10 ** decimals
     # round() first: 0.29 * 100 is 28.999999999999996, which floor would take to 0.28
     return direction(round(value * scale, 9)) / scale

@@ -25,7 +25,7 @@ MATHS_MODULES = ("attention", "multihead", "graph", "convolution", "positions", 
                  "one_space", "reciprocity", "training", "verb_roles", "pretrained", "examples")
 # attncourse's other top-level modules: figures, the validation itself, the package's front door,
 # the reader edition's converter (Markdown, not maths).
-NOT_MATHS_MODULES = ("__init__", "validation", "plotting", "convolution_figures", "flash_figures",
+NOT_MATHS_MODULES = ("__init__", "validation", "plotting", "bounds", "convolution_figures", "flash_figures",
                      "graph_figures", "multihead_figures", "positions_figures", "pretrained_figures",
                      "reader_edition")
 

@@ -22,9 +22,10 @@ def test_the_chapters_cases_round_towards_the_claim():
     assert upper_bound(0.01466, 2) == 0.02 and lower_bound(0.29, 2) == 0.29
 
 
-@pytest.mark.parametrize("value, decimals, expected", [
-    (float("nan"), 2, "finite"), (1.0, -1, "whole number"), (1.0, 1.5, "whole number"), (1.0, True, "whole number"),
+@pytest.mark.parametrize("value, decimals, error, expected", [
+    (float("nan"), 2, ValueError, "finite"), (1.0, -1, ValueError, "0 or more"),
+    (1.0, 1.5, TypeError, "whole number"), (1.0, True, TypeError, "whole number"), ("3", 2, TypeError, "real number"),
 ])
-def test_bad_input_is_named(value, decimals, expected):
-    with pytest.raises(ValueError, match=expected):
+def test_bad_input_is_named(value, decimals, error, expected):
+    with pytest.raises(error, match=expected):
         lower_bound(value, decimals)
