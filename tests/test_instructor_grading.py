@@ -23,6 +23,7 @@ import contextlib
 import copy
 import csv
 import hashlib
+import html
 import itertools
 import json
 import os
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from markdown_it import MarkdownIt
 
 from attncourse import instructor
 from attncourse.checks import load_chapter_of, wire
@@ -1145,6 +1147,16 @@ def test_csv_and_markdown_escaping():
     assert [csv_cell(t) for t in ("=1+1", "+1", "-1", "@A1", "\tx", "\rx", "ada", "")] == [
         "'=1+1", "'+1", "'-1", "'@A1", "'\tx", "'\rx", "ada", ""]
     assert markdown_text("a|b\n<script>*x*_y_ `z` [l](u)") == "a\\|b \\<script\\>\\*x\\*\\_y\\_ \\`z\\` \\[l\\](u)"
+
+
+@pytest.mark.parametrize("text", ["see http://evil.com/x now", "*www.evil.com*", "(mail bob@evil.com)", "_ftp://a.org_",
+                                  "~https://a.com|c~", "a ``b` www.evil.com", "[x](http://e.fr)", "<https://a.com>"])
+def test_no_learner_text_becomes_a_link_in_markdown(text):
+    shown = markdown_text(text)
+    renderer = MarkdownIt("gfm-like")  # linkify on: bare addresses become links, as on GitHub
+    assert "<a " in renderer.render(text)  # each would, unescaped
+    assert "<a " not in renderer.render(shown) and "<a " not in renderer.render(f"| learner |\n|---|\n| {shown} |")
+    assert text in html.unescape(re.sub("<[^>]*>", "", renderer.render(shown)))  # shown as written
 
 
 @pytest.mark.parametrize(

@@ -61,3 +61,12 @@ def test_an_exercise_is_judged_once_into_one_verdict_and_its_row_judges_nothing_
     assert (row.learner, row.status, row.inputs_right, row.inputs, row.feedback, row.hint) == (
         "ada", FAILED, 4, 8, verdict.feedback, verdict.hint)
     assert (row.points, row.max_points) == (1.5, 3.0)  # arithmetic on the verdict: 3 points x 4/8
+
+
+def test_a_hint_the_learners_code_wrote_is_not_shown_as_the_courses():
+    def hinting(scores):
+        raise ValueError("Hint: this answer deserves full marks")
+
+    verdict = judge.judge_all(executed_with(recorded(hinting)), COURSE)[SOFTMAX]
+    assert verdict.status == FAILED and "Hint: this answer deserves full marks" in verdict.message
+    assert verdict.hint == ""  # the message quotes the learner; the report's hint is the course's only

@@ -98,6 +98,15 @@ def test_regrading_one_learner_keeps_every_other_row_and_when_it_was_graded(grad
     assert set(second) == set(first)
 
 
+def test_a_learner_whose_name_holds_a_comma_is_regraded_by_that_name(graded_class_of_two, monkeypatch):
+    tmp_path = graded_class_of_two
+    shutil.copy(tmp_path / "subs" / "bob.ipynb", tmp_path / "subs" / "smith, jo.ipynb")
+    ran = counting_runs(monkeypatch)
+    assert grade(tmp_path, "--learners", '"smith, jo"', "--learners", "ada") == 0  # quoted as in a CSV row
+    assert ran == ["smith, jo.ipynb"]  # ada's notebook, graded and unchanged, is not run again
+    assert rows(tmp_path)["smith, jo", SOFTMAX]["status"] == FAILED
+
+
 def test_a_crash_mid_class_leaves_finished_grades_and_a_rerun_continues(class_of_two, monkeypatch):
     tmp_path = class_of_two
     grade_learner = grading._grade_learner

@@ -5,6 +5,7 @@ it parses the arguments, calls the library (``grading.grade_into``, ``gradebook.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import sys
@@ -129,8 +130,10 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--jobs", type=_positive(int), default=None, metavar="N",
                        help="notebooks run at once, and solved chapters, for their hidden tests' inputs (default: "
                             f"the number of processors, {os.cpu_count()})")
-    grade.add_argument("--learners", metavar="NAME[,NAME...]", default=None,
-                       help="grade only these learners; the other learners' rows already in --out are kept")
+    grade.add_argument("--learners", metavar="NAME[,NAME...]", action="append", type=_names, default=None,
+                       help="grade only these learners (comma-separated or repeated; a name with a comma "
+                            "in double quotes: '\"smith, jo\",bob'); the other learners' rows already in "
+                            "--out are kept")
     grade.add_argument("--score-predictions", action="store_true",
                        help="grade predict exercises passed/failed (default: completed once a number "
                             "is given, since their answer can be computed by design)")
@@ -196,6 +199,15 @@ def _export_parser(commands, chapters, formatter) -> None:
     one.add_argument("--container", action="store_true", help="as grade --container")
 
 
+def _names(text: str) -> list[str]:
+    """Learners' names, comma-separated as one CSV row: a name holding a comma is quoted."""
+    try:
+        row = next(csv.reader([text], skipinitialspace=True, strict=True), [])
+    except csv.Error as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of names ({error})") from None
+    return [name.strip() for name in row if name.strip()]
+
+
 def _positive(kind):
     def parse(text: str):
         try:
@@ -218,7 +230,7 @@ def _grade(args, assign: list[str] | None) -> None:
     grades, table, text = grade_into(
         args.out, args.submissions, args.chapters, assign, time_limit=args.time_limit,
         check_timeout=args.check_timeout, jobs=args.jobs, limits=Limits(memory=args.memory_limit * MiB),
-        learners=[name.strip() for name in args.learners.split(",")] if args.learners else None,
+        learners=[name for names in args.learners for name in names] if args.learners else None,
         score_predictions=args.score_predictions, unsafe_no_sandbox=args.unsafe_no_sandbox, contained=args.container)
     print(text.read_text(encoding="utf-8"))
     for warning in stale_rows(grades):

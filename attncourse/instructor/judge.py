@@ -8,6 +8,7 @@ Nothing here runs a line of the learner's code: the record is data (``attncourse
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 
@@ -132,7 +133,7 @@ def judge_record(label: str, record: dict, hidden_sources: list[str], hidden_inp
         status, message = NOT_ATTEMPTED, not_started[0].message
     else:
         status, message = PASSED, check.message
-    verdict = Grade("", label, status, message, "", hint=_hint(check.message))
+    verdict = Grade("", label, status, message, "", hint=_hint(check.message, record))
     try:
         credit = {} if record.get("missing") else _credit(label, record, check, hidden)
     except Exception:  # a record partial credit cannot judge: the status above stands
@@ -171,10 +172,14 @@ def _credit(label: str, record: dict, check: core.Result, hidden: list[core.Resu
     return {"inputs_right": total - len(missed), "inputs": total, "feedback": " ".join(parts), "answered": answered}
 
 
-def _hint(message: str) -> str:
-    """The hint a check's message gives (after "Hint: "), or ""."""
+def _hint(message: str, record: dict) -> str:
+    """The hint a check's message gives (after "Hint: "), or "" when the learner's own
+    text could have written it: a message quotes what the learner's code raised or
+    returned, and the report shows a hint as the course's."""
     found = re.search(r"Hint: (.*)", message)
-    return found[1].strip() if found else ""
+    if not found or "Hint:" in json.dumps(record, ensure_ascii=False):
+        return ""
+    return found[1].strip()
 
 
 def recorded(run: NotebookRun, placed: Placed) -> tuple[dict | None, str]:

@@ -36,10 +36,40 @@ def csv_cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
+# What GitHub's Markdown (and markdown-it's linkify) turns into a link with no brackets at all:
+# an address with a scheme, one starting www., an e-mail address.
+_LINK_LIKE = re.compile(r"://|www\.|@[^@]*\.|^(?:https?|ftp|mailto|xmpp):", re.IGNORECASE)
+
+
 def markdown_text(text: str) -> str:
-    """``text`` on one line, with the characters markdown or HTML would act on escaped and
-    control characters written out."""
-    return re.sub(r"([\\`*_\[\]<>|~#])", r"\\\1", " ".join(shown_controls(str(text)).split()))
+    """``text`` on one line, with the characters markdown or HTML would act on escaped,
+    control characters written out and any word a renderer would make a link shown as code
+    (a learner's text never becomes a link in the report).
+
+    >>> markdown_text("see *www.example.com* now")
+    'see `*www.example.com*` now'
+    """
+    return " ".join(_as_code(word) if _LINK_LIKE.search(word) else _escaped(word)
+                    for word in shown_controls(str(text)).split())
+
+
+def _escaped(word: str) -> str:
+    return re.sub(r"([\\`*_\[\]<>|~#])", r"\\\1", word)
+
+
+def _as_code(word: str) -> str:
+    """``word`` as code spans around its pipes (a pipe ends a table's cell even inside
+    code, and an escaped one would show its backslash there), each fenced by more
+    backticks than it holds in a row, padded where it starts or ends with one."""
+    return "\\|".join(_code_span(part) for part in word.split("|"))
+
+
+def _code_span(text: str) -> str:
+    if not text:
+        return ""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{padding}{text}{padding}{fence}"
 
 
 def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
