@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 
 from attncourse.instructor import gradescope
 from attncourse.instructor.gradebook import export, points
+from attncourse.instructor.model import Grade
 from tests.gradebook_class import (
     ASSIGNED,
     CHAPTER_1,
@@ -62,6 +64,18 @@ def check_results(data: dict) -> None:
 def test_results_refuse_a_visibility_gradescope_does_not_know():
     with pytest.raises(ValueError, match="visibility"):
         export.gradescope_results([], {}, "public")
+
+
+@pytest.mark.parametrize("visibility", sorted(VISIBILITY - {"visible"}))
+def test_results_shown_later_hide_their_total_too(visibility):
+    rows = [Grade("ada", "ch1-stable-softmax", "failed", "", "", points=1.5, max_points=3.0),
+            Grade("ada", "ch1-predict-doubling", "completed", "", "", points=1.0, max_points=1.0)]
+    data = export.gradescope_results(rows, {}, visibility)
+    check_results(data)
+    assert data["visibility"] == visibility and all(test["visibility"] == visibility for test in data["tests"])
+    assert "2.5" not in json.dumps({key: value for key, value in data.items() if key not in ("score", "tests")})
+    shown = export.gradescope_results(rows, {}, "visible")
+    assert shown["output"] == "2.5 of 4 points." and "visibility" not in shown
 
 
 def test_the_zip_holds_setup_run_autograder_the_package_and_only_the_assigned_chapters(tmp_path):
@@ -166,3 +180,63 @@ def test_run_autograder_grades_a_hostile_submission_in_an_autograder_layout(tmp_
         assert stat.S_IMODE((root / "results").stat().st_mode) == 0o755
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def autograder_layout(tmp_path, options: dict) -> Path:
+    """Gradescope's /autograder as the harness leaves it (under /tmp, reachable by every
+    user), with ada's submission; removed by the caller."""
+    root = Path(tempfile.mkdtemp(prefix="autograder-"))
+    root.chmod(0o755)
+    archive = gradescope.build_zip(ROOT / "chapters", tmp_path / "autograder.zip", list(ASSIGNED), options, ROOT)
+    with zipfile.ZipFile(archive) as opened:
+        opened.extractall(root / "source")
+    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "submission").mkdir()
+    (root / "results").mkdir()
+    softmax, prediction, tune = LEARNERS["ada"]
+    nbformat.write(student_notebook(softmax, prediction, tune), root / "submission" / CHAPTER_1.name)
+    return root
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="run_autograder runs as root")
+def test_an_autograder_that_cannot_run_the_learners_code_writes_no_score_and_fails(tmp_path):
+    unreachable = tmp_path / "closed"  # a Python the sandbox's uid cannot run, as one under /root
+    unreachable.mkdir(mode=0o700)
+    unreachable.chmod(0o700)
+    python = unreachable / "python"
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    python.chmod(0o700)
+    root = autograder_layout(tmp_path, {})
+    try:
+        environment = {**os.environ, "AUTOGRADER_ROOT": str(root), "ATTNCOURSE_PYTHON": str(python),
+                       "PYTHONPATH": str(ROOT)}
+        environment.pop("ATTNCOURSE_CHECK_MODE", None)
+        done = subprocess.run(["bash", str(root / "run_autograder")], env=environment, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode != 0, done.stdout + done.stderr  # Gradescope shows the instructor a failed run
+        assert list((root / "results").iterdir()) == []  # no results.json: no score at all, not a 0
+        assert "the autograder itself failed" in done.stderr and "Permission denied" in done.stderr
+        selftest = subprocess.run([str(python), "-m", "attncourse.instructor", "autograde", "--self-test", "--config",
+                                   str(root / "source" / gradescope.CONFIG), "--chapters",
+                                   str(root / "source" / "chapters"), "--container"],
+                                  env=environment, capture_output=True, text=True, timeout=600, cwd=root / "source")
+        assert selftest.returncode != 0 and "the autograder itself failed" in selftest.stderr  # setup.sh stops
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_setup_runs_the_self_test_and_run_autograder_passes_on_the_grader_s_exit_status(tmp_path):
+    with zipfile.ZipFile(gradescope.build_zip(ROOT / "chapters", tmp_path / "a.zip", list(ASSIGNED), {}, ROOT)) as z:
+        setup, run = z.read("setup.sh").decode(), z.read("run_autograder").decode()
+    assert "set -euo pipefail" in setup and "autograde --self-test" in setup  # a failing self-test fails the build
+    assert setup.index("autograde --self-test") > setup.index("pip install --no-deps /autograder/source")
+    assert run.rstrip().splitlines()[-2].startswith('exec "$PYTHON" -m attncourse.instructor autograde')
+
+
+@pytest.mark.slow
+def test_the_self_test_passes_on_the_solved_chapters(capsys):
+    from attncourse import instructor
+
+    assert instructor.main(["autograde", "--self-test", "--chapters", str(ROOT / "chapters"),
+                            "--assign", ",".join(ASSIGNED)]) == 0
+    assert f"({len(ASSIGNED)} exercises" in capsys.readouterr().out

@@ -98,6 +98,25 @@ def test_regrading_one_learner_keeps_every_other_row_and_when_it_was_graded(grad
     assert set(second) == set(first)
 
 
+def test_regrading_one_exercise_of_one_learner_keeps_every_other_row_and_says_what_it_replaced(
+        graded_class_of_two, monkeypatch, capsys):
+    tmp_path = graded_class_of_two
+    first = rows(tmp_path)
+    nbformat.write(submission(CORRECT_SOFTMAX, "prediction = 0.3"), tmp_path / "subs" / "bob.ipynb")  # fixed, late
+    ran = counting_runs(monkeypatch)
+    capsys.readouterr()
+    assert instructor.main(["grade", str(tmp_path / "subs"), "--chapters", str(CHAPTERS), "--out",
+                            str(tmp_path / "report"), "--assign", SOFTMAX, "--learners", "bob", "--jobs", "1",
+                            "--time-limit", "60"]) == 0
+    out, err = capsys.readouterr()
+    second = rows(tmp_path)
+    assert ran == ["bob.ipynb"] and set(second) == set(first)  # bob's prediction row is still there
+    assert second["bob", SOFTMAX]["status"] == PASSED and second["bob", DOUBLING] == first["bob", DOUBLING]
+    assert all(second[key] == first[key] for key in first if key[0] == "ada")  # not flagged, not changed
+    assert f"regraded: 'bob', {SOFTMAX}: failed (1.5 of 3) -> passed (3 of 3)" in out
+    assert "3 row(s) of earlier gradings kept as they were" in out and "warning" not in err
+
+
 def test_a_learner_whose_name_holds_a_comma_is_regraded_by_that_name(graded_class_of_two, monkeypatch):
     tmp_path = graded_class_of_two
     shutil.copy(tmp_path / "subs" / "bob.ipynb", tmp_path / "subs" / "smith, jo.ipynb")

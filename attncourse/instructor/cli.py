@@ -22,9 +22,9 @@ from attncourse.instructor.course.tags import (
     read_chapters,
 )
 from attncourse.instructor.gradebook.export import FORMATS, GRADESCOPE_VISIBILITY, export
-from attncourse.instructor.gradebook.ledger import stale_rows
+from attncourse.instructor.gradebook.ledger import Ledger, regraded, stale_rows
 from attncourse.instructor.gradebook.points import points_of
-from attncourse.instructor.gradescope import autograde, build_zip
+from attncourse.instructor.gradescope import GradingFailed, autograde, build_zip, self_test
 from attncourse.instructor.run.sandbox import (
     DEFAULT_LIMITS,
     UNSAFE_MEANS,
@@ -192,8 +192,11 @@ def _export_parser(commands, chapters, formatter) -> None:
                     "format: the per-submission command for Gradescope's run_autograder, a job queue or "
                     "a CI matrix (one job per submission).",
     )
-    one.add_argument("submission", type=Path, help="the folder of one learner's notebooks")
-    one.add_argument("--results", type=Path, required=True, help="the results.json to write")
+    one.add_argument("submission", type=Path, nargs="?", help="the folder of one learner's notebooks")
+    one.add_argument("--results", type=Path, help="the results.json to write (with SUBMISSION)")
+    one.add_argument("--self-test", action="store_true",
+                     help="grade the solved chapters instead, and fail unless they earn every point "
+                          "(setup.sh runs it: an image that cannot grade fails when it is built)")
     one.add_argument("--config", type=Path, help="the autograder.json of the zip (exercises and options)")
     one.add_argument("--assign", action="append", metavar="LABEL[,LABEL...]")
     one.add_argument("--container", action="store_true", help="as grade --container")
@@ -227,12 +230,15 @@ def _grade(args, assign: list[str] | None) -> None:
         grade_into,  # it runs kernels: its machinery loads only to grade
     )
 
+    before = Ledger(args.out, "").everything([])[0] if args.out.is_dir() else []
     grades, table, text = grade_into(
         args.out, args.submissions, args.chapters, assign, time_limit=args.time_limit,
         check_timeout=args.check_timeout, jobs=args.jobs, limits=Limits(memory=args.memory_limit * MiB),
         learners=[name for names in args.learners for name in names] if args.learners else None,
         score_predictions=args.score_predictions, unsafe_no_sandbox=args.unsafe_no_sandbox, contained=args.container)
     print(text.read_text(encoding="utf-8"))
+    for line in regraded(before, grades):
+        print(f"regraded: {line}")
     for warning in stale_rows(grades):
         print(f"warning: {warning}", file=sys.stderr)
     print(f"wrote {table} and {text}")
@@ -263,9 +269,16 @@ def _autograder(args, assign: list[str] | None) -> None:
 
 
 def _autograde(args, assign: list[str] | None) -> None:
+    if args.self_test == bool(args.submission or args.results):
+        raise ValueError("autograde takes SUBMISSION and --results, or --self-test alone")
+    if args.submission and not args.results:
+        raise ValueError("autograde SUBMISSION needs --results, the results.json to write")
     options = json.loads(args.config.read_text(encoding="utf-8")) if args.config else {}
     if assign:
         options["assign"] = assign
+    if args.self_test:
+        print(f"self-test passed: {self_test(args.chapters, options, args.container)}")
+        return
     data = autograde(args.submission, args.results, args.chapters, options, args.container)
     print(f"wrote {args.results}: {data['score']:g} points")
 
@@ -277,7 +290,8 @@ def _student(args, assign: list[str] | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line; returns the exit status (2 for a usage error, 1 for a leak)."""
+    """The command line; returns the exit status (2 for a usage error, 1 for a leak, 3 for
+    an autograder that could not grade)."""
     args = _parser().parse_args(argv)
     assign = None
     if getattr(args, "assign", None):
@@ -295,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
             _autograder(args, assign)
         else:
             _autograde(args, assign)
+    except GradingFailed as failure:
+        print(f"error: the autograder itself failed, so this submission has no grade (nothing was written): "
+              f"{failure}", file=sys.stderr)
+        return 3
     except SolutionLeak as leak:
         print(f"error: {leak}", file=sys.stderr)
         return 1

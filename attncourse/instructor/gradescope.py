@@ -28,6 +28,7 @@ from pathlib import Path
 import attncourse
 from attncourse.instructor.course.tags import exercise_labels, labels_assigned, read_chapters
 from attncourse.instructor.gradebook import export
+from attncourse.instructor.model import ERROR
 from attncourse.instructor.run.sandbox import DEFAULT_LIMITS, Limits, MiB
 
 CONFIG = "autograder.json"
@@ -49,6 +50,10 @@ python3.11 -m venv /opt/attncourse
 /opt/attncourse/bin/pip install --no-deps /autograder/source
 {model}chmod -R a+rX /opt/attncourse
 chmod -R go-rwx /autograder/source  # the solved chapters hold the hidden tests: root's alone
+# The image grades as each submission will be graded; a broken one fails here, at build time.
+cd /autograder/source
+/opt/attncourse/bin/python -m attncourse.instructor autograde --self-test \\
+    --config /autograder/source/autograder.json --chapters /autograder/source/chapters --container
 """
 
 RUN_AUTOGRADER = """\
@@ -65,7 +70,9 @@ chown root:root "$ROOT/results"
 chmod 755 "$ROOT/results"
 rm -f "$ROOT/results/results.json"
 cd "$ROOT/source"
-"$PYTHON" -m attncourse.instructor autograde "$ROOT/submission" --results "$ROOT/results/results.json" \\
+# A failure of the grader itself writes no results.json and exits non-zero: Gradescope shows
+# the instructor a failed run (with this output), never a score of 0.
+exec "$PYTHON" -m attncourse.instructor autograde "$ROOT/submission" --results "$ROOT/results/results.json" \\
     --config "$ROOT/source/autograder.json" --chapters "$ROOT/source/chapters" --container
 """
 
@@ -110,13 +117,40 @@ def _add(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: boo
     archive.writestr(info, data)
 
 
+class GradingFailed(RuntimeError):
+    """The course's own machinery failed on a submission: it has no grade, and no score is
+    written (Gradescope then shows the instructor a failed run, never a 0)."""
+
+
 def autograde(submission: Path, results: Path, chapters: Path, options: dict, contained: bool) -> dict:
     """Grade one submission (a folder of notebooks, as Gradescope gives it) and write
     Gradescope's ``results.json`` at ``results``; returns it. The grading is ``grade``'s own
-    (``grading.grade_into``), into a report folder of root's alone; if it fails,
-    results.json says so with no score. ``options``: the zip's ``autograder.json``
-    (``assign``, ``time_limit``, ``memory_limit`` in MiB, ``check_timeout``,
-    ``score_predictions``, ``visibility``)."""
+    (``grading.grade_into``), into a report folder of root's alone. ``options``: the zip's
+    ``autograder.json`` (``assign``, ``time_limit``, ``memory_limit`` in MiB,
+    ``check_timeout``, ``score_predictions``, ``visibility``). Raises ``GradingFailed``,
+    writing nothing, when the grader itself fails (a sandbox that cannot start, an error row)."""
+    rows = _graded(submission, chapters, options, contained)
+    data = export.gradescope_results(rows, export.titles_of(chapters), options.get("visibility", "visible"))
+    temporary = Path(results).with_suffix(".tmp")
+    temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    temporary.replace(results)
+    return data
+
+
+def self_test(chapters: Path, options: dict, contained: bool) -> str:
+    """Grade the zip's own solved chapters as a submission: every exercise must earn all its
+    points, or the image cannot grade (``setup.sh`` runs this, so a broken image fails when
+    Gradescope builds it, not on the first learner). Returns what passed; raises ``GradingFailed``."""
+    rows = _graded(chapters, chapters, options, contained)
+    short = [f"{row.exercise}: {row.status}" + (f" ({row.message})" if row.message else "")
+             for row in rows if row.points < row.max_points]
+    if short:
+        raise GradingFailed("the solved chapters do not earn every point: " + "; ".join(short))
+    return f"the solved chapters earn every point ({len(rows)} exercises, {sum(r.points for r in rows):g} points)"
+
+
+def _graded(submission: Path, chapters: Path, options: dict, contained: bool) -> list:
+    """The rows of one submission, graded as ``grade`` would; raises ``GradingFailed``."""
     from attncourse.instructor.grading import (
         grade_into,  # it runs kernels: its machinery loads only to grade
     )
@@ -125,25 +159,20 @@ def autograde(submission: Path, results: Path, chapters: Path, options: dict, co
     try:
         learner = work / "submissions" / "submission"
         shutil.copytree(submission, learner, symlinks=True)
-        report = work / "report"
         memory = options.get("memory_limit")
-        grade_into(report, work / "submissions", chapters, options.get("assign") or None,
+        grade_into(work / "report", work / "submissions", chapters, options.get("assign") or None,
                    time_limit=float(options.get("time_limit") or 120.0), check_timeout=_seconds(options.get("check_timeout")),
                    limits=Limits(memory=int(memory) * MiB) if memory is not None else DEFAULT_LIMITS,
                    score_predictions=bool(options.get("score_predictions")), contained=contained)
-        rows = export.load(report)
-        data = export.gradescope_results([r for r in rows if r.learner == "submission"], export.titles_of(chapters),
-                                         options.get("visibility", "visible"))
-    except Exception as error:  # the learner sees that grading failed, the instructor why (stdout)
-        print(f"autograde failed: {error}")
-        data = {"score": 0, "output": "The autograder could not grade this submission; your instructor "
-                "has been told. Please contact them.", "stdout_visibility": "hidden", "tests": []}
+        rows = [row for row in export.load(work / "report") if row.learner == "submission"]
+    except Exception as error:  # whatever failed, it is the grader's, not the learner's
+        raise GradingFailed(f"{type(error).__name__}: {error}") from error
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    temporary = Path(results).with_suffix(".tmp")
-    temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    temporary.replace(results)
-    return data
+    broken = [f"{row.exercise}: {row.message}" for row in rows if row.status == ERROR]
+    if broken or not rows:
+        raise GradingFailed("the grader failed on " + ("; ".join(broken) or "every exercise: no rows"))
+    return rows
 
 
 def _seconds(value) -> float | None:

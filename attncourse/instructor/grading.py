@@ -435,9 +435,8 @@ def grade_into(out: Path, submissions: Path, chapters: Path = Path("chapters"), 
     if foreign:  # an instructor's own grades.csv would be replaced without a word
         raise ValueError(f"--out {out} holds files of no grade report ({', '.join(foreign)}): give a new or empty "
                          "folder, or the folder of an earlier grading to resume it")
-    options = repr((sorted(assign or []), time_limit, check_timeout, limits, score_predictions,
-                    unsafe_no_sandbox, str(chapters.resolve())))
-    ledger = Ledger(out, options + digest(sorted(chapters.glob("*.ipynb"))))
+    options = repr((time_limit, check_timeout, limits, score_predictions, unsafe_no_sandbox, str(chapters.resolve())))
+    ledger = Ledger(out, options + digest(sorted(chapters.glob("*.ipynb"))), list(assign or []))
     keys: dict[str, str] = {}
 
     def finished(learner: str, notebooks: list[Path]) -> bool:

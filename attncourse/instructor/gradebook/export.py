@@ -9,7 +9,9 @@ Formats, as their publishers document them:
   ``tests``, each with ``name``, ``score``, ``max_score``, ``output`` (shown to the learner)
   and ``visibility`` (``visible``, ``hidden``, ``after_due_date`` or ``after_published``);
   optional ``status`` (``passed``/``failed``), ``output_format`` and top-level
-  ``stdout_visibility`` (we hide the grader's own output from learners).
+  ``stdout_visibility`` (we hide the grader's own output from learners). A top-level
+  ``visibility`` applies to the whole result: with tests shown only after the due date (or
+  hidden), it is set to the same, and the top-level ``output`` (the total) is left out.
 * Canvas (Grades > Import): a CSV whose first five columns are Student, ID, SIS User ID,
   SIS Login ID and Section, as Canvas's own gradebook export writes them, then one column
   per assignment titled ``NAME (ID)``, ID being Canvas's assignment id (a title with no id
@@ -115,6 +117,8 @@ def gradescope_results(rows: list[Grade], titles: dict[str, str], visibility: st
                       "max_score": row.max_points, "status": PASSED if row.points >= row.max_points else FAILED,
                       "output": f"{row.status}. {output}".strip(), "visibility": visibility})
     score = round(sum(test["score"] for test in tests), 2)
+    if visibility != "visible":  # the total would tell what the hidden tests hide: it waits with them
+        return {"score": score, "visibility": visibility, "stdout_visibility": "hidden", "tests": tests}
     return {"score": score, "output": f"{score:g} of {sum(t['max_score'] for t in tests):g} points.",
             "stdout_visibility": "hidden", "tests": tests}
 

@@ -33,15 +33,16 @@ STALE_OPTIONS = ("graded with other options or another version of the course tha
 
 
 class Ledger:
-    def __init__(self, out: Path, options: str):
+    def __init__(self, out: Path, options: str, assign: list[str] | None = None):
         self.folder = Path(out) / FOLDER
-        self.options = options  # the course and the grading options, as text
+        self.options = options  # the course and the grading options but which exercises, as text
+        self.assign = sorted(assign or [])  # which exercises: a learner graded on others is graded again
 
     def _path(self, learner: str) -> Path:
         return self.folder / f"{file_name(learner)}.json"
 
     def key(self, submissions: Path, notebooks: list[Path]) -> str:
-        digest = hashlib.sha256(self.options.encode())
+        digest = hashlib.sha256((self.options + repr(self.assign)).encode())
         for relative in sorted(notebooks):
             digest.update(os.fsencode(relative) + b"\0")
             try:
@@ -67,11 +68,29 @@ class Ledger:
         write_whole(self.folder.parent / LAST, json.dumps({"options": self._options_digest(), "present": sorted(present)}))
 
     def save(self, learner: str, key: str, grades: list[Grade], problems: list[str]) -> None:
-        """Write the learner's file whole or not at all (a rename is atomic)."""
+        """Write the learner's file whole or not at all (a rename is atomic): ``grades``, and
+        their earlier rows of every other exercise, kept as they were (a regrading of some
+        exercises leaves the others)."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        earlier = self._entry(learner)
+        graded = {g.exercise for g in grades}
+        kept = [row for row in earlier["grades"] if row["exercise"] not in graded]
+        digests = {**{row["exercise"]: earlier["options_of"].get(row["exercise"], earlier["options"]) for row in kept},
+                   **dict.fromkeys(graded, self._options_digest())}
         write_whole(self._path(learner), json.dumps({
-            "learner": learner, "key": key, "options": self._options_digest(), "problems": problems,
-            "grades": [dataclasses.asdict(g) for g in grades]}))
+            "learner": learner, "key": key, "options": self._options_digest(), "options_of": digests,
+            "problems": problems, "grades": kept + [dataclasses.asdict(g) for g in grades]}))
+
+    def _entry(self, learner: str) -> dict:
+        """The learner's file as saved, or an empty one (none, or not the ledger's)."""
+        try:
+            entry = json.loads(self._path(learner).read_text(encoding="utf-8"))
+            if entry.get("learner") == learner:  # and rows of this version's shape, or none are kept
+                rows = [dataclasses.asdict(Grade(**row)) for row in entry["grades"]]
+                return {"options_of": {}, **entry, "grades": rows}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            pass
+        return {"grades": [], "options": "", "options_of": {}}
 
     def everything(self, skipped: list[str]) -> tuple[list[Grade], dict[str, list[str]]]:
         """Every learner's rows and problems on disk, learners in name order. The rows of a
@@ -94,15 +113,23 @@ class Ledger:
         try:
             last = json.loads((self.folder.parent / LAST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            last = None  # a report of an older grade: nothing to measure against
+            last = None
         for entry in sorted(entries.values(), key=lambda e: e["learner"]):
-            stale = "" if last is None else (
-                STALE_LEARNER if entry["learner"] not in last["present"] else
-                STALE_OPTIONS if entry.get("options", last["options"]) != last["options"] else "")
-            rows = entry["grades"]
-            grades += [dataclasses.replace(g, review="; ".join(filter(None, [g.review, stale]))) for g in rows]
-            problems[entry["learner"]] = entry.get("problems", []) + ([stale] if stale else [])
+            flags = [_stale(entry, row.exercise, last) for row in entry["grades"]]
+            grades += [dataclasses.replace(g, review="; ".join(filter(None, [g.review, flag])))
+                       for g, flag in zip(entry["grades"], flags)]
+            problems[entry["learner"]] = entry.get("problems", []) + list(dict.fromkeys(filter(None, flags)))
         return grades, problems
+
+
+def _stale(entry: dict, exercise: str, last: dict | None) -> str:
+    """Why a row of ``entry`` may no longer be right against the last grading, or ""."""
+    if last is None:
+        return ""  # a report of an older grade: nothing to measure against
+    if entry["learner"] not in last["present"]:
+        return STALE_LEARNER
+    options = entry.get("options_of", {}).get(exercise, entry.get("options", last["options"]))
+    return STALE_OPTIONS if options != last["options"] else ""
 
 
 def file_name(learner: str) -> str:
@@ -123,6 +150,23 @@ def stale_rows(grades: list[Grade]) -> list[str]:
         if learners:
             lines.append(f"{', '.join(map(repr, learners))}: {reason}")
     return lines
+
+
+def regraded(before: list[Grade], after: list[Grade]) -> list[str]:
+    """What a grading changed in a report: one line per row it replaced (its status and
+    points before and now), then how many rows of earlier gradings it kept as they were."""
+    earlier = {(g.learner, g.exercise): g for g in before}
+    lines, kept = [], 0
+    for row in after:
+        old = earlier.get((row.learner, row.exercise))
+        if old is None:
+            continue
+        if old.graded_at == row.graded_at:
+            kept += 1
+        else:
+            lines.append(f"{row.learner!r}, {row.exercise}: {old.status} ({old.points:g} of {old.max_points:g}) "
+                         f"-> {row.status} ({row.points:g} of {row.max_points:g})")
+    return lines + ([f"{kept} row(s) of earlier gradings kept as they were"] if kept else [])
 
 
 def write_whole(path: Path, text: str) -> None:
