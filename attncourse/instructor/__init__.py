@@ -2,6 +2,7 @@
 
     python -m attncourse.instructor list
     python -m attncourse.instructor student --out handout [--assign LABEL,LABEL]
+    python -m attncourse.instructor import {canvas,gradescope} ZIP --out submissions [--roster CSV]
     python -m attncourse.instructor grade submissions --out report [--time-limit 120] [--memory-limit 2048]
     python -m attncourse.instructor export {csv,json,canvas,gradescope,feedback} --report report --out OUT
     python -m attncourse.instructor autograder --out autograder.zip [--assign LABEL,LABEL]
@@ -16,7 +17,10 @@ travels:
 * ``course/``: the solved chapters (``tags``: the tag convention; ``student``: the
   student version; ``solved``: what grading takes from them; ``discovery``: the hidden
   tests' inputs);
-* ``submissions``: the learners and their notebooks in the submissions folder;
+* ``submissions``: the learners and their notebooks in the submissions folder, and
+  when each submitted;
+* ``lms/``: a learning platform's submissions zip made into that folder (``importing``,
+  ``archive``, ``canvas``, ``gradescope_export``, ``plan``);
 * ``notebook/``: a learner's notebook as grade runs it (``source``: the one reader of
   cell source; ``placement``: where each answer is; ``slicing``: which of the course's
   cells must run);

@@ -1,6 +1,6 @@
-"""The command line, ``python -m attncourse.instructor {list,student,grade,export,autograder,autograde}``:
+"""The command line, ``python -m attncourse.instructor {list,student,import,grade,export,autograder,autograde}``:
 it parses the arguments, calls the library (``grading.grade_into``, ``gradebook.export``,
-``gradescope``, ``course.student``) and prints what it did."""
+``gradescope``, ``course.student``, ``lms.importing``) and prints what it did."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from attncourse.instructor.gradebook.export import FORMATS, GRADESCOPE_VISIBILIT
 from attncourse.instructor.gradebook.ledger import Ledger, regraded, stale_rows
 from attncourse.instructor.gradebook.points import points_of
 from attncourse.instructor.gradescope import GradingFailed, autograde, build_zip, self_test
+from attncourse.instructor.lms.archive import DEFAULT_MAX_BYTES
+from attncourse.instructor.lms.importing import KINDS, import_export
 from attncourse.instructor.run.sandbox import (
     DEFAULT_LIMITS,
     UNSAFE_MEANS,
@@ -32,7 +34,7 @@ from attncourse.instructor.run.sandbox import (
     MiB,
     SandboxUnavailable,
 )
-from attncourse.instructor.submissions import SAVED_OUTPUTS_FACTOR
+from attncourse.instructor.submissions import SAVED_OUTPUTS_FACTOR, SUBMITTED_TIMES
 
 _DESCRIPTION = """\
 Instructor tools for "Attention, step by step".
@@ -45,7 +47,11 @@ Workflow:
      Solution and hidden-test cells are removed, stubs and checks kept, outputs and
      widget state cleared. It fails, writing nothing, if any solution text survives.
   3. Collect the notebooks, one folder per learner (submissions/ada/01_....ipynb) or
-     one file per learner (submissions/ada.ipynb), and grade them:
+     one file per learner (submissions/ada.ipynb): import turns Canvas's "Download
+     Submissions" zip or Gradescope's "Export Submissions" zip into that folder,
+       python -m attncourse.instructor import canvas submissions.zip --out submissions \
+           --roster canvas_export.csv
+     and grade them:
        python -m attncourse.instructor grade submissions --out report --assign ...
      Each notebook runs in a fresh kernel inside a bubblewrap sandbox, in parallel,
      with limits on its time, memory, processes, files and output; the course's own
@@ -71,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=TAG_CONVENTION, formatter_class=formatter,
     )
     commands = parser.add_subparsers(dest="command", required=True,
-                                     metavar="{list,student,grade,export,autograder,autograde}")
+                                     metavar="{list,student,import,grade,export,autograder,autograde}")
     chapters = argparse.ArgumentParser(add_help=False)
     chapters.add_argument("--chapters", type=Path, default=Path("chapters"),
                           help="folder of the solved chapter notebooks (default: chapters)")
@@ -95,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=TAG_CONVENTION,
     )
     student.add_argument("--out", type=Path, required=True, help="a new or empty folder to write into")
+    _import_parser(commands, formatter)
     grade = commands.add_parser(
         "grade", parents=[chapters, assign], formatter_class=formatter,
         help="run submitted notebooks and report per learner and exercise",
@@ -145,6 +152,38 @@ def _parser() -> argparse.ArgumentParser:
                             "an unprivileged uid of its own (65533), with the limits on memory and processes")
     _export_parser(commands, chapters, formatter)
     return parser
+
+
+def _import_parser(commands, formatter) -> None:
+    imported = commands.add_parser(
+        "import", formatter_class=formatter,
+        help="turn a Canvas or Gradescope submissions zip into the folder grade reads",
+        description="Write ZIP, Canvas's \"Download Submissions\" zip or Gradescope's \"Export Submissions\" zip, "
+                    "as the folder grade reads: OUT/LEARNER/*.ipynb, with OUT/submitted.csv (learner, submitted_at, "
+                    "late_in_lms, source), which grade passes over. Canvas names each file after the student's user "
+                    "id, which --roster (the gradebook CSV exported from Canvas) turns into the --match column; "
+                    "its file names carry no time: give --times (user_id,submitted_at from Canvas's Submissions API) "
+                    "or submitted_at stays empty, and late_in_lms is Canvas's LATE mark. Gradescope's export names "
+                    "each submission's submitters and time in its submission_metadata.yml; each member of a group "
+                    "gets the group's notebooks. Only notebooks are imported; every other entry is listed with why. "
+                    "OUT must be new, empty, or an earlier import of the same kind, left as it was written.",
+    )
+    imported.add_argument("kind", choices=KINDS, help="whose export ZIP is")
+    imported.add_argument("zip", type=Path, metavar="ZIP", help="the zip downloaded from the platform")
+    imported.add_argument("--out", type=Path, required=True, help="the submissions folder to write")
+    imported.add_argument("--roster", type=Path, help="canvas: the gradebook CSV exported from Canvas (as export canvas)")
+    imported.add_argument("--match", default=None,
+                          help="canvas: the roster column that names a learner (default: SIS Login ID); gradescope: "
+                               "email (the part before the @, the default) or sid")
+    imported.add_argument("--times", type=Path,
+                          help="canvas: a CSV with columns user_id and submitted_at (ISO 8601), as Canvas's Submissions "
+                               "API gives them")
+    imported.add_argument("--keep-latest", action="store_true",
+                          help="when two submissions name one learner, keep the later (refused without it)")
+    imported.add_argument("--skip-unmatched", action="store_true",
+                          help="import the others when a submission names no learner, and list it (refused without it)")
+    imported.add_argument("--max-size", type=_positive(int), default=DEFAULT_MAX_BYTES // MiB, metavar="MIB",
+                          help=f"refuse a zip that unpacks to more (default: {DEFAULT_MAX_BYTES // MiB})")
 
 
 def _export_parser(commands, chapters, formatter) -> None:
@@ -261,6 +300,17 @@ def _export(args) -> None:
     print(f"wrote {len(written)} file(s): {', '.join(map(str, written[:4]))}{' ...' if len(written) > 4 else ''}")
 
 
+def _import(args) -> None:
+    done = import_export(args.kind, args.zip, args.out, roster=args.roster, match=args.match, times=args.times,
+                         keep_latest=args.keep_latest, skip_unmatched=args.skip_unmatched,
+                         max_bytes=args.max_size * MiB)
+    for line in [*(f"not imported: {why}" for why in done.skipped), *done.notes]:
+        print(f"warning: {line}", file=sys.stderr)
+    notebooks = sum(len(names) for names in done.learners.values())
+    print(f"wrote {args.out}: {len(done.learners)} learner(s), {notebooks} notebook(s), and "
+          f"{args.out / SUBMITTED_TIMES}")
+
+
 def _autograder(args, assign: list[str] | None) -> None:
     options = {"time_limit": args.time_limit, "score_predictions": args.score_predictions,
                "visibility": args.visibility}
@@ -301,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
             _list(args.chapters)
         elif args.command == "student":
             _student(args, assign)
+        elif args.command == "import":
+            _import(args)
         elif args.command == "grade":
             _grade(args, assign)
         elif args.command == "export":

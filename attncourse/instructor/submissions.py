@@ -1,11 +1,14 @@
 """The submissions folder: each learner's notebooks and the files not graded, with why
-(``find_learners``), and a submitted notebook read as Jupyter would open it
+(``find_learners``), when each learner submitted (``submission_times``, from the file
+``import`` writes), and a submitted notebook read as Jupyter would open it
 (``read_submitted``)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -15,6 +18,14 @@ from attncourse.instructor.learner_text import cleaned
 from attncourse.instructor.run.sandbox import Limits, megabytes
 
 SAVED_OUTPUTS_FACTOR = 5  # a notebook file may be this many output limits: saved outputs are not run
+
+# What ``import`` writes beside the learners' folders: when each learner submitted, and what
+# it imported (so that a second import may replace the first). grade passes over both
+# without a word: they are the grader's own files, not a learner's.
+SUBMITTED_TIMES = "submitted.csv"
+SUBMITTED_COLUMNS = ("learner", "submitted_at", "late_in_lms", "source")
+IMPORT_RECORD = ".import.json"
+GRADERS_OWN = (SUBMITTED_TIMES, IMPORT_RECORD)
 
 
 def find_learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
@@ -63,9 +74,66 @@ def find_learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
                 by_learner[shown(entry.name)] = []
         elif entry.is_dir():
             skip(entry, "a symbolic link to a folder (grade follows none)")
+        elif entry.name in GRADERS_OWN and entry.is_file() and not entry.is_symlink():
+            continue
         else:
             consider(entry, entry.name[:-len(".ipynb")] if entry.name.lower().endswith(".ipynb") else entry.name)
     return by_learner, skipped
+
+
+def submission_times(folder: Path) -> dict[str, tuple[datetime | None, bool | None]]:
+    """learner -> (when they submitted, with its offset; whether their learning platform
+    marked it late), as ``import`` recorded them in ``folder``'s SUBMITTED_TIMES (None
+    where the platform's export does not say). Empty if the folder has no such file (its
+    notebooks were put there by hand). Raises ValueError, naming the line, for a value
+    that is not ISO 8601 with an offset, true, false or empty."""
+    path = Path(folder) / SUBMITTED_TIMES
+    if not path.is_file():
+        return {}
+    times: dict[str, tuple[datetime | None, bool | None]] = {}
+    with open(path, newline="", encoding="utf-8") as file:
+        reader = csv.DictReader(file)
+        missing = [column for column in SUBMITTED_COLUMNS if column not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path} lacks the column(s) {', '.join(missing)}")
+        for row in reader:
+            where = f"{path}, line {reader.line_num}"
+            times[row["learner"]] = (_submitted_at(row["submitted_at"], where), _late(row["late_in_lms"], where))
+    return times
+
+
+def write_submission_times(folder: Path, rows: list[tuple[str, datetime | None, bool | None, str]]) -> Path:
+    """``folder``'s SUBMITTED_TIMES: one row per (learner, submitted_at, late_in_lms,
+    source), the time in ISO 8601 with its offset, true or false, empty where unknown."""
+    path = Path(folder) / SUBMITTED_TIMES
+    with open(path, "w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(SUBMITTED_COLUMNS)
+        for learner, submitted_at, late, source in rows:
+            writer.writerow([learner, submitted_at.isoformat() if submitted_at else "",
+                             "" if late is None else str(late).lower(), source])
+    return path
+
+
+def _submitted_at(text: str, where: str) -> datetime | None:
+    if not text.strip():
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"{where}: submitted_at {text!r} is not an ISO 8601 time") from None
+    if moment.utcoffset() is None:  # a time without its offset is a different moment in each zone
+        raise ValueError(f"{where}: submitted_at {text!r} has no offset from UTC")
+    return moment
+
+
+_LATE_VALUES: dict[str, bool | None] = {"true": True, "false": False, "": None}
+
+
+def _late(text: str, where: str) -> bool | None:
+    if text.strip().lower() not in _LATE_VALUES:
+        raise ValueError(f"{where}: late_in_lms is true, false or empty, not {text!r}")
+    return _LATE_VALUES[text.strip().lower()]
 
 
 def learners_in(folder: Path) -> set[str]:

@@ -1,0 +1,135 @@
+"""Canvas's "Download Submissions" zip, read into submissions: each file's learner from
+its name and the course's gradebook export (the roster ``export canvas`` reads).
+
+What Canvas writes, from its source (instructure/canvas-lms, ``lib/content_zipper.rb``:
+``ContentZipper#zip_assignment``, ``get_filename``, ``add_upload_submission``):
+
+* One file per uploaded file, at the top of the zip, named
+  ``NAME[_LATE]_USERID_FILEID_FILENAME``: NAME the student's sortable name ("Last,
+  First") with every character but letters, digits and ``_`` removed; LATE when Canvas
+  marks the submission late; USERID the student's Canvas user id (the gradebook
+  export's "ID" column); FILEID the id of the uploaded file (not of the submission); then
+  the name the student gave the file. Canvas lower-cases all but FILENAME, so the mark
+  arrives as ``late``; either case is read. With anonymous grading there is no NAME.
+* The ids are the first two parts between underscores made of digits alone: Canvas
+  turns ``_123_`` within a name into ``123`` for that reason, and reads them back this way
+  when the instructor uploads the files again (``app/models/assignment.rb``,
+  ``infer_comment_context_from_filename``).
+* Several files of one student are the files of their current attempt
+  (``submission.attachment_ids``): earlier attempts are not in the zip. A file a student
+  uploaded again under the same name reaches Canvas as ``hw-1.ipynb``, and a name repeated
+  in the zip gets ``-1``, ``-2`` before its extension (``Attachment.make_unique_filename``,
+  ``app/models/attachment.rb``): such names are kept as they are.
+* A text entry or a link is written as ``..._text.html`` or ``..._link.html``, with no
+  file id: not a notebook, not imported. A group assignment's files come once, under one
+  member's user id: only that member is imported (the roster does not say who is in
+  which group).
+
+The file names carry no time. Canvas records each submission's ``submitted_at`` (and
+``late``) on the submission itself, shown in SpeedGrader and returned by the Submissions
+API (``GET /api/v1/courses/:course_id/assignments/:assignment_id/submissions``,
+https://canvas.instructure.com/doc/api/submissions.html): ``--times`` reads a CSV of that
+API's ``user_id`` and ``submitted_at`` fields; without it the time is left empty and the
+LATE mark kept. The Student View's "Test Student" (``Course#student_view_student``) is
+the instructor trying the assignment: skipped, with a note.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from attncourse.instructor.gradebook.export import CANVAS_IDENTITY, read_roster
+from attncourse.instructor.lms.archive import is_notebook
+from attncourse.instructor.lms.plan import Reading, Submission
+
+TEST_STUDENT = ("Test Student", "Student, Test")  # Student View's user, by name and sortable name
+
+
+@dataclass(frozen=True)
+class CanvasName:
+    """What Canvas wrote in one file's name."""
+
+    user_id: str
+    file_id: str
+    late: bool
+    given: str  # the name the student gave the file
+
+
+def parse_canvas_name(name: str) -> CanvasName | None:
+    """The parts of a Canvas bulk-download file name (see the module doc), or None for a
+    name Canvas does not write (in a folder, no two ids, nothing after them)."""
+    if "/" in name:
+        return None
+    parts = name.split("_")
+    ids = [index for index, part in enumerate(parts) if re.fullmatch(r"[0-9]+", part)]
+    if len(ids) < 2 or ids[1] != ids[0] + 1 or len(parts) == ids[1] + 1:
+        return None
+    first = ids[0]
+    late = first > 0 and parts[first - 1].lower() == "late"
+    return CanvasName(parts[first], parts[first + 1], late, "_".join(parts[first + 2:]))
+
+
+def read_times(path: Path) -> dict[str, datetime | None]:
+    """Canvas user id -> when they submitted, from a CSV with the Submissions API's
+    ``user_id`` and ``submitted_at`` (ISO 8601, as the API writes it) columns."""
+    times: dict[str, datetime | None] = {}
+    with open(path, newline="", encoding="utf-8-sig") as file:
+        reader = csv.DictReader(file)
+        if not {"user_id", "submitted_at"} <= set(reader.fieldnames or []):
+            raise ValueError(f"{path} needs the columns user_id and submitted_at (as Canvas's Submissions API names them)")
+        for row in reader:
+            text = (row["submitted_at"] or "").strip()
+            try:
+                moment = datetime.fromisoformat(text) if text else None
+            except ValueError:
+                raise ValueError(f"{path}, line {reader.line_num}: submitted_at {text!r} is not ISO 8601") from None
+            if moment is not None and moment.utcoffset() is None:
+                raise ValueError(f"{path}, line {reader.line_num}: submitted_at {text!r} has no offset from UTC")
+            times[(row["user_id"] or "").strip()] = moment
+    return times
+
+
+def canvas_submissions(entries: list[zipfile.ZipInfo], roster: Path, match: str = "SIS Login ID",
+                       times: dict[str, datetime | None] | None = None) -> Reading:
+    """The zip's submissions, one per Canvas user id, each learner the roster's ``match``
+    column of the student whose "ID" is that user id."""
+    if match not in CANVAS_IDENTITY:
+        raise ValueError(f"--match must be one of {', '.join(CANVAS_IDENTITY)}, not {match!r}")
+    students = {(row.get("ID") or "").strip(): row for row in read_roster(roster)[1]}
+    reading = Reading()
+    imported: list[str] = []
+    files: dict[str, list[tuple[zipfile.ZipInfo, CanvasName]]] = {}
+    for info in entries:
+        parsed = parse_canvas_name(info.filename)
+        if parsed is None:
+            reading.skipped.append(f"{info.filename}: not named as Canvas names a submitted file "
+                                   "(NAME_[LATE_]USERID_FILEID_FILENAME)")
+        else:
+            files.setdefault(parsed.user_id, []).append((info, parsed))
+    for user_id, theirs in files.items():
+        source = "; ".join(info.filename for info, _ in theirs)
+        student = students.get(user_id)
+        login = (student.get(match) or "").strip() if student else ""
+        if student and (student.get("Student") or "").strip() in TEST_STUDENT:
+            reading.notes.append(f"{source}: the Test Student's (Canvas's Student View): not imported")
+            continue
+        if not login:
+            reading.unmatched.append(f"{source}: " + (f"student {student.get('Student')!r} (ID {user_id}) has no {match} "
+                                                      f"in {roster}" if student else
+                                                      f"Canvas user id {user_id} is not in {roster}"))
+            continue
+        notebooks = [(info, parsed.given) for info, parsed in theirs if is_notebook(parsed.given)]
+        reading.skipped += [f"{info.filename}: not a notebook (.ipynb)" for info, parsed in theirs
+                            if not is_notebook(parsed.given)]
+        reading.submissions.append(Submission(source, (login,), tuple(notebooks), (times or {}).get(user_id),
+                                              any(parsed.late for _, parsed in theirs)))
+        imported.append(user_id)
+    if times is not None:
+        reading.notes += [f"Canvas user id {user_id} ({files[user_id][0][0].filename}) has no row in --times: "
+                          "submitted_at left empty" for user_id in imported if user_id not in times]
+    return reading
