@@ -70,3 +70,25 @@ def test_a_hint_the_learners_code_wrote_is_not_shown_as_the_courses():
     verdict = judge.judge_all(executed_with(recorded(hinting)), COURSE)[SOFTMAX]
     assert verdict.status == FAILED and "Hint: this answer deserves full marks" in verdict.message
     assert verdict.hint == ""  # the message quotes the learner; the report's hint is the course's only
+
+
+@pytest.mark.parametrize(("source", "note"), [
+    ("import tracemalloc\ndef stable_softmax(s): ...", "touches the grader's recording (`tracemalloc`)"),
+    ("import _thread\ndef stable_softmax(s): ...", "touches the grader's recording (`_thread`)"),
+    ("import torch\ndef stable_softmax(s): ...", "does not see what `torch` allocates"),
+])
+def test_what_escapes_the_memory_measure_or_the_watch_is_flagged(source, note):
+    record = recorded(naive)
+    for call in record["calls"]:
+        call["peak"] = 0  # as a call whose memory the sandbox measured records it
+    run = executed_with(record)
+    run.submitted.cells[0].source = source
+    assert note in judge.judge_all(run, COURSE)[SOFTMAX].review
+    unmeasured = executed_with(recorded(naive))  # torch is no one's business where memory is not measured
+    unmeasured.submitted.cells[0].source = "import torch\ndef stable_softmax(s): ..."
+    assert "torch" not in judge.judge_all(unmeasured, COURSE)[SOFTMAX].review
+
+
+def test_a_watch_that_stopped_short_is_said_in_the_review():
+    record = {**recorded(naive), "watch": "stopped short"}
+    assert "whether it calls them is not known" in judge.judge_all(executed_with(record), COURSE)[SOFTMAX].review

@@ -135,6 +135,28 @@ def test_archives_nested_folders_links_and_sockets_are_graded_or_listed(tmp_path
         "cy/gone: a symbolic link that leaves the submissions folder"]
 
 
+def test_two_names_that_show_as_one_are_neither_graded_nor_merged(tmp_path):
+    latin1 = os.fsdecode(b"Jos\xe9")  # as a zip written in Latin-1 unpacks: not UTF-8
+    for learner in (latin1, "Jos\\xe9", "bob"):
+        (tmp_path / learner).mkdir()
+        (tmp_path / learner / "ch1.ipynb").write_text("{}")
+    (tmp_path / "bob" / os.fsdecode(b"ch\xe9.ipynb")).write_text("{}")
+    (tmp_path / "bob" / "ch\\xe9.ipynb").write_text("{}")
+    found, skipped = submissions.find_learners(tmp_path)
+    assert {name: [p.as_posix() for p in paths] for name, paths in found.items()} == {"bob": ["bob/ch1.ipynb"]}
+    assert sorted(note.split(":")[0] for note in skipped) == ["Jos\\xe9/ch1.ipynb"] * 2 + ["bob/ch\\xe9.ipynb"] * 2
+    assert all("rename one; neither is graded" in note for note in skipped)
+
+
+def test_an_out_that_is_a_dangling_link_is_refused_by_name(tmp_path, capsys):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "ada.ipynb").write_text("{}")
+    (tmp_path / "out").symlink_to(tmp_path / "gone")
+    assert instructor.main(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out")]) == 2
+    assert f"is a symbolic link to {tmp_path / 'gone'}, which does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "gone").exists()
+
+
 # --- E: bookkeeping --------------------------------------------------------------------
 
 

@@ -52,6 +52,7 @@ def recorded(fn) -> dict:
     recorder = wire._Recorder(record)
     recorder.check(SOFTMAX, [fn], {id(fn): "answer:0"})
     recorder.call("name:stable_softmax", fn, HIDDEN_ARGS, {})
+    recorder.look_for_references()  # as the grader's cell does once every call is made
     return json.loads(json.dumps(record))
 
 

@@ -57,6 +57,7 @@ def recorded(label, *answers, hidden_calls=()):
     for name, fn, args in hidden_calls:
         record["names"][name] = wire.encode(fn)
         recorder.call(f"name:{name}", fn, args, {})
+    recorder.look_for_references()  # as the grader's cell does once every call is made
     return json.loads(json.dumps(record))
 
 
@@ -405,3 +406,57 @@ def test_extended_precision_and_fractions_cross_as_numbers_and_are_judged_as_the
     checks.predict_doubling(typed)  # the learner's own check, in the notebook
     assert "Passed." in capsys.readouterr().out
     assert verdict.judge_check(doubling, recorded(doubling, typed)).status == checks.PASSED
+
+
+# --- a fifth red team, without kernels -------------------------------------------------------
+
+HIDDEN_CALL = ("stable_softmax", np.array([[1.0, 2.0, 3.0]]))
+
+
+def test_the_watch_for_the_courses_functions_starts_once_every_graded_call_is_made():
+    """A call the watch leaves running (a thread, a wait) can neither slow nor stop a graded one."""
+    import sys
+
+    watched = []
+
+    def noting(scores):
+        watched.append(sys.getprofile() is not None)
+        return right(scores)
+
+    recorded(SOFTMAX, noting, hidden_calls=[(HIDDEN_CALL[0], noting, (HIDDEN_CALL[1],))])
+    graded = watched.index(True)
+    assert graded > 0 and all(watched[graded:]) and not any(watched[:graded])
+
+
+def test_an_answer_that_remembers_its_answers_or_sleeps_is_still_seen_using_the_course_s_softmax():
+    import time
+
+    from attncourse.attention import softmax
+
+    remembered = {}
+
+    def memo(scores):
+        key = (np.shape(scores), np.asarray(scores).tobytes())
+        if key not in remembered:
+            remembered[key] = softmax(np.asarray(scores, dtype=float))
+        return remembered[key]
+
+    def sleepy(scores):
+        time.sleep(0.2)  # no processor time: a watch budgeted in processor time alone stops in it
+        return softmax(np.asarray(scores, dtype=float))
+
+    for answer in (memo, sleepy):
+        record = recorded(SOFTMAX, answer)
+        assert record["references"] == ["attncourse.attention.softmax"] and "watch" not in record, answer
+
+
+def test_a_watch_that_cannot_finish_says_so():
+    def stuck_when_watched(scores):
+        import sys
+        import time
+
+        while sys.getprofile() is not None:  # only while watched (a learner who detects it is flagged)
+            time.sleep(0.05)
+        return right(scores)
+
+    assert recorded(SOFTMAX, stuck_when_watched)["watch"] == "stopped short"

@@ -35,7 +35,8 @@ What travels, as JSON (``SCHEMA``; the grader refuses anything else):
                 "drawn": [count or null, ...],      # how often it asked each stream argument for an item
                 "input": k},                        # the check's input it was made on (core.inputs)
                ...],
-     "references": ["attncourse.graph.attention_rollout", ...]}   # course functions it used
+     "references": ["attncourse.graph.attention_rollout", ...],   # course functions it used
+     "watch": "stopped short"}           # only if the watch for them did not finish
 
   ``DIGEST`` is :func:`digest` of the call's ``(args, kwargs)``: the grader looks a call up
   by the digest of the inputs *it* computed, so the learner cannot choose the inputs. Every
@@ -89,7 +90,7 @@ INPUTS_FILE = "hidden_inputs.json"
 # shell channel never drops a message, where the output channel, which Jupyter lets drop
 # messages when it is flooded, may lose it to a burst of the learner's output.
 RECORD_PAYLOAD = "attncourse.record"
-REFERENCE_PASS = 3.0  # the watch for the course's functions may take this many times the graded calls' time
+REFERENCE_PASS = 5.0  # the watch for the course's functions may take this many times the graded calls' time
 OUTPUT_WHILE_RECORDING = 20_000  # characters of the learner's output shown while the grader records
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128")
@@ -320,6 +321,7 @@ def export(label: str, expressions: tuple[str, ...], inputs: str = INPUTS_FILE,
             record["names"].setdefault(name, encode(fn) if name in seen else {"$opaque": "not defined"})
             if callable(fn):
                 recorder.call(f"name:{name}", fn, decode(call["args"]), decode(call.get("kwargs", {"$dict": []})))
+        recorder.look_for_references()
     _send(record, label)
 
 
@@ -419,7 +421,8 @@ class _Recorder:
         self.input: int | None = None  # the check's input being swept, while it is
         self.exercise_name = ""  # the name the check gives the function it grades
         self.calls_made: list[tuple] = []  # (fn, its arguments as they came in, graded as) per call
-        self.graded_seconds = 0.0  # the processor time of those calls, as they were graded
+        self.graded_seconds = 0.0  # the processor time of those calls, as they were graded,
+        self.graded_clock = 0.0  # and their time by the clock (an answer may wait: a sleep, a thread)
 
     def check(self, label: str, answers: list, functions: dict[int, str]) -> None:
         """Run the course's check of ``label`` here, only to learn which calls it makes to
@@ -450,7 +453,6 @@ class _Recorder:
             core.call_with_deadline(every_input, core.time_budget(None))
         finally:
             self.input = None
-        self.look_for_references()
 
     def _recording(self, key: str, fn):
         """``fn`` recording every call made to it, however the check reaches it: directly,
@@ -468,7 +470,6 @@ class _Recorder:
     def call(self, key: str, fn, args: tuple, kwargs: dict) -> None:
         """One call a hidden test makes, under a time budget of its own."""
         core.call_with_deadline(lambda: _quietly(self.outcome, key, fn, args, kwargs), core.time_budget(None))
-        self.look_for_references()
 
     def outcome(self, key: str, fn, args: tuple, kwargs: dict) -> tuple[Any, dict]:
         entry: dict[str, Any] = {"function": key, "args": digest(args, kwargs), "outcome": {"stopped": core.time_budget(None)}}
@@ -481,12 +482,13 @@ class _Recorder:
         if not any(isinstance(a, Iterator) for a in args):  # a stream is read once: not again
             with contextlib.suppress(Exception):  # an argument that cannot be copied is not watched
                 self.calls_made.append((fn, copy.deepcopy((args, kwargs)), graded_as))
-        started = time.thread_time()
+        started, clock = time.thread_time(), time.monotonic()
         if any(isinstance(a, _Counted) for a in streams):  # a stream's reader: how much it held at once
             (value, outcome), entry["peak"] = core.peak_memory(lambda f, *a: _call(f, a, kwargs), fn, *streams)
         else:
             value, outcome = _call(fn, streams, kwargs)  # timed, and never under the profiler
         self.graded_seconds += time.thread_time() - started
+        self.graded_clock += time.monotonic() - clock
         entry["outcome"] = outcome
         changed = [None if c is None or _same(c, a) else encode(a) for c, a in zip(copies, args)]
         if any(item is not None for item in changed):
@@ -496,23 +498,48 @@ class _Recorder:
         return value, outcome
 
     def look_for_references(self) -> None:
-        """Every call recorded since the last look, made again under ``_ReferenceWatcher`` (a profiler, which
+        """Every call recorded, made again under ``_ReferenceWatcher`` (a profiler, which
         slows Python code several times) to note the course's functions it uses: a pass of
-        its own, under a time budget of its own, so the slowdown never costs the graded
-        calls their time. What these calls return or raise is not recorded."""
+        its own once every graded call is done (nothing it leaves running can slow or stop
+        one), under a time budget of its own, so the slowdown never costs the graded calls
+        their time. Each call is made with the graded call's inputs, then with other
+        numbers in their float arrays (``_varied``): an answer that remembers what it
+        returned cannot answer those from memory. What these calls return or raise is not recorded; a pass that does
+        not finish says so (``record["watch"]``)."""
 
-        calls, self.calls_made = self.calls_made, []
-        spent, self.graded_seconds = self.graded_seconds, 0.0
-
-        def watch_every_call() -> None:
-            for fn, (args, kwargs), graded_as in calls:
+        def watch_every_call() -> bool:
+            for fn, (args, kwargs), graded_as in self.calls_made:
                 with _ReferenceWatcher(fn, graded_as) as watcher:
                     _quietly(functools.partial(fn, *args, **kwargs))
+                    _quietly(functools.partial(fn, *_varied(args), **_varied(kwargs)))
                 self.record["references"] += [n for n in watcher.seen if n not in self.record["references"]]
+            return True
 
-        # At most REFERENCE_PASS times what the graded calls took (the notebook's time limit
-        # pays for it): the watch is best effort, and a slow answer's may stop short.
-        core.call_with_deadline(watch_every_call, min(core.time_budget(None), max(0.5, REFERENCE_PASS * spent)))
+        # At most REFERENCE_PASS times what the graded calls took, in processor time and by
+        # the clock (the notebook's time limit pays for it): a slow answer's may stop short.
+        budget = min(core.time_budget(None), max(0.5, REFERENCE_PASS * self.graded_seconds))
+        wall = min(core.CLOCK_BACKSTOP * core.time_budget(None),
+                   max(core.CLOCK_BACKSTOP * budget, REFERENCE_PASS * self.graded_clock))
+        finished, _ = core.call_with_deadline(functools.partial(_quietly, watch_every_call), budget, wall=wall)
+        if not finished:
+            self.record["watch"] = "stopped short"
+
+
+def _varied(value):
+    """``value`` with every float array (at any depth of a tuple, list or dict) holding
+    other numbers of the same shape and type: seeded, so every run of the grader is alike."""
+    rng = np.random.default_rng(0)
+
+    def vary(item):
+        if isinstance(item, np.ndarray) and item.dtype.kind == "f":
+            return rng.standard_normal(item.shape).astype(item.dtype)
+        if isinstance(item, (tuple, list)):
+            return type(item)(vary(inner) for inner in item) if type(item) in (tuple, list) else item
+        if isinstance(item, dict):
+            return {key: vary(inner) for key, inner in item.items()}
+        return item
+
+    return vary(value)
 
 
 class _Counted:

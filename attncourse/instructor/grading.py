@@ -429,6 +429,9 @@ def grade_into(out: Path, submissions: Path, chapters: Path = Path("chapters"), 
     if inside == folder or folder in inside.parents:
         raise ValueError(f"--out {out} is inside the submissions folder {submissions}: "
                          "the report would be graded as a submission, or overwrite one")
+    if out.is_symlink() and not out.exists():
+        raise ValueError(f"--out {out} is a symbolic link to {os.readlink(out)}, which does not exist: "
+                         "give a folder for the report, or make the one it points to")
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file: give a folder for the report (a new one, or an earlier report's)")
     foreign = foreign_files(out)

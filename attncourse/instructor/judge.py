@@ -41,11 +41,16 @@ READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|
                            r"|\battncourse\.checks\.(predict|ch\d+)\b|\.answer\b")
 
 # What in a learner's source touches the grader's recording in the sandbox. It cannot change
-# a verdict (the data is judged here), but it can withhold or alter data: worth a look.
+# a verdict (the data is judged here), but it can withhold or alter data: worth a look. The
+# recording's memory measure (tracemalloc) and threads its watch cannot follow (_thread) too.
 TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bimport\s+(wire|core)\b|\bexport\s*\("
                                r"|\bsys\s*\.\s*(setprofile|settrace)\b|\bevents\s*\.\s*register\b"
                                r"|\bpayload_manager\b|\bwrite_payload\b|attncourse\.record|\bsys\s*\.\s*getprofile\b"
-                               r"|^[ \t]*[\w.]*\bdisplay[ \t]*=[^=]|\bCHECKS\b|__wrapped__", re.MULTILINE)
+                               r"|^[ \t]*[\w.]*\bdisplay[ \t]*=[^=]|\bCHECKS\b|__wrapped__"
+                               r"|\btracemalloc\b|\bclear_refs\b|\b_thread\b", re.MULTILINE)
+# What allocates memory the memory measure (tracemalloc, Python's and numpy's allocations)
+# does not see: an answer whose peak is measured and whose source uses one is worth a look.
+UNMEASURED_MEMORY = re.compile(r"\b(torch|ctypes|mmap|cupy|jax|tensorflow|numba)\b")
 # (Every pattern here runs on text a learner wrote, holding the GIL: none may take time
 # more than linear in it, so no \s* at a line's start, which runs over blank lines.)
 
@@ -90,8 +95,16 @@ def judge(run: NotebookRun, placed: Placed, course: Course) -> Grade:
                 for m in [TOUCHES_RECORDING.search(c.source)] if m]
     if touching:
         notes.append(f"its source touches the grader's recording (`{touching[0]}`)")
+    measured = any(isinstance(call, dict) and "peak" in call for call in record.get("calls", []))
+    unmeasured = [m.group(0) for c in learners_code(run.submitted, course) if measured
+                  for m in [UNMEASURED_MEMORY.search(c.source)] if m]
+    if unmeasured:
+        notes.append(f"its memory is measured with tracemalloc, which does not see what `{unmeasured[0]}` allocates")
     if record.get("references"):
         notes.append(f"its answer called the course's own {', '.join(map(str, record['references'][:3]))}")
+    elif record.get("watch") == "stopped short":  # a sleep, a wait, or an answer far slower when watched
+        notes.append("the watch for the course's own functions stopped before the answer's calls ended: "
+                     "whether it calls them is not known")
     try:
         verdict = judge_record(label, record, course.hidden.get(label, []), course.inputs.get(label, {}))
     except wire.WireError as error:

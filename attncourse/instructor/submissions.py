@@ -78,7 +78,23 @@ def find_learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
             continue
         else:
             consider(entry, entry.name[:-len(".ipynb")] if entry.name.lower().endswith(".ipynb") else entry.name)
-    return by_learner, skipped
+    return _apart(by_learner, skipped)
+
+
+def _apart(by_learner: dict[str, list[Path]], skipped: list[str]) -> tuple[dict[str, list[Path]], list[str]]:
+    """``by_learner`` without the notebooks whose names, as text, are another's: a name
+    that is not UTF-8 (``Jos\\xe9``, as a Latin-1 zip writes it) shows as one written with a
+    backslash, and one would be graded in the other's name. Neither is graded; both are listed."""
+    kept: dict[str, list[Path]] = {}
+    for learner, notebooks in by_learner.items():
+        raw = {path.parts[0].removesuffix(path.suffix) if len(path.parts) == 1 else path.parts[0] for path in notebooks}
+        texts = [shown(path.as_posix()) for path in notebooks]
+        clash = [path for path, text in zip(notebooks, texts) if len(raw) > 1 or texts.count(text) > 1]
+        skipped += [f"{shown(path.as_posix())}: its name shows as another file's here (a name that is not UTF-8): rename one; "
+                    "neither is graded" for path in clash]
+        if len(clash) < len(notebooks) or not notebooks:
+            kept[learner] = [path for path in notebooks if path not in clash]
+    return kept, skipped
 
 
 def submission_times(folder: Path) -> dict[str, tuple[datetime | None, bool | None]]:

@@ -14,18 +14,26 @@ from attncourse.instructor.gradebook.ledger import write_whole
 from attncourse.instructor.model import PASSED, SKIPPED, Grade
 
 # Control characters but tab, line feed and carriage return (C0, DEL and C1): a learner's
-# text may carry a terminal's escape sequences, which a report shown in a terminal would run.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# text may carry a terminal's escape sequences, which a report shown in a terminal would run;
+# and the marks that reorder text (bidirectional embeddings, overrides and isolates), with
+# which "deliaf" reads as "failed".
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def shown_controls(text: str) -> str:
-    """``text`` with every control character but tab, line feed and carriage return written
-    out as ``\\xNN``, so that no terminal or editor acts on it.
+    """``text`` with every control character but tab, line feed and carriage return, and
+    every mark that reorders text, written out (``\\xNN``, ``\\uNNNN``), so that no terminal
+    or editor acts on it.
 
-    >>> shown_controls("ok\\x1b]52;c;bad\\x07")
-    'ok\\\\x1b]52;c;bad\\\\x07'
+    >>> shown_controls("ok\\x1b]52;c;bad\\x07 \\u202edeliaf")
+    'ok\\\\x1b]52;c;bad\\\\x07 \\\\u202edeliaf'
     """
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+    return _CONTROL.sub(lambda found: _escape(found.group()), text)
+
+
+def _escape(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def csv_cell(text: str) -> str:
