@@ -268,13 +268,16 @@ def _grade(args, assign: list[str] | None) -> None:
     from attncourse.instructor.grading import (
         grade_into,  # it runs kernels: its machinery loads only to grade
     )
+    from attncourse.instructor.progress import ProgressBar
 
     before = Ledger(args.out, "").everything([])[0] if args.out.is_dir() else []
-    grades, table, text = grade_into(
-        args.out, args.submissions, args.chapters, assign, time_limit=args.time_limit,
-        check_timeout=args.check_timeout, jobs=args.jobs, limits=Limits(memory=args.memory_limit * MiB),
-        learners=[name for names in args.learners for name in names] if args.learners else None,
-        score_predictions=args.score_predictions, unsafe_no_sandbox=args.unsafe_no_sandbox, contained=args.container)
+    with ProgressBar() as bar:
+        grades, table, text = grade_into(
+            args.out, args.submissions, args.chapters, assign, time_limit=args.time_limit,
+            check_timeout=args.check_timeout, jobs=args.jobs, limits=Limits(memory=args.memory_limit * MiB),
+            learners=[name for names in args.learners for name in names] if args.learners else None,
+            score_predictions=args.score_predictions, unsafe_no_sandbox=args.unsafe_no_sandbox,
+            contained=args.container, progress=bar)
     print(text.read_text(encoding="utf-8"))
     for line in regraded(before, grades):
         print(f"regraded: {line}")
