@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from datetime import datetime
 
 import nbformat
 import pytest
@@ -17,6 +18,7 @@ from attncourse import instructor
 from attncourse.checks.predict import ATTEMPTS_MIMETYPE
 from attncourse.instructor import COMPLETED, FAILED, NOT_ATTEMPTED, PASSED, grading
 from attncourse.instructor.gradebook import ledger
+from attncourse.instructor.submissions import write_submission_times
 from tests.test_instructor_grading import (
     CHAPTER_1,
     CORRECT_SOFTMAX,
@@ -115,6 +117,33 @@ def test_regrading_one_exercise_of_one_learner_keeps_every_other_row_and_says_wh
     assert all(second[key] == first[key] for key in first if key[0] == "ada")  # not flagged, not changed
     assert f"regraded: 'bob', {SOFTMAX}: failed (1.5 of 3) -> passed (3 of 3)" in out
     assert "3 row(s) of earlier gradings kept as they were" in out and "warning" not in err
+
+
+def test_late_work_is_flagged_and_penalised_in_the_report_and_every_export_without_running_again(
+        graded_class_of_two, monkeypatch, capsys):
+    tmp_path = graded_class_of_two
+    first = rows(tmp_path)
+    write_submission_times(tmp_path / "subs", [("ada", datetime.fromisoformat("2026-12-01T20:00+01:00"), False, ""),
+                                               ("bob", datetime.fromisoformat("2026-12-03T09:00+01:00"), True, "")])
+    ran = counting_runs(monkeypatch)
+    assert grade(tmp_path, "--due", "2026-12-01T23:59+01:00", "--late-penalty", "10") == 0
+    late_rows = rows(tmp_path)
+    assert ran == []  # a due date and a penalty change no verdict: nothing runs again
+    assert late_rows["ada", SOFTMAX]["points"] == first["ada", SOFTMAX]["points"]
+    for exercise in (SOFTMAX, DOUBLING):
+        assert float(late_rows["bob", exercise]["points"]) == pytest.approx(
+            round(float(first["bob", exercise]["points"]) * 0.8, 2))  # 2 days (a part counts): 20%
+        assert late_rows["bob", exercise]["late"] == "2 days late: -20% of each exercise's points"
+    summary = (tmp_path / "report" / "summary.md").read_text(encoding="utf-8")
+    assert "## Late work" in summary and "- bob: 2 days late" in summary and "- ada" not in summary.split(
+        "## Late work")[1].split("##")[0]
+    assert instructor.main(["export", "json", "--report", str(tmp_path / "report"), "--out",
+                            str(tmp_path / "points.json"), "--chapters", str(CHAPTERS)]) == 0
+    exported = json.loads((tmp_path / "points.json").read_text(encoding="utf-8"))
+    bob = next(learner for learner in exported["learners"] if learner["learner"] == "bob")
+    assert sum(row["points"] for row in bob["exercises"]) == pytest.approx(
+        sum(float(late_rows["bob", e]["points"]) for e in (SOFTMAX, DOUBLING)))
+    assert grade(tmp_path) == 0 and rows(tmp_path)["bob", SOFTMAX]["late"] == ""  # no due date: none marked
 
 
 def test_a_learner_whose_name_holds_a_comma_is_regraded_by_that_name(graded_class_of_two, monkeypatch):

@@ -9,6 +9,7 @@ import csv
 import json
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -22,6 +23,7 @@ from attncourse.instructor.course.tags import (
     read_chapters,
 )
 from attncourse.instructor.gradebook.export import FORMATS, GRADESCOPE_VISIBILITY, export
+from attncourse.instructor.gradebook import late
 from attncourse.instructor.gradebook.ledger import Ledger, regraded, stale_rows
 from attncourse.instructor.gradebook.points import points_of
 from attncourse.instructor.gradescope import GradingFailed, autograde, build_zip, self_test
@@ -141,6 +143,15 @@ def _parser() -> argparse.ArgumentParser:
                        help="grade only these learners (comma-separated or repeated; a name with a comma "
                             "in double quotes: '\"smith, jo\",bob'); the other learners' rows already in "
                             "--out are kept")
+    grade.add_argument("--due", type=_moment, metavar="WHEN",
+                       help="the due date, ISO 8601 with its offset (2026-12-01T23:59+01:00): late work is "
+                            "flagged in the report, from the submission times `import` recorded (else the "
+                            "notebooks' modification times)")
+    grade.add_argument("--late-penalty", type=_percent, default=0.0, metavar="PERCENT",
+                       help="with --due: the percentage of each exercise's points taken per day late, a part "
+                            "of a day counting as one (default: 0, late work flagged, never penalised)")
+    grade.add_argument("--late-cap", type=_percent, default=1.0, metavar="PERCENT",
+                       help="with --late-penalty: the most it takes (default: 100)")
     grade.add_argument("--score-predictions", action="store_true",
                        help="grade predict exercises passed/failed (default: completed once a number "
                             "is given, since their answer can be computed by design)")
@@ -250,6 +261,26 @@ def _names(text: str) -> list[str]:
     return [name.strip() for name in row if name.strip()]
 
 
+def _moment(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time (2026-12-01T23:59+01:00)") from None
+    if moment.utcoffset() is None:  # a time without its offset is a different moment in each zone
+        raise argparse.ArgumentTypeError(f"{text!r} has no offset from UTC: add yours (+01:00) or +00:00")
+    return moment
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"a percentage from 0 to 100, got {text}")
+    return value / 100
+
+
 def _positive(kind):
     def parse(text: str):
         try:
@@ -270,6 +301,9 @@ def _grade(args, assign: list[str] | None) -> None:
     )
     from attncourse.instructor.progress import ProgressBar
 
+    if (args.late_penalty or args.late_cap != 1.0) and args.due is None:
+        raise ValueError("--late-penalty and --late-cap need --due, the due date")
+    policy = late.Policy(args.due, args.late_penalty, args.late_cap) if args.due else None
     before = Ledger(args.out, "").everything([])[0] if args.out.is_dir() else []
     with ProgressBar() as bar:
         grades, table, text = grade_into(
@@ -277,7 +311,7 @@ def _grade(args, assign: list[str] | None) -> None:
             check_timeout=args.check_timeout, jobs=args.jobs, limits=Limits(memory=args.memory_limit * MiB),
             learners=[name for names in args.learners for name in names] if args.learners else None,
             score_predictions=args.score_predictions, unsafe_no_sandbox=args.unsafe_no_sandbox,
-            contained=args.container, progress=bar)
+            contained=args.container, progress=bar, late_policy=policy)
     print(text.read_text(encoding="utf-8"))
     for line in regraded(before, grades):
         print(f"regraded: {line}")

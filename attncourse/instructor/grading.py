@@ -34,8 +34,8 @@ from attncourse.instructor import judge
 from attncourse.instructor.course.discovery import digest
 from attncourse.instructor.course.solved import course_of
 from attncourse.instructor.course.tags import chapter_of, exercise_labels, for_instructors
-from attncourse.instructor.gradebook import points
-from attncourse.instructor.gradebook.ledger import Ledger, foreign_files, lock
+from attncourse.instructor.gradebook import late, points
+from attncourse.instructor.gradebook.ledger import Ledger, foreign_files, lock, write_whole
 from attncourse.instructor.gradebook.report import write_report
 from attncourse.instructor.model import (
     CRASHED,
@@ -416,14 +416,16 @@ def grade_into(out: Path, submissions: Path, chapters: Path = Path("chapters"), 
                *, time_limit: float = 120.0, check_timeout: float | None = None, jobs: int | None = None,
                learners: Iterable[str] | None = None, limits: Limits = DEFAULT_LIMITS, score_predictions: bool = False,
                unsafe_no_sandbox: bool = False, contained: bool = False,
-               progress: Callable[[Progress], None] | None = None) -> tuple[list[Grade], Path, Path]:
+               progress: Callable[[Progress], None] | None = None,
+               late_policy: late.Policy | None = None) -> tuple[list[Grade], Path, Path]:
     """Grade ``submissions`` (see ``grade_submissions``) into the report folder ``out``:
     each learner's rows on disk as soon as they are known (``gradebook.ledger``), the
     report rewritten after each (``grades.csv``, ``summary.md``, ``executed/``), learners
     already graded on the same notebooks, course and options kept. Returns every row of
     the folder (of this grading and of earlier ones) and the report's two files. Raises
     ValueError while another grading writes into ``out``, if ``out`` is inside
-    ``submissions``, or if it holds files and is no grade report."""
+    ``submissions``, or if it holds files and is no grade report. ``late_policy``: the due
+    date and penalty every row is marked with (``gradebook.late``); none, none marked."""
     submissions, out, chapters = Path(submissions), Path(out), Path(chapters)
     inside, folder = out.resolve(), submissions.resolve()
     if inside == folder or folder in inside.parents:
@@ -449,8 +451,18 @@ def grade_into(out: Path, submissions: Path, chapters: Path = Path("chapters"), 
     skipped: list[str] = []
     present = learners_in(submissions) if submissions.is_dir() else set()
 
+    # Known before any notebook runs: every report of this grading marks late work alike.
+    lateness = late.recorded(submissions, late_policy) if late_policy is not None and submissions.is_dir() else None
+
+    def begin() -> None:  # once grading has started: a grading refused at its start changes nothing
+        ledger.begin(present)
+        if lateness is None:
+            (out / late.LATE).unlink(missing_ok=True)
+        else:
+            write_whole(out / late.LATE, lateness)
+
     def done(learner: str, rows: list[Grade], notes: list[str]) -> None:
-        ledger.begin(present)  # once grading has started: a grading refused at its start changes nothing
+        begin()
         ledger.save(learner, keys[learner], rows, notes)
         write_report(*ledger.everything(skipped), out)
 
@@ -461,7 +473,7 @@ def grade_into(out: Path, submissions: Path, chapters: Path = Path("chapters"), 
             cache=out / ".cache", learners=learners, done=done, finished=finished, contained=contained,
             progress=progress)
         skipped += problems.get(SKIPPED, [])
-        ledger.begin(present)
+        begin()
         grades, notes = ledger.everything(skipped)
         table, text = write_report(grades, notes, out)
     return grades, table, text

@@ -108,6 +108,9 @@ class Grade:
     points: float = 0.0  # what the row earns (``gradebook.points``),
     max_points: float = 0.0  # of what the exercise is worth
     override: str = ""  # the instructor's note, where an export replaced the points
+    submitted_at: str = ""  # when the learner submitted, and where that time comes from (``gradebook.late``)
+    late: str = ""  # how late, and the penalty ("" if on time, or no due date was given)
+    late_penalty: float = 0.0  # the fraction of the points the lateness takes
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from attncourse.instructor.gradebook import late
 from attncourse.instructor.model import SKIPPED, Grade
 
 FOLDER = "learners"
@@ -93,7 +94,8 @@ class Ledger:
         return {"grades": [], "options": "", "options_of": {}}
 
     def everything(self, skipped: list[str]) -> tuple[list[Grade], dict[str, list[str]]]:
-        """Every learner's rows and problems on disk, learners in name order. The rows of a
+        """Every learner's rows and problems on disk, learners in name order, each row marked
+        late as the folder's late policy says (``late.marked``). The rows of a
         learner who is not in the submissions folder of the last grading (renamed, removed),
         or who was graded with other options or another version of the course than it, are
         kept and flagged for review (their ``review`` says why)."""
@@ -119,7 +121,7 @@ class Ledger:
             grades += [dataclasses.replace(g, review="; ".join(filter(None, [g.review, flag])))
                        for g, flag in zip(entry["grades"], flags)]
             problems[entry["learner"]] = entry.get("problems", []) + list(dict.fromkeys(filter(None, flags)))
-        return grades, problems
+        return late.marked(grades, self.folder.parent), problems
 
 
 def _stale(entry: dict, exercise: str, last: dict | None) -> str:

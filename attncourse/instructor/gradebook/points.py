@@ -34,12 +34,12 @@ def points_of(label: str) -> float:
 
 
 def earned(grade: Grade) -> float:
-    """The points a row earned (see the module doc)."""
+    """The points a row earned (see the module doc), less its late penalty."""
     worth = points_of(grade.exercise)
     if grade.status in EARNS_ALL:
-        return worth
+        return round(worth * (1 - grade.late_penalty), 2)
     if grade.status == FAILED and grade.inputs:
-        return round(worth * grade.inputs_right / grade.inputs, 2)
+        return round(worth * grade.inputs_right / grade.inputs * (1 - grade.late_penalty), 2)
     return 0.0
 
 

@@ -102,6 +102,11 @@ def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
     if flagged:
         lines += ["", "## Flagged for review", ""]
         lines += [f"- {md(g.learner)}, {md(g.exercise)} ({g.status}): {md(g.review)}" for g in flagged]
+    late = {g.learner: g for g in grades if g.late}
+    if late:
+        lines += ["", "## Late work", ""]
+        lines += [f"- {md(g.learner)}: {md(g.late)}" + (f" (submitted {md(g.submitted_at)})" if g.submitted_at else "")
+                  for g in late.values()]
     if problems.get(SKIPPED):
         lines += ["", "## Files not graded", ""] + [f"- {md(note)}" for note in problems[SKIPPED]]
     for learner in learners:

@@ -1,0 +1,89 @@
+"""Late work: when each learner submitted, against the due date, and the penalty the
+instructor chose (none unless they give one).
+
+``grade --due WHEN`` records the policy and each learner's submission time in the report
+folder (``late.json``, ``recorded``): the time ``import`` recorded (``submitted.csv``), else the newest
+modification time of the learner's notebooks, which copying a folder may change (the
+report says which). Every reader of the report's rows (the report itself, each export)
+marks them from that file (``marked``), so a changed policy needs no notebook run again.
+A learner is late by whole days, a part of a day counting as one (as Canvas's late
+policy counts them); the penalty takes ``per_day`` of each exercise's points for each
+day, at most ``cap``. An instructor's override replaces the points, penalty and all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from attncourse.instructor.model import Grade
+from attncourse.instructor.submissions import find_learners, submission_times
+
+LATE = "late.json"
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class Policy:
+    due: datetime  # with its offset from UTC
+    per_day: float = 0.0  # the fraction of the points each day late takes (0: flagged, no penalty)
+    cap: float = 1.0  # the most it takes
+
+    def __post_init__(self):
+        if self.due.utcoffset() is None:
+            raise ValueError(f"the due date {self.due.isoformat()} has no offset from UTC (say +00:00, or your zone's)")
+        if not (0 <= self.per_day <= 1 and 0 <= self.cap <= 1):
+            raise ValueError(f"a late penalty is a percentage from 0 to 100: per day {self.per_day:.0%}, "
+                             f"at most {self.cap:.0%}")
+
+
+def recorded(submissions: Path, policy: Policy) -> str:
+    """What a report folder's LATE holds: the policy and every learner's submission time
+    in ``submissions`` (and where it comes from)."""
+    imported = submission_times(submissions)
+    learners, _ = find_learners(submissions)
+    times = {}
+    for learner, notebooks in learners.items():
+        submitted, flagged = imported.get(learner, (None, None))
+        source = "import"
+        if submitted is None and notebooks:
+            newest = max((Path(submissions) / path).stat().st_mtime for path in notebooks)
+            submitted, source = datetime.fromtimestamp(newest, timezone.utc), "file time"
+        times[learner] = {"submitted_at": submitted.isoformat() if submitted else "", "source": source,
+                          "late_in_lms": flagged}
+    return json.dumps({"due": policy.due.isoformat(), "per_day": policy.per_day, "cap": policy.cap,
+                       "learners": times}, indent=1)
+
+
+def marked(rows: list[Grade], out: Path) -> list[Grade]:
+    """``rows`` with their submission time, how late and the penalty (``Grade.late``,
+    ``Grade.late_penalty``), as ``out``'s LATE says; unchanged where it has none."""
+    try:
+        kept = json.loads((Path(out) / LATE).read_text(encoding="utf-8"))
+        policy = Policy(datetime.fromisoformat(kept["due"]), float(kept["per_day"]), float(kept["cap"]))
+    except FileNotFoundError:
+        return rows
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{Path(out) / LATE} cannot be read ({error}): grade again with --due") from None
+    learners = kept.get("learners", {})
+    return [replace(row, **lateness(learners.get(row.learner, {}), policy)) for row in rows]
+
+
+def lateness(learner: dict, policy: Policy) -> dict:
+    """A learner's ``submitted_at``, ``late`` (what the report says) and ``late_penalty``."""
+    text = learner.get("submitted_at") or ""
+    flagged = learner.get("late_in_lms")
+    if not text:
+        return {"late": "marked late by the learning platform (no submission time)" if flagged else ""}
+    submitted = datetime.fromisoformat(text)
+    days = math.ceil((submitted - policy.due).total_seconds() / DAY)
+    shown = f"{submitted.isoformat(timespec='minutes')} ({learner.get('source', '')})"
+    if days <= 0:
+        return {"submitted_at": shown, "late": "marked late by the learning platform" if flagged else ""}
+    penalty = min(policy.cap, policy.per_day * days)
+    return {"submitted_at": shown, "late_penalty": penalty,
+            "late": f"{days} day{'s' if days > 1 else ''} late" + (f": -{penalty:.0%} of each exercise's points"
+                                                                  if penalty else "")}

@@ -1,0 +1,67 @@
+"""Tests for ``attncourse.instructor.gradebook.late``: late work against the due date, a
+part of a day counting as a day, the penalty only when the instructor gives one, capped."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from attncourse.instructor.gradebook import late, points
+from attncourse.instructor.model import Grade
+from attncourse.instructor.submissions import write_submission_times
+
+DUE = datetime(2026, 12, 1, 23, 59, tzinfo=timezone(timedelta(hours=1)))
+SOFTMAX = "ch1-stable-softmax"
+
+
+def learner(after: timedelta | None, flagged: bool | None = None, source: str = "import") -> dict:
+    return {"submitted_at": (DUE + after).isoformat() if after is not None else "", "source": source,
+            "late_in_lms": flagged}
+
+
+@pytest.mark.parametrize(("after", "days"), [
+    (timedelta(seconds=-1), 0), (timedelta(0), 0), (timedelta(seconds=1), 1), (timedelta(hours=24), 1),
+    (timedelta(hours=24, seconds=1), 2), (timedelta(days=30), 30)])
+def test_a_part_of_a_day_late_counts_as_a_day(after, days):
+    marked = late.lateness(learner(after), late.Policy(DUE, per_day=0.1, cap=0.5))
+    assert marked.get("late_penalty", 0.0) == pytest.approx(min(0.5, 0.1 * days))
+    assert (f"{days} day" in marked["late"]) == (days > 0) and bool(marked["late"]) == (days > 0)
+
+
+def test_late_work_is_flagged_and_penalised_only_when_the_instructor_gives_a_penalty():
+    unpenalised = late.lateness(learner(timedelta(days=2)), late.Policy(DUE))
+    assert unpenalised["late"] == "2 days late" and unpenalised["late_penalty"] == 0.0
+    assert late.lateness(learner(None, flagged=True), late.Policy(DUE))["late"].startswith("marked late by")
+    assert late.lateness(learner(None), late.Policy(DUE)) == {"late": ""}
+
+
+def test_a_penalty_takes_its_share_of_what_each_row_earned():
+    row = Grade("bob", SOFTMAX, "failed", "", "", inputs_right=4, inputs=8, late_penalty=0.2)
+    assert points.earned(row) == pytest.approx(points.points_of(SOFTMAX) * 0.5 * 0.8)
+
+
+def test_a_due_date_needs_its_offset_and_a_penalty_is_a_percentage():
+    with pytest.raises(ValueError, match="no offset"):
+        late.Policy(datetime(2026, 12, 1))
+    with pytest.raises(ValueError, match="from 0 to 100"):
+        late.Policy(DUE, per_day=1.5)
+
+
+def test_the_times_come_from_the_import_else_from_the_notebooks(tmp_path):
+    for name in ("ada", "bob"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "ch1.ipynb").write_text("{}")
+    os.utime(tmp_path / "bob" / "ch1.ipynb", (0, (DUE + timedelta(hours=3)).timestamp()))
+    write_submission_times(tmp_path, [("ada", DUE - timedelta(hours=1), False, "ada.ipynb")])
+    kept = json.loads(late.recorded(tmp_path, late.Policy(DUE, 0.1)))
+    assert kept["learners"]["ada"]["source"] == "import" and kept["learners"]["bob"]["source"] == "file time"
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / late.LATE).write_text(late.recorded(tmp_path, late.Policy(DUE, 0.1)))
+    rows = late.marked([Grade("ada", SOFTMAX, "passed", "", ""), Grade("bob", SOFTMAX, "passed", "", "")],
+                       tmp_path / "report")
+    assert [(row.late, row.late_penalty) for row in rows] == [
+        ("", 0.0), ("1 day late: -10% of each exercise's points", 0.1)]
+    assert "(file time)" in rows[1].submitted_at
