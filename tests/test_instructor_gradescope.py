@@ -247,6 +247,6 @@ def test_autograder_help_describes_each_option(capsys):
     with pytest.raises(SystemExit):
         instructor.main(["autograder", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for option, words in (("--time-limit SECONDS", "processor time"), ("--score-predictions", "passed/failed"),
+    for option, words in (("--time-limit SECONDS", "processor time"), ("--score-predictions", "grade predict exercises passed/failed"),
                           ("--visibility {visible,hidden,after_due_date,after_published}", "when learners see")):
         assert f"{option} {words}" in text, option
