@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -111,3 +112,31 @@ def test_the_json_has_totals_means_and_the_distribution(term):
 ])
 def test_titles_lose_their_markdown_marks(title, plain):
     assert export.plain_title(title) == plain
+
+
+def _summary_totals(text):
+    return {found[1]: float(found[2]) for found in re.finditer(r"^- (\w+): ([\d.]+) of 6$", text, re.M)}
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("gradebook-term")
+def test_every_export_and_the_summary_with_the_overrides_give_each_learner_one_total(term):
+    expected = {learner: sum(exported_points(learner, label) for label in ASSIGNED) for learner in EXPECTED_POINTS}
+    graded = (term / "report" / "summary.md").read_text(encoding="utf-8")
+    assert graded.startswith("# Grades, as graded: before the overrides (with them: summary-with-overrides.md)")
+    found = {"summary": _summary_totals((term / "report" / "summary-with-overrides.md").read_text(encoding="utf-8")),
+             "canvas": {row[3]: float(row[5]) for row in read_csv(term / "canvas_import.csv")[1:] if row[5]},
+             "gradescope": {learner: json.loads((term / "gradescope" / learner / "results.json").read_text())["score"]
+                            for learner in EXPECTED_POINTS},
+             "json": {entry["learner"]: entry["points"]
+                      for entry in json.loads((term / "points.json").read_text(encoding="utf-8"))["learners"]},
+             "feedback": {learner: float(re.search(r"\*\*([\d.]+) of 6 points\*\*",
+                                                   (term / "feedback" / f"{learner}.md").read_text())[1])
+                          for learner in EXPECTED_POINTS}}
+    csv_totals: dict[str, float] = {}
+    for row in read_csv(term / "points.csv")[1:]:
+        csv_totals[row[0]] = csv_totals.get(row[0], 0) + float(row[4])
+    found["csv"] = csv_totals
+    assert expected["dee"] != sum(EXPECTED_POINTS["dee"].values())  # the class has an override that counts
+    for source, totals in found.items():
+        assert totals == expected, source

@@ -122,6 +122,15 @@ def test_the_partial_learner_reads_which_inputs_failed_and_a_hint(files):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("gradebook-term")
+def test_the_inputs_counted_say_what_they_add_to_the_check_s_own(files):
+    assert "matches the reference on 7 inputs" in files["ada.md"]  # the check's message counts its own
+    assert "8 of 8 inputs right (the check's 7 and 1 hidden test)" in files["ada.md"]
+    assert "Attention homework (exercises ch1-stable-softmax, ch1-predict-doubling, ch1-pool-prefers-badminton), " \
+           "graded on 20" in files["ada.md"]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("gradebook-term")
 def test_no_feedback_file_holds_a_solution_a_hidden_test_or_its_inputs(files):
     solutions, hidden = _course_cells(SOLUTION), _course_cells(HIDDEN_TEST)
     assert solutions and hidden
@@ -132,3 +141,17 @@ def test_no_feedback_file_holds_a_solution_a_hidden_test_or_its_inputs(files):
         leaked = sorted(line for line in forbidden if line in plain)
         assert not leaked, f"{name} holds {leaked[:3]}"
         assert "1e+308" not in plain and "1e308" not in plain  # the hidden test's input
+
+
+def test_the_hint_is_shown_once_and_a_completed_prediction_earns_its_point_in_green():
+    grades = [Grade("bob", "ch1-stable-softmax", "failed", "m", "n.ipynb", graded_at="2025-03-14T10:00:00+00:00",
+                    inputs_right=4, inputs=8, hint="subtract each row's maximum first.",
+                    feedback="gave nan. Hint: subtract each row's maximum first. 4 of 8 inputs right."),
+              Grade("bob", "ch1-predict-doubling", "completed", "m", "n.ipynb", feedback="you predicted 0.3",
+                    graded_at="2025-03-15T09:00:00+00:00")]
+    page, text = feedback.render("bob", points.scored(grades), {}, "A course", "Attention homework (4321)")
+    for shown in (html.unescape(page), text.replace("\\", "")):
+        assert shown.count("subtract each row's maximum first") == 1
+        assert "Attention homework (exercises ch1-stable-softmax, ch1-predict-doubling), graded on 2025-03-15" in shown
+        assert "(4321)" not in shown
+    assert '<td class="full">completed</td><td class="points">1 / 1</td>' in page

@@ -21,6 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attncourse import instructor
 from attncourse.instructor import gradescope
 from attncourse.instructor.gradebook import export, points
 from attncourse.instructor.model import Grade
@@ -240,3 +241,12 @@ def test_the_self_test_passes_on_the_solved_chapters(capsys):
     assert instructor.main(["autograde", "--self-test", "--chapters", str(ROOT / "chapters"),
                             "--assign", ",".join(ASSIGNED)]) == 0
     assert f"({len(ASSIGNED)} exercises" in capsys.readouterr().out
+
+
+def test_autograder_help_describes_each_option(capsys):
+    with pytest.raises(SystemExit):
+        instructor.main(["autograder", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for option, words in (("--time-limit SECONDS", "processor time"), ("--score-predictions", "grade predict exercises passed/failed"),
+                          ("--visibility {visible,hidden,after_due_date,after_published}", "when learners see")):
+        assert f"{option} {words}" in text, option

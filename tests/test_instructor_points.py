@@ -183,3 +183,29 @@ def test_a_malformed_override_is_refused_with_its_line(tmp_path, text, problem):
     path.write_text(text)
     with pytest.raises(ValueError, match=problem):
         points.read_overrides(path)
+
+
+def test_the_overrides_headers_take_any_capitals_and_spaces(tmp_path):
+    path = tmp_path / "overrides.csv"
+    path.write_text(' Learner ,EXERCISE,Points,  Note\nbob,ch1-stable-softmax,2.5,"regraded by hand"\n')
+    assert points.read_overrides(path, CLASS) == {("bob", SOFTMAX): (2.5, "regraded by hand")}
+
+
+@pytest.mark.parametrize("row, problem", [
+    ("bob,ch1-stable-sofmax,1,why", r"exercise 'ch1-stable-sofmax'.*closest: ch1-stable-softmax"),
+    ("bbo,ch1-stable-softmax,1,why", r"learner 'bbo'.*closest: bob"),
+])
+def test_an_override_no_row_has_stops_the_export_naming_the_closest(tmp_path, row, problem):
+    path = tmp_path / "overrides.csv"
+    path.write_text(f"learner,exercise,points,note\n{row}\n")
+    with pytest.raises(ValueError, match=problem):
+        points.read_overrides(path, CLASS)
+
+
+def test_extra_credit_needs_to_be_allowed(tmp_path):
+    path = tmp_path / "overrides.csv"
+    path.write_text("learner,exercise,points,note\nbob,ch1-stable-softmax,4,an excellent write-up\n")
+    with pytest.raises(ValueError, match="worth 0 to 3 points, not 4 .*--allow-extra-credit"):
+        points.read_overrides(path, CLASS)
+    rows = points.scored(CLASS, points.read_overrides(path, CLASS, allow_extra_credit=True))
+    assert points.totals(rows)["bob"] == (4.0, 4.0)

@@ -180,3 +180,10 @@ def test_the_client_has_no_heartbeat_thread_a_kernel_could_stall(tmp_path):
         assert not client.hb_channel.is_alive() and client.hb_channel.socket is None
     finally:
         km.close_clients()
+
+
+def test_without_bubblewrap_the_refusal_names_the_command_that_installs_it(tmp_path, monkeypatch):
+    which = shutil.which
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None if name == "bwrap" else which(name))
+    with pytest.raises(sandbox.SandboxUnavailable, match="`make system-packages`"):
+        sandbox._probe(sandbox.Sandbox(tmp_path, isolated=True))

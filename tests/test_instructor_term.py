@@ -9,7 +9,7 @@ import pytest
 
 from attncourse.instructor.course.tags import exercise_labels
 from attncourse.instructor.gradebook import points
-from tests.gradebook_class import ASSIGNED, EXPECTED_POINTS, guide_commands, walkthrough
+from tests.gradebook_class import ASSIGNED, EXPECTED_POINTS, GUIDE, guide_commands, walkthrough
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gradebook-term")]
 
@@ -64,3 +64,16 @@ def test_review_shows_the_flagged_learner_and_the_report_its_points(term):
 def test_regrading_one_learner_keeps_everyone_else_s_rows(term):
     regrade = outputs(term, "--learners eve")[0]
     assert "eve" in regrade.stdout and "| ada |" in regrade.stdout  # the report, rebuilt with every learner
+
+
+def test_the_flagged_section_is_printed_alone(term):
+    flagged = outputs(term, "Flagged for review")[0].stdout
+    assert [line for line in flagged.splitlines() if line.startswith("## ")] == ["## Flagged for review"]
+
+
+def test_the_guide_names_what_the_set_up_and_the_handout_need():
+    guide = GUIDE.read_text(encoding="utf-8")
+    set_up, handout = guide[:guide.index("## The exercises")], guide[guide.index("### Step 2"):guide.index("### Step 3")]
+    assert "make system-packages" in set_up and "bubblewrap" in set_up
+    assert "python -m site_ext.set_repository https://github.com/OWNER/NAME" in handout
+

@@ -29,7 +29,8 @@ travels:
   verdict;
 * ``grading``: the class (``grade_submissions``; ``grade_into``, which the command line
   and Gradescope's autograder call);
-* ``gradebook/``: after grading (``points``, ``ledger``, ``report``, ``feedback``, ``export``);
+* ``gradebook/``: after grading (``points``, ``ledger``, ``report``, ``feedback``, ``canvas_csv``,
+  ``export``);
 * ``gradescope``: the autograder zip and the per-submission command; ``cli``: the command line.
 
 The names below are importable from here; importing the package loads none of the

@@ -12,20 +12,24 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-import nbformat
-
 from attncourse import checks
-from attncourse.instructor.course.student import SolutionLeak, write_student_version
 from attncourse.instructor.course.tags import (
     TAG_CONVENTION,
     exercise_labels,
     exercise_title,
     read_chapters,
 )
-from attncourse.instructor.gradebook.export import FORMATS, GRADESCOPE_VISIBILITY, export
 from attncourse.instructor.gradebook import late
+from attncourse.instructor.gradebook.export import (
+    CANVAS_IDENTITY,
+    FORMATS,
+    GRADESCOPE_VISIBILITY,
+    MISSING,
+    export,
+)
 from attncourse.instructor.gradebook.ledger import Ledger, regraded, stale_rows
 from attncourse.instructor.gradebook.points import points_of
+from attncourse.instructor.gradebook.report import OVERRIDDEN_SUMMARY
 from attncourse.instructor.gradescope import GradingFailed, autograde, build_zip, self_test
 from attncourse.instructor.lms.archive import DEFAULT_MAX_BYTES
 from attncourse.instructor.lms.importing import KINDS, import_export
@@ -212,12 +216,24 @@ def _export_parser(commands, chapters, formatter) -> None:
     export.add_argument("--report", type=Path, default=Path("report"), help="the folder grade wrote (default: report)")
     export.add_argument("--out", type=Path, required=True, help="the file or folder to write (see FORMAT)")
     export.add_argument("--overrides", type=Path, default=None,
-                        help="a CSV of your decisions after review: learner,exercise,points,note")
+                        help="a CSV of your decisions after review: learner,exercise,points,note (any capitals); "
+                             "a learner or exercise the report has no row of stops the export. The report's "
+                             f"summary with them is written as REPORT/{OVERRIDDEN_SUMMARY}")
+    export.add_argument("--allow-extra-credit", action="store_true",
+                        help="let an override give more points than the exercise is worth")
     export.add_argument("--roster", type=Path, help="canvas: the gradebook CSV exported from Canvas")
-    export.add_argument("--assignment", help="canvas: the assignment's column title, 'NAME (ID)'")
-    export.add_argument("--match", default="SIS Login ID",
+    export.add_argument("--assignment",
+                        help="canvas: the assignment's column title in the roster, 'NAME (ID)', exactly (a title "
+                             "without an id makes a new assignment); feedback: the assignment's name shown")
+    export.add_argument("--match", default="SIS Login ID", choices=CANVAS_IDENTITY,
                         help="canvas: the roster column that holds the learners' names as grade saw them "
-                             "(default: SIS Login ID)")
+                             "(default: SIS Login ID); matching no learner is an error")
+    export.add_argument("--missing", choices=MISSING, default="empty",
+                        help="canvas: what a student of the roster with no submission gets: an empty cell, which "
+                             "Canvas's import leaves as it was (default), or 0")
+    export.add_argument("--force", action="store_true",
+                        help="canvas: write an assignment column the roster does not have, or whose points "
+                             "possible differ from the exercises' (never a read-only column)")
     export.add_argument("--learner", help="gradescope: only this learner, and --out is its results.json")
     export.add_argument("--visibility", choices=GRADESCOPE_VISIBILITY, default="visible",
                         help="gradescope: when learners see each exercise's result (default: visible)")
@@ -232,9 +248,15 @@ def _export_parser(commands, chapters, formatter) -> None:
     zipped.add_argument("--out", type=Path, required=True, help="the zip to write")
     zipped.add_argument("--assign", action="append", metavar="LABEL[,LABEL...]",
                         help="only these exercises (comma-separated or repeated); default: all")
-    zipped.add_argument("--time-limit", type=_positive(float), default=120.0, metavar="SECONDS")
-    zipped.add_argument("--score-predictions", action="store_true")
-    zipped.add_argument("--visibility", choices=GRADESCOPE_VISIBILITY, default="visible")
+    zipped.add_argument("--time-limit", type=_positive(float), default=120.0, metavar="SECONDS",
+                        help="processor time of each submitted notebook, as grade --time-limit (default: 120); "
+                             "keep Gradescope's own timeout for the assignment above the notebooks' sum")
+    zipped.add_argument("--score-predictions", action="store_true",
+                        help="grade predict exercises passed/failed, as grade --score-predictions (default: "
+                             "completed once a number is given)")
+    zipped.add_argument("--visibility", choices=GRADESCOPE_VISIBILITY, default="visible",
+                        help="when learners see their results on Gradescope: visible (default), hidden, "
+                             "after_due_date or after_published; the total waits with the tests")
     one = commands.add_parser(
         "autograde", parents=[chapters], formatter_class=formatter,
         help="grade one submission into Gradescope's results.json (what run_autograder runs; any job queue)",
@@ -331,9 +353,12 @@ def _list(chapters: Path) -> None:
 def _export(args) -> None:
     written, problems = export(args.format, args.report, args.out, args.chapters, overrides=args.overrides,
                                roster=args.roster, assignment=args.assignment, match=args.match,
-                               learner=args.learner, visibility=args.visibility)
+                               learner=args.learner, visibility=args.visibility, missing=args.missing,
+                               force=args.force, allow_extra_credit=args.allow_extra_credit)
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
+    if args.overrides:
+        print(f"wrote {args.report / OVERRIDDEN_SUMMARY}: the report's summary with the overrides")
     print(f"wrote {len(written)} file(s): {', '.join(map(str, written[:4]))}{' ...' if len(written) > 4 else ''}")
 
 
@@ -370,10 +395,21 @@ def _autograde(args, assign: list[str] | None) -> None:
     print(f"wrote {args.results}: {data['score']:g} points")
 
 
-def _student(args, assign: list[str] | None) -> None:
-    for path in write_student_version(args.chapters, args.out, assign):
+def _student(args, assign: list[str] | None) -> int:
+    # Imported here: nbformat's validator takes seconds to import, and only this command reads notebooks.
+    import nbformat
+
+    from attncourse.instructor.course.student import SolutionLeak, write_student_version
+
+    try:
+        written = write_student_version(args.chapters, args.out, assign)
+    except SolutionLeak as leak:
+        print(f"error: {leak}", file=sys.stderr)
+        return 1
+    for path in written:
         labels = exercise_labels(nbformat.read(path, as_version=4))
         print(f"wrote {path}  ({', '.join(labels) or 'no exercises'})")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -387,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             _list(args.chapters)
         elif args.command == "student":
-            _student(args, assign)
+            return _student(args, assign)
         elif args.command == "import":
             _import(args)
         elif args.command == "grade":
@@ -402,9 +438,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the autograder itself failed, so this submission has no grade (nothing was written): "
               f"{failure}", file=sys.stderr)
         return 3
-    except SolutionLeak as leak:
-        print(f"error: {leak}", file=sys.stderr)
-        return 1
     except SandboxUnavailable as error:
         print(f"error: {error}\nNothing was graded. To grade anyway: --unsafe-no-sandbox.", file=sys.stderr)
         return 2

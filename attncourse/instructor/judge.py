@@ -179,8 +179,9 @@ def _credit(label: str, record: dict, check: core.Result, hidden: list[core.Resu
     # An input is answered unless the function raised NotImplementedError on it: one case
     # left unfinished earns the points of the others, as a case answered wrongly would.
     answered = any(status != checks.NOT_IMPLEMENTED for status in statuses)
-    if answered:
-        right = f"{total - len(missed)} of {total} inputs right"
+    if answered:  # the check's message counts its own inputs: say what the total adds to them
+        tests = f"{len(hidden)} hidden test" + ("s" if len(hidden) != 1 else "")
+        right = f"{total - len(missed)} of {total} inputs right (the check's {len(described)} and {tests})"
         parts.append(right + (f"; not right on: {'; '.join(missed)}." if missed else "."))
     return {"inputs_right": total - len(missed), "inputs": total, "feedback": " ".join(parts), "answered": answered}
 
@@ -325,3 +326,16 @@ def for_the_learner(grade: Grade) -> Grade:
     core.load_chapter_of(grade.exercise)
     hint = PREDICTIONS[grade.exercise].hint if grade.exercise in PREDICTIONS else grade.hint
     return replace(grade, feedback=feedback, hint="" if grade.status in EARNS_ALL else hint)
+
+
+def learner_message(grade: Grade) -> str:
+    """What the learner reads of a row: its feedback (``judge``). A row graded before every
+    row had one (an older report) gives its message, cut before any hidden test's own text."""
+    if grade.feedback:
+        return grade.feedback
+    message = grade.message
+    if HIDDEN in message:
+        message = message.split(HIDDEN)[0].strip() + " " + HIDDEN_FAILED
+    if grade.status == NEEDS_REVIEW:
+        message = BY_HAND + message
+    return message.strip()

@@ -11,8 +11,6 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-import nbformat
-
 from attncourse.instructor.course.tags import exercise_labels
 from attncourse.instructor.learner_text import cleaned
 from attncourse.instructor.run.sandbox import Limits, megabytes
@@ -167,6 +165,9 @@ def read_leniently(path: Path):
     """The notebook at ``path``, read as Jupyter opens it: nbformat 4 (or older, converted),
     with what another editor may leave out or add tolerated (a missing ``metadata``, an
     ``id`` in an older minor version, a source as one string or as lines)."""
+    import nbformat  # here, not above: its validator takes seconds to import, and the commands that
+    # only name this module's files (export, import) need none of it
+
     data = json.loads(path.read_bytes().decode("utf-8-sig"))
     if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")), list):
         raise ValueError("not a notebook: no list of cells")

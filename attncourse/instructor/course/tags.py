@@ -3,13 +3,16 @@ or a hidden test of which exercise, and every way a notebook can break it."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from attncourse import checks
+
+if TYPE_CHECKING:
+    import nbformat
 
 STUB, SOLUTION, CHECK, HIDDEN_TEST = "stub", "solution", "check", "hidden-test"
 ROLES = (STUB, SOLUTION, CHECK, HIDDEN_TEST)
@@ -63,7 +66,7 @@ def for_instructors(cell) -> bool:
 
 def exercise_labels(nb) -> list[str]:
     """The exercise labels of a notebook, in order of appearance."""
-    labels = [exercise_of(cell) for cell in nb.cells]
+    labels = [exercise_of(cell) for cell in nb["cells"]]
     return list(dict.fromkeys(label for label in labels if label))
 
 
@@ -83,8 +86,8 @@ def labels_assigned(notebooks: Iterable, assign: Iterable[str] | None) -> list[s
 
 
 def exercise_title(nb, label: str) -> str:
-    for cell in nb.cells:
-        match = EXERCISE_START.search(cell.source)
+    for cell in nb["cells"]:
+        match = EXERCISE_START.search(cell["source"])
         if exercise_of(cell) == label and match:
             return match["title"].strip()
     return ""
@@ -143,6 +146,8 @@ def convention_problems(nb, name: str = "notebook") -> list[str]:
 
 
 def read_chapters(chapters: Path) -> dict[Path, nbformat.NotebookNode]:
+    import nbformat  # here, not above: its validator takes seconds to import, and exports need none of it
+
     paths = sorted(Path(chapters).glob("*.ipynb"))
     if not paths:
         raise ValueError(f"no notebooks (*.ipynb) in {chapters}")
@@ -159,3 +164,14 @@ def read_chapters(chapters: Path) -> dict[Path, nbformat.NotebookNode]:
     return notebooks
 
 
+
+
+def exercise_titles(chapters: Path) -> dict[str, str]:
+    """label -> title of every exercise of the notebooks in ``chapters``, read as the JSON
+    they are (the exports need only these: no nbformat, no check of the convention)."""
+    titles = {}
+    for path in sorted(Path(chapters).glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        nb = {"cells": [{**cell, "source": "".join(cell.get("source", ""))} for cell in cells]}
+        titles.update({label: exercise_title(nb, label) for label in exercise_labels(nb)})
+    return titles

@@ -12,11 +12,11 @@ Formats, as their publishers document them:
   ``stdout_visibility`` (we hide the grader's own output from learners). A top-level
   ``visibility`` applies to the whole result: with tests shown only after the due date (or
   hidden), it is set to the same, and the top-level ``output`` (the total) is left out.
-* Canvas (Grades > Import): a CSV whose first five columns are Student, ID, SIS User ID,
-  SIS Login ID and Section, as Canvas's own gradebook export writes them, then one column
-  per assignment titled ``NAME (ID)``, ID being Canvas's assignment id (a title with no id
-  makes a new assignment). Start from the gradebook Canvas exports (the roster): its rows
-  are copied with their five identifying columns unchanged.
+* Canvas (Grades > Import): ``canvas_csv``, from the gradebook Canvas exports (the roster),
+  its assignment column and points possible checked against it.
+
+With overrides, every export also writes the report's summary with them
+(``report.OVERRIDDEN_SUMMARY``): every total an instructor reads comes from the same rows.
 """
 
 from __future__ import annotations
@@ -27,12 +27,24 @@ import re
 from pathlib import Path
 from typing import Any
 
-from attncourse.instructor.course.tags import exercise_labels, exercise_title, read_chapters
+from attncourse.instructor.course.tags import exercise_titles
 from attncourse.instructor.gradebook import points
-from attncourse.instructor.gradebook.feedback import learner_message, write_feedback
+from attncourse.instructor.gradebook.canvas_csv import (
+    CANVAS_IDENTITY,
+    MISSING,
+    canvas_gradebook,
+    read_roster,
+    write_canvas,
+)
 from attncourse.instructor.gradebook.ledger import Ledger, file_name, stale_rows
-from attncourse.instructor.gradebook.report import csv_cell
+from attncourse.instructor.gradebook.report import csv_cell, write_overridden_summary
+from attncourse.instructor.judge import learner_message
 from attncourse.instructor.model import FAILED, PASSED, Grade
+
+# Canvas's names, from canvas_csv, are this module's too: an export is reached from here.
+__all__ = ["CANVAS_IDENTITY", "FORMATS", "GRADESCOPE_VISIBILITY", "MISSING", "canvas_gradebook", "export",
+           "gradescope_results", "load", "plain_title", "read_roster", "titles_of", "write_csv",
+           "write_gradescope", "write_json"]
 
 FORMATS = {
     "csv": "OUT is a CSV file: one row per learner and exercise with its points",
@@ -43,24 +55,27 @@ FORMATS = {
                   "(with --learner, OUT is that one results.json)",
     "feedback": "OUT is a folder: LEARNER.html and LEARNER.md, each learner's feedback",
 }
-CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 GRADESCOPE_VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
 
 
-def load(report: Path, overrides: Path | None = None) -> list[Grade]:
-    """Every row graded into ``report`` (``grade --out``), with its points."""
-    grades, _ = Ledger(Path(report), "").everything([])
+def load(report: Path, overrides: Path | None = None, allow_extra_credit: bool = False) -> list[Grade]:
+    """Every row graded into ``report`` (``grade --out``), with its points; with
+    ``overrides``, the summary with them is written into ``report`` too (the module doc)."""
+    grades, problems = Ledger(Path(report), "").everything([])
     if not grades:
         raise ValueError(f"{report} holds no grades: grade into it first (grade SUBMISSIONS --out {report})")
-    return points.scored(grades, points.read_overrides(overrides) if overrides else None)
+    if not overrides:
+        return points.scored(grades)
+    decided = points.read_overrides(overrides, grades, allow_extra_credit)
+    write_overridden_summary(Path(report), grades, problems, decided, overrides)
+    return points.scored(grades, decided)
 
 
 def titles_of(chapters: Path) -> dict[str, str]:
     """label -> the exercise's title, from the solved chapters (empty if there are none)."""
     if not Path(chapters).is_dir():
         return {}
-    return {label: plain_title(exercise_title(nb, label)) for nb in read_chapters(Path(chapters)).values()
-            for label in exercise_labels(nb)}
+    return {label: plain_title(title) for label, title in exercise_titles(Path(chapters)).items()}
 
 
 def plain_title(title: str) -> str:
@@ -140,64 +155,20 @@ def write_gradescope(rows: list[Grade], titles: dict[str, str], out: Path, learn
     return written
 
 
-def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    """(the columns, the students) of a gradebook CSV exported from Canvas; its "Points
-    Possible" row (and any other row that is not a student) is left out."""
-    with open(path, newline="", encoding="utf-8-sig") as file:
-        reader = csv.DictReader(file)
-        columns = list(reader.fieldnames or [])
-        missing = [c for c in CANVAS_IDENTITY if c not in columns]
-        if missing:
-            raise ValueError(f"{path} is not a gradebook exported from Canvas: it lacks the column(s) "
-                             f"{', '.join(missing)} (expected {', '.join(CANVAS_IDENTITY)} first)")
-        students = [row for row in reader if "Points Possible" not in (row.get("Student") or "")
-                    and (row.get("ID") or "").strip()]
-    return columns, students
-
-
-def canvas_gradebook(rows: list[Grade], roster: Path, assignment: str,
-                     match: str = "SIS Login ID") -> tuple[list[list[str]], list[str]]:
-    """(the CSV's rows, problems): Canvas's five identifying columns of every student of
-    ``roster``, then the assignment's column holding each learner's total points. A learner
-    is the student whose ``match`` column equals the learner's name (the name of their
-    submission); students without a submission get an empty cell (Canvas leaves an empty
-    cell's grade unchanged), learners not in the roster are listed as problems."""
-    title = assignment.strip()
-    if not title:
-        raise ValueError("--assignment is the Canvas column title 'NAME (ID)'")
-    _, students = read_roster(roster)
-    if match not in CANVAS_IDENTITY:
-        raise ValueError(f"--match must be one of {', '.join(CANVAS_IDENTITY)}, not {match!r}")
-    totals = points.totals(rows)
-    keys = {(student.get(match) or "").strip(): student for student in students}
-    problems = [f"learner {learner!r} has no student with {match} {learner!r} in {roster}"
-                for learner in totals if learner not in keys]
-    if not re.search(r"\(\d+\)$", title):
-        problems.append(f"the column {title!r} names no Canvas assignment id, 'NAME (ID)': Canvas will "
-                        "make a new assignment of that name")
-    table = [[*CANVAS_IDENTITY, title]]
-    for student in students:
-        key = (student.get(match) or "").strip()
-        got = f"{totals[key][0]:g}" if key in totals else ""
-        table.append([csv_cell(student.get(column) or "") for column in CANVAS_IDENTITY] + [got])
-    return table, problems
-
-
-def write_canvas(rows: list[Grade], roster: Path, assignment: str, out: Path,
-                 match: str = "SIS Login ID") -> list[str]:
-    table, problems = canvas_gradebook(rows, roster, assignment, match)
-    with open(out, "w", newline="", encoding="utf-8") as file:
-        csv.writer(file).writerows(table)
-    return problems
-
-
 def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"), *, overrides: Path | None = None,
            roster: Path | None = None, assignment: str | None = None, match: str = "SIS Login ID",
-           learner: str | None = None, visibility: str = "visible") -> tuple[list[Path], list[str]]:
-    """Write ``report``'s grades as ``fmt`` (one of FORMATS) to ``out``: (files written, problems)."""
-    rows = load(report, overrides)
+           learner: str | None = None, visibility: str = "visible", missing: str = "empty", force: bool = False,
+           allow_extra_credit: bool = False) -> tuple[list[Path], list[str]]:
+    """Write ``report``'s grades as ``fmt`` (one of FORMATS) to ``out``: (files written, what
+    the instructor should know)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; the formats are {', '.join(FORMATS)}")
+    if fmt == "canvas" and (roster is None or not assignment):
+        raise ValueError("canvas needs --roster (the gradebook CSV exported from Canvas) and "
+                         "--assignment 'NAME (ID)' (the assignment's column title)")
+    rows = load(report, overrides, allow_extra_credit)
     titles = titles_of(chapters)
-    problems = stale_rows(rows) + (unmatched_overrides(rows, overrides) if overrides else [])
+    problems = stale_rows(rows)
     if fmt == "csv":
         return [write_csv(rows, titles, out)], problems
     if fmt == "json":
@@ -205,18 +176,10 @@ def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"),
     if fmt == "gradescope":
         return write_gradescope(rows, titles, out, learner, visibility), problems
     if fmt == "feedback":
-        return write_feedback(rows, titles, out), problems
-    if fmt == "canvas":
-        if roster is None or not assignment:
-            raise ValueError("canvas needs --roster (the gradebook CSV exported from Canvas) and "
-                             "--assignment 'NAME (ID)' (the assignment's column title)")
-        return [Path(out)], problems + write_canvas(rows, roster, assignment, out, match)
-    raise ValueError(f"unknown format {fmt!r}; the formats are {', '.join(FORMATS)}")
+        # Imported here: jinja2 and the templates, for this format alone.
+        from attncourse.instructor.gradebook.feedback import write_feedback
 
+        return write_feedback(rows, titles, out, assignment=assignment), problems
+    assert roster is not None and assignment  # canvas, checked above
+    return [Path(out)], problems + write_canvas(rows, roster, assignment, out, match, missing, force)
 
-def unmatched_overrides(rows: list[Grade], overrides: Path) -> list[str]:
-    """The instructor's decisions that name no row of the report (a misspelt learner or
-    label, a learner never graded): each would be lost without a word."""
-    graded = {(row.learner, row.exercise) for row in rows}
-    return [f"{overrides}: the override of {learner!r}, {label!r} matches no row of the report: not applied"
-            for learner, label in points.read_overrides(overrides) if (learner, label) not in graded]

@@ -2,7 +2,9 @@
 any host, headings and a captioned table for screen readers, light and dark colours) and
 as Markdown with the same content.
 
-Each exercise shows its result, points and the check's message with its hint. What a
+The page names the course, the assignment (its name, if the instructor gives one, and its
+exercises) and the day it was graded; each exercise shows its result, points and the check's
+message, its hint once (the message's own "Hint: ..." moves below it). What a
 learner may read only: the fields the judge wrote for the learner, ``Grade.feedback`` (the
 course's check on the learner's own answer, hidden tests by number only) and
 ``Grade.hint``; the solution cells, the hidden tests' code and their inputs are never
@@ -11,14 +13,16 @@ read here.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
-from attncourse.instructor import judge, model
+from attncourse.instructor import model
 from attncourse.instructor.gradebook.ledger import file_name
 from attncourse.instructor.gradebook.report import markdown_text
+from attncourse.instructor.judge import learner_message
 from attncourse.instructor.model import Grade
 
 RESULTS = {  # the status as a learner reads it (as it is, or in other words)
@@ -42,22 +46,26 @@ class Entry:
     override: str
 
 
-def learner_message(grade: Grade) -> str:
-    """What the learner reads of a row: its feedback (``judge``). A row graded before every
-    row had one (an older report) gives its message, cut before any hidden test's own text."""
-    if grade.feedback:
-        return grade.feedback
-    message = grade.message
-    if judge.HIDDEN in message:
-        message = message.split(judge.HIDDEN)[0].strip() + " " + judge.HIDDEN_FAILED
-    if grade.status == model.NEEDS_REVIEW:
-        message = judge.BY_HAND + message
-    return message.strip()
+def without_hint(message: str, hint: str) -> str:
+    """``message`` without the "Hint: ``hint``" it may hold (the feedback shows the hint
+    below it, once)."""
+    return " ".join(message.replace(f"Hint: {hint}", "").split()) if hint else message
 
 
 def entries(rows: list[Grade], titles: dict[str, str]) -> list[Entry]:
     return [Entry(row.exercise, titles.get(row.exercise, ""), RESULTS.get(row.status, row.status), row.points,
-                  row.max_points, learner_message(row), row.hint, row.override) for row in rows]
+                  row.max_points, without_hint(learner_message(row), row.hint), row.hint, row.override)
+            for row in rows]
+
+
+def assignment_line(rows: list[Grade], assignment: str | None) -> str:
+    """What was graded and when: "Attention homework (exercises ch1-a, ch1-b), graded on
+    2025-03-14." (the latest day a row was graded, UTC); a Canvas id "(4321)" left out."""
+    labels = ", ".join(dict.fromkeys(row.exercise for row in rows))
+    name = re.sub(r"\s*\(\d+\)$", "", (assignment or "").strip())
+    what = f"{name} (exercises {labels})" if name else f"Exercises {labels}"
+    days = sorted(row.graded_at[:10] for row in rows if row.graded_at)
+    return f"{what}, graded on {days[-1]}." if days else f"{what}."
 
 
 def _environment(autoescape: bool) -> jinja2.Environment:
@@ -96,7 +104,8 @@ td.points { text-align: right; white-space: nowrap; }
 <body>
 <main>
 <h1>Feedback for {{ learner }}</h1>
-<p>{{ course }}. You earned <strong>{{ total|number }} of {{ possible|number }} points</strong>.</p>
+<p>{{ course }}: {{ assignment }}</p>
+<p>You earned <strong>{{ total|number }} of {{ possible|number }} points</strong>.</p>
 <table>
 <caption>Your exercises: result and points</caption>
 <thead><tr><th scope="col">Exercise</th><th scope="col">Result</th><th scope="col">Points</th></tr></thead>
@@ -124,7 +133,9 @@ td.points { text-align: right; white-space: nowrap; }
 
 MARKDOWN = _environment(autoescape=False).from_string("""# Feedback for {{ learner|md }}
 
-{{ course|md }}. You earned **{{ total|number }} of {{ possible|number }} points**.
+{{ course|md }}: {{ assignment|md }}
+
+You earned **{{ total|number }} of {{ possible|number }} points**.
 
 | Exercise | Result | Points |
 |---|---|---|
@@ -152,22 +163,24 @@ Exercise {{ e.label|md }}. **Result:** {{ e.result|md }}. **Points:** {{ e.point
 """)
 
 
-def render(learner: str, rows: list[Grade], titles: dict[str, str], course: str) -> tuple[str, str]:
+def render(learner: str, rows: list[Grade], titles: dict[str, str], course: str,
+           assignment: str | None = None) -> tuple[str, str]:
     """(the HTML, the Markdown) of ``learner``'s feedback."""
     made = entries(rows, titles)
-    values = {"learner": learner, "course": course, "entries": made,
+    values = {"learner": learner, "course": course, "assignment": assignment_line(rows, assignment), "entries": made,
               "total": round(sum(e.points for e in made), 2), "possible": sum(e.max_points for e in made)}
     return HTML.render(values), MARKDOWN.render(values)
 
 
 def write_feedback(rows: list[Grade], titles: dict[str, str], out: Path,
-                   course: str = "Attention, step by step") -> list[Path]:
-    """Write ``LEARNER.html`` and ``LEARNER.md`` for every learner of ``rows`` into ``out``."""
+                   course: str = "Attention, step by step", assignment: str | None = None) -> list[Path]:
+    """Write ``LEARNER.html`` and ``LEARNER.md`` for every learner of ``rows`` into ``out``
+    (``assignment``: its name, shown to the learners)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for learner in dict.fromkeys(row.learner for row in rows):
-        html, markdown = render(learner, [row for row in rows if row.learner == learner], titles, course)
+        html, markdown = render(learner, [row for row in rows if row.learner == learner], titles, course, assignment)
         for suffix, text in ((".html", html), (".md", markdown)):
             path = out / (file_name(learner) + suffix)
             path.write_text(text, encoding="utf-8")

@@ -17,6 +17,7 @@ Each exercise declares its points next to its check (``@exercise(label, points=3
 from __future__ import annotations
 
 import csv
+import difflib
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from attncourse.checks import core
 from attncourse.instructor.model import EARNS_ALL, FAILED, Grade
 
 OVERRIDE_COLUMNS = ("learner", "exercise", "points", "note")
+Overrides = dict[tuple[str, str], tuple[float, str]]  # (learner, exercise) -> (points, the instructor's note)
 
 
 def points_of(label: str) -> float:
@@ -43,7 +45,7 @@ def earned(grade: Grade) -> float:
     return 0.0
 
 
-def scored(grades: list[Grade], overrides: dict[tuple[str, str], tuple[float, str]] | None = None) -> list[Grade]:
+def scored(grades: list[Grade], overrides: Overrides | None = None) -> list[Grade]:
     """Every row with its points and what it is worth; an instructor's override (points,
     note) replaces its points."""
     rows = []
@@ -66,29 +68,50 @@ def learner_view(label: str, record: dict, hidden_sources: list[str], hidden_inp
     return {**credit, "feedback": verdict.feedback}
 
 
-def read_overrides(path: Path) -> dict[tuple[str, str], tuple[float, str]]:
+def read_overrides(path: Path, grades: list[Grade] | None = None, allow_extra_credit: bool = False) -> Overrides:
     """An instructor's overrides after review: a CSV with columns learner, exercise, points,
-    note (the note is required: it says why, and the feedback file shows it)."""
-    found: dict[tuple[str, str], tuple[float, str]] = {}
+    note (in any capitals and spacing; the note is required: it says why, and the feedback
+    file shows it). Points run from 0 to what the exercise is worth, or above it with
+    ``allow_extra_credit``. With the report's ``grades``, an exercise or a learner none of
+    them has (misspelt) is refused, naming the closest, and so is a learner's exercise
+    they were not graded on: an override that would change nothing never passes unseen."""
+    found: Overrides = {}
     with open(path, newline="", encoding="utf-8-sig") as file:
         reader = csv.DictReader(file)
-        missing = set(OVERRIDE_COLUMNS) - set(reader.fieldnames or [])
+        reader.fieldnames = [" ".join(name.split()).lower() for name in reader.fieldnames or []]
+        missing = set(OVERRIDE_COLUMNS) - set(reader.fieldnames)
         if missing:
             raise ValueError(f"{path}: the overrides need the columns {', '.join(OVERRIDE_COLUMNS)}; "
                              f"missing {', '.join(sorted(missing))}")
         for number, row in enumerate(reader, start=2):
+            learner, label = (row["learner"] or "").strip(), (row["exercise"] or "").strip()
+            if grades is not None:
+                _known(f"{path}, line {number}", "exercise", label, [g.exercise for g in grades])
+                _known(f"{path}, line {number}", "learner", learner, [g.learner for g in grades])
+                if not any((g.learner, g.exercise) == (learner, label) for g in grades):
+                    raise ValueError(f"{path}, line {number}: {learner!r} has no row of {label} in the report "
+                                     "(graded on other exercises): nothing was exported")
             try:
                 points = float(row["points"])
-            except ValueError:
+            except (TypeError, ValueError):
                 raise ValueError(f"{path}, line {number}: points {row['points']!r} is not a number") from None
-            label = row["exercise"].strip()
-            if not 0 <= points <= points_of(label):
+            if not 0 <= points <= (float("inf") if allow_extra_credit else points_of(label)):
                 raise ValueError(f"{path}, line {number}: {label} is worth 0 to {points_of(label):g} points, "
-                                 f"not {points:g}")
-            if not row["note"].strip():
+                                 f"not {points:g}" + ("" if points < 0 else " (extra credit: --allow-extra-credit)"))
+            if not (row["note"] or "").strip():
                 raise ValueError(f"{path}, line {number}: say why in the note column")
-            found[row["learner"].strip(), label] = (points, row["note"].strip())
+            found[learner, label] = (points, row["note"].strip())
     return found
+
+
+def _known(where: str, what: str, name: str, graded: list[str]) -> None:
+    """Refuse a ``name`` that no row of the report has, naming the closest it has."""
+    if name in graded:
+        return
+    known = list(dict.fromkeys(graded))
+    near = difflib.get_close_matches(name, known, n=3, cutoff=0.5) or known[:5]
+    raise ValueError(f"{where}: no row of the report has the {what} {name!r} (misspelt?); the closest: "
+                     f"{', '.join(near)}. Nothing was exported")
 
 
 def totals(rows: list[Grade]) -> dict[str, tuple[float, float]]:

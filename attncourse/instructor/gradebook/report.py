@@ -1,5 +1,12 @@
 """The report of a grading: ``grades.csv`` (one row per learner and exercise) and
-``summary.md``, with names and messages escaped for a spreadsheet and for markdown."""
+``summary.md``, with names and messages escaped for a spreadsheet and for markdown.
+
+An instructor's overrides (``points.read_overrides``) change points after grading. The
+report stays as graded, so that grading again never needs them; an export given them
+writes ``summary-with-overrides.md`` beside it, from the rows every export writes, and
+marks ``summary.md``'s first line "before the overrides", naming it. Grading again
+removes it, since it no longer holds the report's rows: the next export writes it again.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +15,18 @@ import io
 import re
 from dataclasses import astuple, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attncourse.instructor.gradebook import points
 from attncourse.instructor.gradebook.ledger import write_whole
 from attncourse.instructor.model import PASSED, SKIPPED, Grade
+
+if TYPE_CHECKING:
+    from attncourse.instructor.gradebook.points import Overrides
+
+SUMMARY = "summary.md"
+OVERRIDDEN_SUMMARY = "summary-with-overrides.md"
+TITLE = "# Grades"
 
 # Control characters but tab, line feed and carriage return (C0, DEL and C1): a learner's
 # text may carry a terminal's escape sequences, which a report shown in a terminal would run;
@@ -80,9 +95,10 @@ def _code_span(text: str) -> str:
     return f"{fence}{padding}{text}{padding}{fence}"
 
 
-def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
-    """A readable report in markdown: a table of learners by exercises, the rows flagged
-    for review, then the details per learner."""
+def summary(grades: list[Grade], problems: dict[str, list[str]], overrides: Overrides | None = None,
+            title: str = TITLE) -> str:
+    """A readable report in markdown under ``title``: a table of learners by exercises, the
+    points (with ``overrides``), the rows flagged for review, then the details per learner."""
     learners = list(dict.fromkeys(g.learner for g in grades)) + [
         learner for learner in problems if learner not in {g.learner for g in grades} and learner != SKIPPED
     ]
@@ -90,14 +106,14 @@ def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
     status = {(g.learner, g.exercise): g for g in grades}
     md = markdown_text
     lines = [
-        "# Grades", "",
+        title, "",
         f"{len(learners)} learner(s), {len(exercises)} exercise(s).", "",
         "| learner | " + " | ".join(map(md, exercises)) + " |",
         "|---" * (len(exercises) + 1) + "|",
     ]
     lines += [f"| {md(learner)} | " + " | ".join(status[learner, e].status if (learner, e) in status else ""
                                                    for e in exercises) + " |" for learner in learners]
-    lines += points_section(grades)
+    lines += points_section(grades, overrides)
     flagged = [g for g in grades if g.review]
     if flagged:
         lines += ["", "## Flagged for review", ""]
@@ -115,6 +131,9 @@ def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
             grade = status.get((learner, exercise))
             if grade:
                 detail = f": {md(grade.message)}" if grade.status != PASSED and grade.message else ""
+                if (learner, exercise) in (overrides or {}):
+                    given, note = (overrides or {})[learner, exercise]
+                    detail += f"; overridden: {given:g} points, {md(note)}"
                 detail += f" (in {md(grade.notebook)}, graded {md(grade.graded_at)})" if grade.notebook else ""
                 lines.append(f"- {md(exercise)}: **{grade.status}**{detail}")
         if problems.get(learner):
@@ -122,10 +141,10 @@ def summary(grades: list[Grade], problems: dict[str, list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def points_section(grades: list[Grade]) -> list[str]:
+def points_section(grades: list[Grade], overrides: Overrides | None = None) -> list[str]:
     """The summary's points: each learner's total, each exercise's mean, the class's
-    distribution (``gradebook.points``)."""
-    rows = points.scored(grades)
+    distribution (``gradebook.points``), with ``overrides``."""
+    rows = points.scored(grades, overrides)
     if not rows:
         return []
     md = markdown_text
@@ -143,11 +162,26 @@ def write_report(grades: list[Grade], problems: dict[str, list[str]], out: Path)
     ``summary.md`` into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    table, text = out / "grades.csv", out / "summary.md"
+    table, text = out / "grades.csv", out / SUMMARY
     rows = io.StringIO(newline="")
     writer = csv.writer(rows)
     writer.writerow([f.name for f in fields(Grade)])
     writer.writerows([csv_cell(str(value)) for value in astuple(grade)] for grade in points.scored(grades))
     write_whole(table, rows.getvalue())  # a grader killed mid-write leaves the last whole report
     write_whole(text, summary(grades, problems))
+    (out / OVERRIDDEN_SUMMARY).unlink(missing_ok=True)  # of the rows before this grading (module doc)
     return table, text
+
+
+def write_overridden_summary(out: Path, grades: list[Grade], problems: dict[str, list[str]],
+                             overrides: Overrides, source: Path) -> Path:
+    """Write the summary of ``grades`` with ``overrides`` (read from ``source``) as
+    ``out/OVERRIDDEN_SUMMARY``, and mark the first line of ``out/SUMMARY`` as before them."""
+    overridden = out / OVERRIDDEN_SUMMARY
+    write_whole(overridden, summary(grades, problems, overrides, f"{TITLE}, with the overrides of {markdown_text(str(source))} "
+                                                                 f"({SUMMARY} is as graded)"))
+    graded = out / SUMMARY
+    if graded.exists():
+        _, _, rest = graded.read_text(encoding="utf-8").partition("\n")
+        write_whole(graded, f"{TITLE}, as graded: before the overrides (with them: {OVERRIDDEN_SUMMARY})\n{rest}")
+    return overridden

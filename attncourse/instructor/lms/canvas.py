@@ -43,11 +43,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from attncourse.instructor.gradebook.export import CANVAS_IDENTITY, read_roster
+from attncourse.instructor.gradebook.canvas_csv import CANVAS_IDENTITY, TEST_STUDENT, read_roster
 from attncourse.instructor.lms.archive import is_notebook
 from attncourse.instructor.lms.plan import Reading, Submission
-
-TEST_STUDENT = ("Test Student", "Student, Test")  # Student View's user, by name and sortable name
 
 
 @dataclass(frozen=True)

@@ -391,8 +391,9 @@ def _probe(sandbox: Sandbox) -> None:
     missing = [tool for tool in tools if not shutil.which(tool)]
     if "bwrap" in missing:
         raise SandboxUnavailable(
-            "grade runs each notebook in a bubblewrap sandbox, and bubblewrap is not installed "
-            "(Debian/Ubuntu: apt-get install bubblewrap). " + UNSAFE_MEANS
+            "grade runs each notebook in a bubblewrap sandbox, and bubblewrap is not installed: "
+            "`make system-packages` in the course's folder installs it (Debian/Ubuntu: apt-get install "
+            "bubblewrap; `make book` does not). " + UNSAFE_MEANS
         )
     if missing:
         raise SandboxUnavailable(
