@@ -65,3 +65,13 @@ def test_the_times_come_from_the_import_else_from_the_notebooks(tmp_path):
     assert [(row.late, row.late_penalty) for row in rows] == [
         ("", 0.0), ("1 day late: -10% of each exercise's points", 0.1)]
     assert "(file time)" in rows[1].submitted_at
+
+
+def test_the_feedback_says_when_late_work_was_submitted_and_what_it_cost():
+    from attncourse.instructor.gradebook.feedback import assignment_line
+
+    rows = [Grade("bob", SOFTMAX, "passed", "", "", graded_at="2026-12-04T10:00:00+00:00",
+                  submitted_at="2026-12-03T09:00+01:00 (import)", late="2 days late: -20% of each exercise's points")]
+    assert assignment_line(rows, "Homework 1 (4321)") == (
+        "Homework 1 (exercises ch1-stable-softmax), graded on 2026-12-04. Submitted 2026-12-03T09:00+01:00: "
+        "2 days late: -20% of each exercise's points.")

@@ -89,7 +89,7 @@ def _row(row: Grade, titles: dict[str, str]) -> dict:
             "status": row.status, "points": row.points, "max_points": row.max_points,
             "inputs_right": row.inputs_right, "inputs": row.inputs, "override": row.override,
             "feedback": learner_message(row), "review": row.review, "notebook": row.notebook,
-            "graded_at": row.graded_at}
+            "graded_at": row.graded_at, "submitted_at": row.submitted_at, "late": row.late}
 
 
 def write_csv(rows: list[Grade], titles: dict[str, str], out: Path) -> Path:

@@ -60,12 +60,14 @@ def entries(rows: list[Grade], titles: dict[str, str]) -> list[Entry]:
 
 def assignment_line(rows: list[Grade], assignment: str | None) -> str:
     """What was graded and when: "Attention homework (exercises ch1-a, ch1-b), graded on
-    2025-03-14." (the latest day a row was graded, UTC); a Canvas id "(4321)" left out."""
+    2025-03-14." (the latest day a row was graded, UTC); a Canvas id "(4321)" left out; and
+    for late work, when it was submitted and what lateness cost ("2 days late: -20% ...")."""
     labels = ", ".join(dict.fromkeys(row.exercise for row in rows))
     name = re.sub(r"\s*\(\d+\)$", "", (assignment or "").strip())
     what = f"{name} (exercises {labels})" if name else f"Exercises {labels}"
     days = sorted(row.graded_at[:10] for row in rows if row.graded_at)
-    return f"{what}, graded on {days[-1]}." if days else f"{what}."
+    late = next((f" Submitted {row.submitted_at.split(' (')[0]}: {row.late}." for row in rows if row.late), "")
+    return (f"{what}, graded on {days[-1]}." if days else f"{what}.") + late
 
 
 def _environment(autoescape: bool) -> jinja2.Environment:
