@@ -210,18 +210,21 @@ def test_a_second_grading_into_the_same_folder_is_refused_while_one_runs(tmp_pat
         pass
 
 
-def test_an_override_that_matches_no_row_is_reported_not_dropped(tmp_path):
+def test_an_override_that_matches_no_row_stops_the_export_naming_the_closest(tmp_path):
+    """(#34 item 8: a misspelt learner or label was a warning repeated on every export, the
+    override silently not applied: now nothing is exported until it is fixed.)"""
     ledger.Ledger(tmp_path / "report", "").save("dee", "k", [_row("dee")], [])
     overrides = tmp_path / "overrides.csv"
-    overrides.write_text("learner,exercise,points,note\n"
-                         f"Dee,{SOFTMAX},0,calls the course's softmax\n"
-                         f"dee,ch1-stable-sofmax,0,misspelt\n"
-                         f"dee,{SOFTMAX},1,applied\n", encoding="utf-8")
+    for wrong, closest in ((f"Dee,{SOFTMAX}", "dee"), ("dee,ch1-stable-sofmax", SOFTMAX)):
+        overrides.write_text(f"learner,exercise,points,note\n{wrong},0,misspelt\ndee,{SOFTMAX},1,applied\n",
+                             encoding="utf-8")
+        with pytest.raises(ValueError, match=f"line 2: .*the closest: {closest}. Nothing was exported"):
+            export.export("json", tmp_path / "report", tmp_path / "points.json", tmp_path / "none",
+                          overrides=overrides)
+        assert not (tmp_path / "points.json").exists()
+    overrides.write_text(f"learner,exercise,points,note\ndee,{SOFTMAX},1,applied\n", encoding="utf-8")
     written, problems = export.export("json", tmp_path / "report", tmp_path / "points.json", tmp_path / "none",
                                       overrides=overrides)
-    assert [p.split(": ", 1)[1] for p in problems] == [
-        f"the override of 'Dee', '{SOFTMAX}' matches no row of the report: not applied",
-        "the override of 'dee', 'ch1-stable-sofmax' matches no row of the report: not applied"]
     learners = json.loads(written[0].read_text())["learners"]
     assert [(row["points"], row["override"]) for row in learners[0]["exercises"]] == [(1.0, "applied")]
 

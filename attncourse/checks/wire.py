@@ -532,7 +532,7 @@ def _varied(value):
 
     def vary(item):
         if isinstance(item, np.ndarray) and item.dtype.kind == "f":
-            return rng.standard_normal(item.shape).astype(item.dtype)
+            return np.asarray(rng.standard_normal(item.shape), dtype=item.dtype)
         if isinstance(item, (tuple, list)):
             return type(item)(vary(inner) for inner in item) if type(item) in (tuple, list) else item
         if isinstance(item, dict):
