@@ -126,3 +126,13 @@ def test_the_command_refuses_with_a_non_zero_exit_and_writes_nothing(roster, tmp
     assert not out.exists()
     assert instructor.main([*command, "--assignment", ASSIGNMENT, "--missing", "zero"]) == 0
     assert [row[-1] for row in read(out)[1:]] == ["6", "1", "0"]
+
+
+def test_two_students_one_learner_name_in_the_match_column_is_refused(tmp_path):
+    rows = roster_rows()
+    rows.insert(5, ["Jones, Bob", "107", "S107", " bob ", "Section B", *[""] * 9])  # written with spaces
+    roster = write_roster(tmp_path / "canvas_export.csv", rows)
+    with pytest.raises(ValueError, match=r"more than one student for the learner\(s\) 'bob' \(Babbage, Bob; Jones, "
+                                         r"Bob\).*Nothing was written"):
+        canvas_csv.write_canvas(graded(), roster, ASSIGNMENT, tmp_path / "import.csv")
+    assert not (tmp_path / "import.csv").exists()

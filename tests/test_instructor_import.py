@@ -318,3 +318,38 @@ def test_grade_passes_over_submitted_csv_at_the_top_alone(tmp_path):
     (tmp_path / SUBMITTED_TIMES).write_text("learner,submitted_at,late_in_lms,source\n", encoding="utf-8")
     (tmp_path / "ada" / SUBMITTED_TIMES).write_text("a learner's file\n", encoding="utf-8")
     assert find_learners(tmp_path) == ({"ada": [Path("ada/hw.ipynb")]}, ["ada/submitted.csv: not a notebook (.ipynb)"])
+
+
+# --- a sixth red team ---------------------------------------------------------------------
+
+
+def test_a_canvas_name_ending_in_another_students_id_is_refused_not_filed_under_them(tmp_path):
+    """Mallory's sortable name "Mallory_1002" (Canvas keeps _ and digits) put her file under
+    Jane, user 1002, as Canvas itself reads the name back."""
+    rows = [*ROSTER[:2], ["Mallory_1002", "1001", "", "mallory", "A", ""], ["Doe, Jane", "1002", "", "jdoe", "A", ""]]
+    roster = write_roster(tmp_path / "roster.csv", rows)
+    clash = write_zip(tmp_path / "c.zip", {"mallory_1002_1001_5002_ch1.ipynb": notebook("mallory"),
+                                           "doejane_1002_5003_ch1.ipynb": notebook("jane")})
+    with pytest.raises(ValueError, match=r"mallory_1002_1001_5002_ch1.ipynb: its name reads as the file of Canvas "
+                                         r"user 1002 or 1001"):
+        import_export("canvas", clash, tmp_path / "out", roster=roster)
+    alone = write_zip(tmp_path / "d.zip", {"smith_2024_1001_5002_ch1.ipynb": notebook("mallory")})
+    import_export("canvas", alone, tmp_path / "out2", roster=roster)  # digits that are nobody's id: read past
+    assert find_learners(tmp_path / "out2")[0] == {"mallory": [Path("mallory/ch1.ipynb")]}
+
+
+def test_two_people_whose_emails_share_a_name_are_never_merged(tmp_path):
+    metadata = METADATA.replace("dee@uni.edu", "ada@gmail.com").replace(":email: bob@uni.edu",
+                                                                        ':email: "Zed <zed@uni.edu>"')
+    archive = write_zip(tmp_path / "gs.zip", {**GRADESCOPE_FILES, "assignment_77_export/submission_metadata.yml":
+                                              metadata.encode(),
+                                              "assignment_77_export/submission_3/late.ipynb": notebook("guest")})
+    for keep_latest in (False, True):  # the latest would replace one person's work with another's
+        with pytest.raises(ValueError, match=r"'ada' names 2 people \(ada@gmail.com, ada@uni.edu\)"):
+            import_export("gradescope", archive, tmp_path / "out", keep_latest=keep_latest)
+    done = import_export("gradescope", archive, tmp_path / "out", match="sid")
+    assert set(done.learners) == {"1001", "1002", "1003", "1004"}
+    renamed = write_zip(tmp_path / "z.zip", {**GRADESCOPE_FILES, "assignment_77_export/submission_metadata.yml":
+                                             METADATA.replace(":email: bob@uni.edu", ':email: "Zed <zed@uni.edu>"')
+                                             .encode()})
+    assert "zed" in import_export("gradescope", renamed, tmp_path / "out3").learners  # the address, not "Zed <zed"

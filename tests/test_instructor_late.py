@@ -35,7 +35,7 @@ def test_late_work_is_flagged_and_penalised_only_when_the_instructor_gives_a_pen
     unpenalised = late.lateness(learner(timedelta(days=2)), late.Policy(DUE))
     assert unpenalised["late"] == "2 days late" and unpenalised["late_penalty"] == 0.0
     assert late.lateness(learner(None, flagged=True), late.Policy(DUE))["late"].startswith("marked late by")
-    assert late.lateness(learner(None), late.Policy(DUE)) == {"late": ""}
+    assert late.lateness(learner(None, flagged=False), late.Policy(DUE)) == {"late": ""}  # not late, says the LMS
 
 
 def test_a_penalty_takes_its_share_of_what_each_row_earned():
@@ -75,3 +75,14 @@ def test_the_feedback_says_when_late_work_was_submitted_and_what_it_cost():
     assert assignment_line(rows, "Homework 1 (4321)") == (
         "Homework 1 (exercises ch1-stable-softmax), graded on 2026-12-04. Submitted 2026-12-03T09:00+01:00: "
         "2 days late: -20% of each exercise's points.")
+
+
+def test_a_learner_the_import_has_no_time_for_keeps_no_time(tmp_path):
+    """(Not the notebook's file time, which is when import wrote it: a class late by the import's date.)"""
+    (tmp_path / "jo").mkdir()
+    (tmp_path / "jo" / "ch1.ipynb").write_text("{}")
+    write_submission_times(tmp_path, [("jo", None, None, "jo_1001_5001_ch1.ipynb")])
+    kept = json.loads(late.recorded(tmp_path, late.Policy(DUE, 0.1)))["learners"]["jo"]
+    assert kept["submitted_at"] == "" and kept["source"] == "import"
+    marked = late.lateness(kept, late.Policy(DUE, 0.1))
+    assert marked["late"].startswith("submission time unknown") and "late_penalty" not in marked

@@ -143,7 +143,10 @@ def test_late_work_is_flagged_and_penalised_in_the_report_and_every_export_witho
     bob = next(learner for learner in exported["learners"] if learner["learner"] == "bob")
     assert sum(row["points"] for row in bob["exercises"]) == pytest.approx(
         sum(float(late_rows["bob", e]["points"]) for e in (SOFTMAX, DOUBLING)))
-    assert grade(tmp_path) == 0 and rows(tmp_path)["bob", SOFTMAX]["late"] == ""  # no due date: none marked
+    assert grade(tmp_path, "--learners", "ada") == 0  # a regrade of a few keeps the class's policy
+    assert rows(tmp_path)["bob", SOFTMAX]["late"] == late_rows["bob", SOFTMAX]["late"]
+    assert "the last grading's policy is kept" in capsys.readouterr().err
+    assert grade(tmp_path, "--no-due") == 0 and rows(tmp_path)["bob", SOFTMAX]["late"] == ""  # none marked
 
 
 def test_a_learner_whose_name_holds_a_comma_is_regraded_by_that_name(graded_class_of_two, monkeypatch):

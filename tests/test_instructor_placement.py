@@ -7,14 +7,18 @@ class (``redC``)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 
 import nbformat
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from attncourse import instructor
 from attncourse.instructor import grading, make_student_notebook, submissions
@@ -142,9 +146,13 @@ def test_two_names_that_show_as_one_are_neither_graded_nor_merged(tmp_path):
         (tmp_path / learner / "ch1.ipynb").write_text("{}")
     (tmp_path / "bob" / os.fsdecode(b"ch\xe9.ipynb")).write_text("{}")
     (tmp_path / "bob" / "ch\\xe9.ipynb").write_text("{}")
+    for alike in ("eve", "e\u200bve", "zo\u00eb", "zoe\u0308"):  # a zero-width space; é composed or not
+        (tmp_path / f"{alike}.ipynb").write_text("{}")
     found, skipped = submissions.find_learners(tmp_path)
     assert {name: [p.as_posix() for p in paths] for name, paths in found.items()} == {"bob": ["bob/ch1.ipynb"]}
-    assert sorted(note.split(":")[0] for note in skipped) == ["Jos\\xe9/ch1.ipynb"] * 2 + ["bob/ch\\xe9.ipynb"] * 2
+    assert sorted(note.split(":")[0] for note in skipped) == sorted(
+        ["Jos\\xe9/ch1.ipynb"] * 2 + ["bob/ch\\xe9.ipynb"] * 2
+        + ["eve.ipynb", "e\u200bve.ipynb", "zo\u00eb.ipynb", "zoe\u0308.ipynb"])
     assert all("rename one; neither is graded" in note for note in skipped)
 
 
@@ -155,6 +163,21 @@ def test_an_out_that_is_a_dangling_link_is_refused_by_name(tmp_path, capsys):
     assert instructor.main(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out")]) == 2
     assert f"is a symbolic link to {tmp_path / 'gone'}, which does not exist" in capsys.readouterr().err
     assert not (tmp_path / "gone").exists()
+
+
+@given(st.text(min_size=1, max_size=80))
+def test_no_learner_can_name_themselves_anothers_file(name):
+    """jose.garcia's file was jose_garcia-1add29e2: the name a learner called
+    jose_garcia-1add29e2 keeps, and whichever finished last erased the other."""
+    own = ledger.file_name(name)
+    assert re.fullmatch(r"[\w-]+(\.[0-9a-f]{8})?", own)
+    mimic = own.replace(".", "-")  # the digest spelt as a name that is kept as it is
+    assert mimic == own or ledger.file_name(mimic).lower() != own.lower()
+
+
+def test_a_name_spelt_as_anothers_digest_has_a_file_of_its_own():
+    digest = hashlib.sha256(b"jose.garcia").hexdigest()[:8]
+    assert ledger.file_name("jose.garcia") != ledger.file_name(f"jose_garcia-{digest}")
 
 
 # --- E: bookkeeping --------------------------------------------------------------------

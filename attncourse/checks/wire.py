@@ -502,16 +502,16 @@ class _Recorder:
         slows Python code several times) to note the course's functions it uses: a pass of
         its own once every graded call is done (nothing it leaves running can slow or stop
         one), under a time budget of its own, so the slowdown never costs the graded calls
-        their time. Each call is made with the graded call's inputs, then with other
-        numbers in their float arrays (``_varied``): an answer that remembers what it
-        returned cannot answer those from memory. What these calls return or raise is not recorded; a pass that does
+        their time. Each call is made with other numbers in the graded call's float arrays
+        (``_varied``), then with its inputs: an answer that remembers what it returned
+        cannot answer the first from memory, nor tell from a repeated input that it is watched. What these calls return or raise is not recorded; a pass that does
         not finish says so (``record["watch"]``)."""
 
         def watch_every_call() -> bool:
             for fn, (args, kwargs), graded_as in self.calls_made:
                 with _ReferenceWatcher(fn, graded_as) as watcher:
-                    _quietly(functools.partial(fn, *args, **kwargs))
                     _quietly(functools.partial(fn, *_varied(args), **_varied(kwargs)))
+                    _quietly(functools.partial(fn, *args, **kwargs))
                 self.record["references"] += [n for n in watcher.seen if n not in self.record["references"]]
             return True
 

@@ -151,6 +151,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="the due date, ISO 8601 with its offset (2026-12-01T23:59+01:00): late work is "
                             "flagged in the report, from the submission times `import` recorded (else the "
                             "notebooks' modification times)")
+    grade.add_argument("--no-due", action="store_true",
+                       help="mark no work late (without --due or --no-due, the late policy of the last "
+                            "grading into --out is kept)")
     grade.add_argument("--late-penalty", type=_percent, default=0.0, metavar="PERCENT",
                        help="with --due: the percentage of each exercise's points taken per day late, a part "
                             "of a day counting as one (default: 0, late work flagged, never penalised)")
@@ -325,7 +328,14 @@ def _grade(args, assign: list[str] | None) -> None:
 
     if (args.late_penalty or args.late_cap != 1.0) and args.due is None:
         raise ValueError("--late-penalty and --late-cap need --due, the due date")
+    if args.no_due and args.due:
+        raise ValueError("--due and --no-due: give one")
     policy = late.Policy(args.due, args.late_penalty, args.late_cap) if args.due else None
+    if policy is None and not args.no_due and args.out.is_dir():
+        policy = late.kept_policy(args.out)  # a regrade of a few keeps the class's policy
+        if policy is not None:
+            print(f"late work: the last grading's policy is kept (due {policy.due.isoformat()}, "
+                  f"{policy.per_day:.0%} a day, at most {policy.cap:.0%}); --no-due drops it", file=sys.stderr)
     before = Ledger(args.out, "").everything([])[0] if args.out.is_dir() else []
     with ProgressBar() as bar:
         grades, table, text = grade_into(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import unicodedata
 from datetime import datetime
 from pathlib import Path
 
@@ -80,19 +81,30 @@ def find_learners(folder: Path) -> tuple[dict[str, list[Path]], list[str]]:
 
 
 def _apart(by_learner: dict[str, list[Path]], skipped: list[str]) -> tuple[dict[str, list[Path]], list[str]]:
-    """``by_learner`` without the notebooks whose names, as text, are another's: a name
-    that is not UTF-8 (``Jos\\xe9``, as a Latin-1 zip writes it) shows as one written with a
-    backslash, and one would be graded in the other's name. Neither is graded; both are listed."""
+    """``by_learner`` without the notebooks whose names read as another's: a name that is
+    not UTF-8 (``Jos\\xe9``, as a Latin-1 zip writes it) shows as one written with a
+    backslash; a name with an invisible character (a zero-width space) or in another
+    Unicode normal form (é as one character or two) looks like one without. One would be
+    graded, or reported, in the other's name: neither is graded; both are listed."""
+    looks: dict[str, set[str]] = {}  # how a name reads -> the learners' names that read so
+    for learner in by_learner:
+        looks.setdefault(_as_read(learner), set()).add(learner)
     kept: dict[str, list[Path]] = {}
     for learner, notebooks in by_learner.items():
         raw = {path.parts[0].removesuffix(path.suffix) if len(path.parts) == 1 else path.parts[0] for path in notebooks}
-        texts = [shown(path.as_posix()) for path in notebooks]
-        clash = [path for path, text in zip(notebooks, texts) if len(raw) > 1 or texts.count(text) > 1]
-        skipped += [f"{shown(path.as_posix())}: its name shows as another file's here (a name that is not UTF-8): rename one; "
-                    "neither is graded" for path in clash]
-        if len(clash) < len(notebooks) or not notebooks:
+        texts = [_as_read(shown(path.as_posix())) for path in notebooks]
+        alike = len(raw) > 1 or len(looks[_as_read(learner)]) > 1
+        clash = [path for path, text in zip(notebooks, texts) if alike or texts.count(text) > 1]
+        skipped += [f"{shown(path.as_posix())}: its name reads as another's here (a name that is not UTF-8, an "
+                    "invisible character, another Unicode form): rename one; neither is graded" for path in clash]
+        if not alike and (not notebooks or len(clash) < len(notebooks)):
             kept[learner] = [path for path in notebooks if path not in clash]
     return kept, skipped
+
+
+def _as_read(name: str) -> str:
+    """``name`` as a reader sees it: composed (NFC), without the characters that show nothing."""
+    return "".join(c for c in unicodedata.normalize("NFC", name) if unicodedata.category(c) != "Cf")
 
 
 def submission_times(folder: Path) -> dict[str, tuple[datetime | None, bool | None]]:

@@ -148,6 +148,12 @@ def canvas_gradebook(rows: list[Grade], roster: Path, assignment: str, match: st
     gradebook = read_gradebook(roster)
     totals = points.totals(rows)
     keys = {key for key, _ in _students(gradebook, match)}
+    shared = {key: [row.get("Student", "") for value, row in _students(gradebook, match) if value == key]
+              for key in totals}
+    twice = [f"{key!r} ({'; '.join(students)})" for key, students in shared.items() if len(students) > 1]
+    if twice:  # one learner's points would go to every one of them
+        raise ValueError(f"the roster's {match!r} column names more than one student for the learner(s) "
+                         f"{', '.join(twice)}: choose a --match column that tells them apart. Nothing was written")
     problems = [f"learner {learner!r} has no student with {match} {learner!r} in {roster}"
                 for learner in totals if learner not in keys]
     if not _ASSIGNMENT.match(title):

@@ -49,7 +49,7 @@ def recorded(submissions: Path, policy: Policy) -> str:
     for learner, notebooks in learners.items():
         submitted, flagged = imported.get(learner, (None, None))
         source = "import"
-        if submitted is None and notebooks:
+        if learner not in imported and notebooks:  # put there by hand: the files' own time
             newest = max((Path(submissions) / path).stat().st_mtime for path in notebooks)
             submitted, source = datetime.fromtimestamp(newest, timezone.utc), "file time"
         times[learner] = {"submitted_at": submitted.isoformat() if submitted else "", "source": source,
@@ -58,18 +58,29 @@ def recorded(submissions: Path, policy: Policy) -> str:
                        "learners": times}, indent=1)
 
 
+def kept_policy(out: Path) -> Policy | None:
+    """The late policy ``out``'s LATE holds, or None if it has none."""
+    policy, _ = _read(out)
+    return policy
+
+
 def marked(rows: list[Grade], out: Path) -> list[Grade]:
     """``rows`` with their submission time, how late and the penalty (``Grade.late``,
     ``Grade.late_penalty``), as ``out``'s LATE says; unchanged where it has none."""
+    policy, learners = _read(out)
+    if policy is None:
+        return rows
+    return [replace(row, **lateness(learners.get(row.learner, {}), policy)) for row in rows]
+
+
+def _read(out: Path) -> tuple[Policy | None, dict]:
     try:
         kept = json.loads((Path(out) / LATE).read_text(encoding="utf-8"))
-        policy = Policy(datetime.fromisoformat(kept["due"]), float(kept["per_day"]), float(kept["cap"]))
+        return Policy(datetime.fromisoformat(kept["due"]), float(kept["per_day"]), float(kept["cap"])), kept["learners"]
     except FileNotFoundError:
-        return rows
+        return None, {}
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{Path(out) / LATE} cannot be read ({error}): grade again with --due") from None
-    learners = kept.get("learners", {})
-    return [replace(row, **lateness(learners.get(row.learner, {}), policy)) for row in rows]
 
 
 def lateness(learner: dict, policy: Policy) -> dict:
@@ -77,7 +88,8 @@ def lateness(learner: dict, policy: Policy) -> dict:
     text = learner.get("submitted_at") or ""
     flagged = learner.get("late_in_lms")
     if not text:
-        return {"late": "marked late by the learning platform (no submission time)" if flagged else ""}
+        return {"late": "marked late by the learning platform (no submission time)" if flagged else
+                "" if flagged is False else "submission time unknown (the import recorded none): not marked late"}
     submitted = datetime.fromisoformat(text)
     days = math.ceil((submitted - policy.due).total_seconds() / DAY)
     shown = f"{submitted.isoformat(timespec='minutes')} ({learner.get('source', '')})"

@@ -137,11 +137,12 @@ def _stale(entry: dict, exercise: str, last: dict | None) -> str:
 def file_name(learner: str) -> str:
     """A file name for ``learner``, safe on any system and distinct for distinct names (a
     digest of the name follows any name changed to be safe, or that has capitals: two names
-    that differ in case alone are one file on some disks)."""
+    that differ in case alone are one file on some disks). The digest follows a dot, which
+    no name kept as it is holds: no learner can name themselves another's file."""
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in learner)[:60] or "learner"
     if safe == learner and learner == learner.lower():
         return safe
-    return f"{safe}-{hashlib.sha256(learner.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return f"{safe}.{hashlib.sha256(learner.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def stale_rows(grades: list[Grade]) -> list[str]:

@@ -30,9 +30,10 @@ TITLE = "# Grades"
 
 # Control characters but tab, line feed and carriage return (C0, DEL and C1): a learner's
 # text may carry a terminal's escape sequences, which a report shown in a terminal would run;
-# and the marks that reorder text (bidirectional embeddings, overrides and isolates), with
-# which "deliaf" reads as "failed".
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# the marks that reorder text (bidirectional embeddings, overrides and isolates), with which
+# "deliaf" reads as "failed"; line and paragraph separators; and the invisible characters
+# (zero-width spaces and joiners, the byte-order mark) that make two names look alike.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 def shown_controls(text: str) -> str:

@@ -11,10 +11,12 @@ What Canvas writes, from its source (instructure/canvas-lms, ``lib/content_zippe
   export's "ID" column); FILEID the id of the uploaded file (not of the submission); then
   the name the student gave the file. Canvas lower-cases all but FILENAME, so the mark
   arrives as ``late``; either case is read. With anonymous grading there is no NAME.
-* The ids are the first two parts between underscores made of digits alone: Canvas
-  turns ``_123_`` within a name into ``123`` for that reason, and reads them back this way
-  when the instructor uploads the files again (``app/models/assignment.rb``,
-  ``infer_comment_context_from_filename``).
+* The ids are the first two parts between underscores made of digits alone, as Canvas
+  reads them back when the instructor uploads the files again (``app/models/assignment.rb``,
+  ``infer_comment_context_from_filename``). A sortable name may itself end in ``_123``
+  (Canvas keeps ``_`` and digits), so every such reading is tried against the roster's
+  ids: the one a student of the roster has is taken; a name two students' ids could read
+  is refused, naming both.
 * Several files of one student are the files of their current attempt
   (``submission.attachment_ids``): earlier attempts are not in the zip. A file a student
   uploaded again under the same name reaches Canvas as ``hw-1.ipynb``, and a name repeated
@@ -59,17 +61,23 @@ class CanvasName:
 
 
 def parse_canvas_name(name: str) -> CanvasName | None:
-    """The parts of a Canvas bulk-download file name (see the module doc), or None for a
-    name Canvas does not write (in a folder, no two ids, nothing after them)."""
+    """The parts of a Canvas bulk-download file name (see the module doc) as Canvas reads
+    them back, or None for a name Canvas does not write (in a folder, no two ids, nothing
+    after them)."""
+    readings = canvas_readings(name)
+    return readings[0] if readings else None
+
+
+def canvas_readings(name: str) -> list[CanvasName]:
+    """Every way ``name`` splits as NAME[_LATE]_USERID_FILEID_FILENAME, the first as Canvas
+    reads it back: a sortable name may end in ``_123`` (Canvas keeps ``_`` and digits), and
+    then more than one pair of ids is possible."""
     if "/" in name:
-        return None
+        return []
     parts = name.split("_")
-    ids = [index for index, part in enumerate(parts) if re.fullmatch(r"[0-9]+", part)]
-    if len(ids) < 2 or ids[1] != ids[0] + 1 or len(parts) == ids[1] + 1:
-        return None
-    first = ids[0]
-    late = first > 0 and parts[first - 1].lower() == "late"
-    return CanvasName(parts[first], parts[first + 1], late, "_".join(parts[first + 2:]))
+    digits = [bool(re.fullmatch(r"[0-9]+", part)) for part in parts]
+    return [CanvasName(parts[i], parts[i + 1], i > 0 and parts[i - 1].lower() == "late", "_".join(parts[i + 2:]))
+            for i in range(len(parts) - 2) if digits[i] and digits[i + 1]]
 
 
 def read_times(path: Path) -> dict[str, datetime | None]:
@@ -103,11 +111,17 @@ def canvas_submissions(entries: list[zipfile.ZipInfo], roster: Path, match: str 
     imported: list[str] = []
     files: dict[str, list[tuple[zipfile.ZipInfo, CanvasName]]] = {}
     for info in entries:
-        parsed = parse_canvas_name(info.filename)
-        if parsed is None:
+        readings = canvas_readings(info.filename)
+        known = [parsed for parsed in readings if parsed.user_id in students]
+        if not readings:
             reading.skipped.append(f"{info.filename}: not named as Canvas names a submitted file "
                                    "(NAME_[LATE_]USERID_FILEID_FILENAME)")
+        elif len(known) > 1:  # a name ending in _digits that are another student's id
+            reading.unmatched.append(f"{info.filename}: its name reads as the file of Canvas user "
+                                     f"{' or '.join(parsed.user_id for parsed in known)} (a name that ends in digits): "
+                                     "rename it NAME_USERID_FILEID_FILENAME with the right user id, or leave it out")
         else:
+            parsed = known[0] if known else readings[0]
             files.setdefault(parsed.user_id, []).append((info, parsed))
     for user_id, theirs in files.items():
         source = "; ".join(info.filename for info, _ in theirs)

@@ -27,6 +27,7 @@ left empty.
 
 from __future__ import annotations
 
+import email.utils
 import zipfile
 from datetime import datetime
 
@@ -68,8 +69,15 @@ def field(record: dict, name: str):
 def submitter_login(submitter: object, match: str) -> str:
     """The learner a submitter is: their email's part before the ``@``, or their student id
     (empty if the record has none)."""
-    value = str(field(submitter, match) or "").strip() if isinstance(submitter, dict) else ""
+    value = submitter_identity(submitter, match)
     return value.rsplit("@", 1)[0] if match == "email" and "@" in value else value
+
+
+def submitter_identity(submitter: object, match: str) -> str:
+    """Who a submitter is: their whole e-mail address (``"Zed <zed@uni.edu>"`` read as
+    ``zed@uni.edu``), or their student id."""
+    value = str(field(submitter, match) or "").strip() if isinstance(submitter, dict) else ""
+    return email.utils.parseaddr(value)[1] or value if match == "email" else value
 
 
 def created_at(value: object) -> datetime | None:
@@ -102,8 +110,9 @@ def gradescope_submissions(entries: list[zipfile.ZipInfo], metadata: dict[str, d
         reading.skipped += [f"{info.filename}: not a notebook (.ipynb)" for info in inside if not is_notebook(info.filename)]
         notebooks = tuple((info, info.filename[len(base + folder):].lstrip("/") or folder)
                           for info in inside if is_notebook(info.filename))
-        reading.submissions.append(Submission(base + folder, tuple(dict.fromkeys(logins)), notebooks,
-                                              created_at(field(record, "created_at")), None))
+        who = dict(zip(logins, (submitter_identity(s, match) for s in submitters)))
+        reading.submissions.append(Submission(base + folder, tuple(who), notebooks,
+                                              created_at(field(record, "created_at")), None, tuple(who.values())))
         if not inside:
             reading.notes.append(f"{base}{folder}: listed in {METADATA}, but no file of it is in the zip")
     reading.skipped += [f"{info.filename}: not a submission {METADATA} lists" for info in entries

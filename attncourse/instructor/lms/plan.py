@@ -27,6 +27,7 @@ class Submission:
     notebooks: tuple[tuple[zipfile.ZipInfo, str], ...]  # (the entry, the file name its learner gave it)
     submitted_at: datetime | None
     late: bool | None
+    people: tuple[str, ...] = ()  # who each learner is on the platform (an e-mail, an id): two people, one name?
 
 
 @dataclass
@@ -46,14 +47,20 @@ def by_learner(submissions: list[Submission], keep_latest: bool = False) -> dict
     one login, a learner in two Gradescope groups) are refused, naming both, unless
     ``keep_latest``: then the later one is kept, if both times are known."""
     found: dict[str, list[Submission]] = {}
+    people: dict[str, set[str]] = {}
     for submission in submissions:
-        for learner in submission.learners:
+        for index, learner in enumerate(submission.learners):
             found.setdefault(learner, []).append(submission)
+            if index < len(submission.people):
+                people.setdefault(learner, set()).add(submission.people[index])
     chosen: dict[str, Submission] = {}
     clashes = []
     for learner, theirs in found.items():
         timed = [(s.submitted_at, s) for s in theirs if s.submitted_at]
-        if len(theirs) == 1:
+        if len(people.get(learner, ())) > 1:  # never "the latest": one would replace another's work
+            clashes.append(f"{learner!r} names {len(people[learner])} people ({', '.join(sorted(people[learner]))}): "
+                           "import with another --match, or rename one")
+        elif len(theirs) == 1:
             chosen[learner] = theirs[0]
         elif keep_latest and len(timed) == len(theirs):
             chosen[learner] = max(timed, key=lambda pair: pair[0])[1]
