@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from attncourse.attention import causal_mask, scaled_dot_product_attention
 from attncourse.explorers.flash_explorer import default_problem
 from attncourse.flash import fast_memory_values, tile_order, tiled_attention, tiled_traffic
-from attncourse.kv_cache import decode_with_cache, prefill, step_multiply_adds
-from attncourse.multihead import multi_head_attention, projection_shapes
+from attncourse.kv_cache import decode_with_cache, decoding_mask, prefill, step_multiply_adds
+from attncourse.multihead import multi_head_attention, projection_shapes, split_heads
 from tests.markdown_of import markdown_of
 
 pytestmark = pytest.mark.slow
@@ -183,3 +183,58 @@ def test_a_prompt_read_at_once_then_decoded_is_the_full_computation(seed):
     for phrase in ("*prefill*", "*decode*", "*memory-bound*", "*compute-bound*", "*rolling buffer*",
                    "Why a cache of keys and values, and none of queries?"):
         assert phrase in text
+
+
+# --- issue 36, second reading (sci5): what a reviewer recomputed in chapter 9 ----------
+
+
+def _chunks(X, layer, pieces, window, padding=None):
+    """Decode X in pieces of the given lengths, each call continuing from the cache the
+    last one returned, with ``padding`` (seq,) sliced to the positions each call sees."""
+    outputs, cache, start = [], None, 0
+    for length in pieces:
+        held = 0 if cache is None else cache[0].shape[-2]
+        pad = None if padding is None else padding[start - held:start + length]
+        out, K, V = decode_with_cache(X[start:start + length], **layer, cache=cache, padding=pad,
+                                      window=window, return_cache=True)
+        outputs.append(out)
+        cache, start = (K, V), start + length
+    return np.concatenate(outputs), cache
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_windowed_cache_handed_back_continues_the_banded_computation(seed):
+    """sci5 finding 2: decode_with_cache(window=W, return_cache=True) returned its rolling
+    buffer in slot order (position p in slot p % W); handed back as cache=, it was read in
+    position order and every later row was off (0.63 to 0.79 on the chapter's layer). The
+    cache now comes back in position order, the last W positions, and continues exactly."""
+    X, layer = chapter_layer(seed)
+    banded, _ = multi_head_attention(X, **layer, mask=decoding_mask(10, window=4))
+    first, K, V = decode_with_cache(X[:6], **layer, window=4, return_cache=True)
+    keys = split_heads(X @ layer["W_k"], 2)  # (n_kv_heads, seq, d_head)
+    np.testing.assert_allclose(K, keys[:, 2:6], rtol=0, atol=1e-12)  # positions 2..5, in order
+    rest = decode_with_cache(X[6:], **layer, window=4, cache=(K, V))
+    assert np.abs(np.concatenate([first, rest]) - banded).max() < 1e-12
+    for pieces in ([3, 1, 4, 2], [1] * 10, [5, 5], [2, 8]):
+        chained, (K_end, _) = _chunks(X, layer, pieces, window=4)
+        assert np.abs(chained - banded).max() < 1e-12, pieces
+        np.testing.assert_allclose(K_end, keys[:, 6:], rtol=0, atol=1e-12)
+    padding = np.arange(10) < 3  # three pad tokens in front, the padding sliced to what each call holds
+    expected, _ = multi_head_attention(X, **layer, mask=decoding_mask(10, padding, window=4))
+    expected[:3] = 0.0
+    chained, _ = _chunks(X, layer, [2, 3, 1, 4], window=4, padding=padding)
+    assert np.abs(chained - expected).max() < 1e-12
+
+
+def test_the_padding_flags_are_described_as_padding_when_refused():
+    """sci5 finding 3: integer padding flags were refused with "padding must be boolean
+    (True = may attend)", the opposite of what padding's True means."""
+    X, layer = chapter_layer(0)
+    with pytest.raises(TypeError, match=r"padding must be boolean \(True where a position holds padding\), "
+                                        r"got dtype int64") as refused:
+        decode_with_cache(X, **layer, padding=np.zeros(10, dtype=int))
+    assert "may attend" not in str(refused.value)
+    with pytest.raises(TypeError, match=r"padding must be boolean \(True where a position holds padding\)"):
+        prefill(X, **layer, padding=[0] * 10)
+    with pytest.raises(TypeError, match=r"mask must be boolean \(True = may attend\)"):
+        scaled_dot_product_attention(X, X, X, mask=np.ones((10, 10)))  # a mask's True still means may attend
