@@ -15,10 +15,12 @@ import torch.nn.functional as F
 
 from attncourse.attention import causal_mask, scaled_dot_product_attention
 from attncourse.explorers.flash_explorer import default_problem
+from attncourse.explorers.kv_cache_explorer import PRESETS, KVCacheCalculator, preset_for
 from attncourse.flash import fast_memory_values, tile_order, tiled_attention, tiled_traffic
-from attncourse.kv_cache import decode_with_cache, decoding_mask, prefill, step_multiply_adds
+from attncourse.kv_cache import decode_with_cache, decoding_mask, kv_cache_bytes, prefill, step_multiply_adds
 from attncourse.multihead import multi_head_attention, projection_shapes, split_heads
 from tests.markdown_of import markdown_of
+from tests.node_module import call_in_node
 
 pytestmark = pytest.mark.slow
 SEEDS = range(10)
@@ -238,3 +240,29 @@ def test_the_padding_flags_are_described_as_padding_when_refused():
         prefill(X, **layer, padding=[0] * 10)
     with pytest.raises(TypeError, match=r"mask must be boolean \(True = may attend\)"):
         scaled_dot_product_attention(X, X, X, mask=np.ones((10, 10)))  # a mask's True still means may attend
+
+
+def test_a_preset_chosen_stays_chosen_when_another_has_its_shape():
+    """sci5 finding 4: the KV-cache calculator showed "Llama-3-8B (GQA)" when "Mistral-7B
+    (GQA)" was picked, both being 32 layers of 8 key/value heads of 128: it named the first
+    preset of the shape. The preset picked stays picked, in Python and in the browser's code,
+    and the readout names it."""
+    calculator = KVCacheCalculator("Mistral-7B (GQA)", seq_len=32768)
+    assert calculator.preset == "Mistral-7B (GQA)"
+    calculator.seq_len, calculator.batch = 4096, 4  # the context and the batch leave the model alone
+    assert calculator.preset == "Mistral-7B (GQA)"
+    calculator.n_kv_heads = 4
+    assert calculator.preset == ""  # no preset's shape: custom
+    calculator.n_kv_heads = 8
+    assert calculator.preset == "Llama-3-8B (GQA)"  # typed back by hand: the first preset of that shape
+    calculator.preset = "Mistral-7B (GQA)"
+    assert calculator.preset == "Mistral-7B (GQA)" and calculator.cache_bytes == kv_cache_bytes(32, 8, 128, 4096, 4)
+    calculator.preset = "Falcon-7B (MQA)"
+    assert (calculator.n_layers, calculator.n_kv_heads, calculator.d_head) == PRESETS["Falcon-7B (MQA)"]
+    presets = {name: list(shape) for name, shape in PRESETS.items()}
+    shapes = [dict(zip(("n_layers", "n_kv_heads", "d_head"), shape)) for shape in ((32, 8, 128), (32, 8, 128), (3, 2, 1))]
+    problems = [{"presets": presets, "chosen": chosen, "shape": shape}
+                for chosen, shape in zip(("Mistral-7B (GQA)", "", "Mistral-7B (GQA)"), shapes)]
+    shown = call_in_node("kv_cache_explorer.js", "presetFor", problems, "problem.presets, problem.chosen, problem.shape")
+    assert shown == ["Mistral-7B (GQA)", "Llama-3-8B (GQA)", ""]
+    assert shown == [preset_for(p["chosen"], tuple(p["shape"].values())) for p in problems]
