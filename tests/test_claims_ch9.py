@@ -8,17 +8,23 @@ the last queries need.
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
+from attncourse import checks
 from attncourse.attention import causal_mask, scaled_dot_product_attention
+from attncourse.checks import wire
 from attncourse.explorers.flash_explorer import default_problem
 from attncourse.explorers.kv_cache_explorer import PRESETS, KVCacheCalculator, preset_for
 from attncourse.flash import fast_memory_values, tile_order, tiled_attention, tiled_traffic
 from attncourse.kv_cache import decode_with_cache, decoding_mask, kv_cache_bytes, prefill, step_multiply_adds
 from attncourse.multihead import multi_head_attention, projection_shapes, split_heads
+from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
 from tests.markdown_of import markdown_of
 from tests.node_module import call_in_node
 
@@ -266,3 +272,18 @@ def test_a_preset_chosen_stays_chosen_when_another_has_its_shape():
     shown = call_in_node("kv_cache_explorer.js", "presetFor", problems, "problem.presets, problem.chosen, problem.shape")
     assert shown == ["Mistral-7B (GQA)", "Llama-3-8B (GQA)", ""]
     assert shown == [preset_for(p["chosen"], tuple(p["shape"].values())) for p in problems]
+
+
+@pytest.mark.parametrize("typed", [Decimal("2.5"), np.array(2.5), np.array(2.5, dtype=np.float32),
+                                   np.array(5, dtype=np.int64) / 2, Fraction(5, 2)])
+def test_the_cache_size_prediction_takes_any_real_number_a_learner_may_hold(capsys, typed):
+    """sci5 finding 6: predict_cache_size refused Decimal("2.5") and np.array(2.5) ("write your
+    prediction as one number ... got a Decimal"), both the right 2.5 GiB. The learner's check
+    and the grader (which reads the recorded answer back through the wire) both take them."""
+    line = feedback(capsys, checks.predict_cache_size, typed)
+    assert line.startswith("[ch9-predict-cache-size] Passed. you predicted 2.5;"), line
+    assert "Passed." in feedback(capsys, checks.predict_cache_size, wire.decode(wire.encode(typed)))
+    for wrong in (Decimal("3"), np.array(3.0)):  # still judged, not waved through
+        assert "Not right yet." in feedback(capsys, checks.predict_cache_size, wrong)
+    for refused in (np.array([2.5]), Decimal("NaN"), np.array(True), complex(2.5, 0)):
+        assert "write your prediction as" in feedback(capsys, checks.predict_cache_size, refused)
