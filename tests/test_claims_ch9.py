@@ -21,7 +21,7 @@ from attncourse.attention import causal_mask, scaled_dot_product_attention
 from attncourse.checks import wire
 from attncourse.explorers.flash_explorer import default_problem
 from attncourse.explorers.kv_cache_explorer import PRESETS, KVCacheCalculator, preset_for
-from attncourse.flash import fast_memory_values, tile_order, tiled_attention, tiled_traffic
+from attncourse.flash import fast_memory_values, naive_traffic, tile_order, tiled_attention, tiled_traffic
 from attncourse.kv_cache import decode_with_cache, decoding_mask, kv_cache_bytes, prefill, step_multiply_adds
 from attncourse.multihead import multi_head_attention, projection_shapes, split_heads
 from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
@@ -287,3 +287,33 @@ def test_the_cache_size_prediction_takes_any_real_number_a_learner_may_hold(caps
         assert "Not right yet." in feedback(capsys, checks.predict_cache_size, wrong)
     for refused in (np.array([2.5]), Decimal("NaN"), np.array(True), complex(2.5, 0)):
         assert "write your prediction as" in feedback(capsys, checks.predict_cache_size, refused)
+
+
+def test_prefill_is_compute_bound_only_for_a_kernel_that_tiles_on_a_chip_that_allows_it():
+    """sci5 finding 1: "Prefill, at 8,194 (counted with each key and value read once) ... is
+    compute-bound". The chapter's own traffic model gives 31 multiply-adds per value moved
+    for a direct computation of a Llama-3-8B head over 4,096 tokens, below an A100's 153-201
+    (312 TFLOPS fp16 over 2.039 or 1.555 TB/s): memory-bound; tiles that fill one of its
+    processors' 192 KB reach about 271. The chapter now says so, with the chip's ratio cited."""
+    n, width = 4096, 128
+    head_adds = width * n * (n + 1)  # causal: N (N + 1) / 2 scores and weighted values of width d
+    ratios = [312e12 / bandwidth for bandwidth in (2.039e12, 1.555e12)]  # multiply-adds per fp16 value
+    block_q = max(b for b in range(1, n + 1) if fast_memory_values(b, 16, width) <= 192 * 1024 // 2)
+    direct, tiled = head_adds / naive_traffic(n, width), head_adds / tiled_traffic(n, width, block_q, 16, causal=True)
+    assert 30 < direct < ratios[0] < ratios[1] < tiled
+    half = max(b for b in range(1, n + 1) if fast_memory_values(b, 16, width) <= 2**15)
+    assert head_adds / tiled_traffic(n, width, half, 16, causal=True) < ratios[0]  # a third of it: memory-bound
+    text = markdown_of(9)
+    assert "keeps the arithmetic busy: it is *compute-bound*. That is why" not in text
+    assert "memory-bound on an A100 too" in text and "{cite}`nvidia2020a100`" in text
+    assert "Compute-bound or memory-bound is a property of a kernel on a chip, not of prefill itself." in text
+
+
+def test_the_work_saved_by_the_cache_is_said_to_be_attention_s():
+    """sci5 finding 5: "over all 1,024 steps, without the cache is 555 times the work": the
+    count is one attention layer's (step_multiply_adds has no MLP). The chapter says so and
+    counts GPT-2's block with its MLP too (about 530 times)."""
+    assert step_multiply_adds(0, 768, 12, 64) == 4 * 768 * 768 + 2 * 768  # projections, W_O, one score and value
+    text = markdown_of(9)
+    assert "without the cache is {glue:text}`total_ratio:,.0f` times the work" not in text
+    assert "That counts attention alone." in text and "{glue:text}`block_ratio:,.0f`" in text
