@@ -21,8 +21,20 @@ from attncourse.attention import causal_mask, scaled_dot_product_attention
 from attncourse.checks import wire
 from attncourse.explorers.flash_explorer import default_problem
 from attncourse.explorers.kv_cache_explorer import PRESETS, KVCacheCalculator, preset_for
-from attncourse.flash import fast_memory_values, naive_traffic, tile_order, tiled_attention, tiled_traffic
-from attncourse.kv_cache import decode_with_cache, decoding_mask, kv_cache_bytes, prefill, step_multiply_adds
+from attncourse.flash import (
+    fast_memory_values,
+    naive_traffic,
+    tile_order,
+    tiled_attention,
+    tiled_traffic,
+)
+from attncourse.kv_cache import (
+    decode_with_cache,
+    decoding_mask,
+    kv_cache_bytes,
+    prefill,
+    step_multiply_adds,
+)
 from attncourse.multihead import multi_head_attention, projection_shapes, split_heads
 from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
 from tests.markdown_of import markdown_of
