@@ -129,6 +129,9 @@ def scaled_dot_product_attention(
     Q, K and V must be finite (NaN or infinity anywhere is refused, naming the argument and
     the index), and their scores must not overflow to +inf or NaN (-inf is weight 0).
 
+    The result has the float dtype numpy's promotion gives Q, K, V (and ``bias``): float32
+    input gives float32 output and weights, float64 gives float64.
+
     >>> X = np.eye(2)
     >>> out, w = scaled_dot_product_attention(X, X, X, scale=np.log(3.0))
     >>> w.round(2).tolist()
@@ -150,7 +153,7 @@ def scaled_dot_product_attention(
             f"d_k=0 (Q shape {queries.shape}, K shape {keys.shape}): queries and keys "
             "need at least one dimension to be compared"
         )
-    factor = 1.0 / np.sqrt(d_k) if scale is None else number(scale, "scale")
+    factor = d_k**-0.5 if scale is None else number(scale, "scale")  # a Python float: float32 stays float32
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
         scores = (queries @ np.swapaxes(keys, -1, -2)) * factor  # (..., seq_q, seq_k)
     if np.isnan(scores).any() or np.isposinf(scores).any():  # -inf is weight 0, as a mask gives

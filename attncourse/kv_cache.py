@@ -78,7 +78,7 @@ def _padding(padding, lead: tuple[int, ...], total: int) -> np.ndarray:
     (*lead, total); none by default."""
     if padding is None:
         return np.zeros((*lead, total), dtype=bool)
-    array = boolean_array(padding, "padding")
+    array = boolean_array(padding, "padding", meaning="True where a position holds padding")
     if array.ndim == 0:
         raise ValueError(f"padding must have shape (..., {total}), one flag per position, got a single {array!r}")
     try:
@@ -190,8 +190,11 @@ def decode_with_cache(
     Returns the output (..., seq, d_out), equal to the rows of X's positions in
     ``multi_head_attention`` over the whole sequence with ``decoding_mask`` (and padding
     rows 0); with ``return_cache=True``, ``(output, K_cache, V_cache)``, each cache
-    (..., n_kv_heads, slots, d_head): cached + seq slots in position order, or with a
-    window the rolling buffer of min(window, cached + seq) slots.
+    (..., n_kv_heads, held, d_head) in position order, oldest first: every one of the
+    cached + seq positions, or with a window the last min(window, cached + seq), the
+    rolling buffer's slots put back in order. Either is what ``cache=`` takes to continue:
+    with a window, hand it back with the same window, and the padding flags of the
+    positions it holds followed by those of the new tokens.
 
     >>> X = np.eye(2)
     >>> decode_with_cache(X, X, X, X, X, n_heads=1, scale=np.log(3.0)).round(2).tolist()
@@ -235,7 +238,10 @@ def decode_with_cache(
                                                 mask=mask, scale=scale)  # (..., n_kv_heads, group, d_head)
         row = heads.reshape(*lead, n_heads * d_head) @ W_o  # (..., d_out)
         output[..., t, :] = np.where(pad[..., position, None], 0.0, row)
-    return (output, K_cache, V_cache) if return_cache else output
+    if not return_cache:
+        return output
+    in_order = np.argsort(held)  # the slots by the position they hold: oldest first
+    return output, K_cache[..., in_order, :], V_cache[..., in_order, :]
 
 
 def step_multiply_adds(t: int, d_model: int, n_heads: int, d_head: int, n_kv_heads: int | None = None,

@@ -8,8 +8,9 @@ model must output, at the pronoun, the properties of the noun it refers to. Sinc
 properties are new in every sentence, the only way to get them is to attend to that
 noun: the intended attention pattern is known exactly.
 
-The model is one attention head, Q = X W_Q, K = X W_K, V = X W_V, built from three
-``torch.nn.Linear`` layers without bias, trained by gradient descent. Everything is
+The model is one attention head, Q = X W_Q, K = X W_K, V = X W_V: three matrices in the
+row convention whose starting values are drawn as ``torch.nn.Linear`` layers without bias
+draw theirs (each W is such a layer's weight, transposed), trained by gradient descent. Everything is
 seeded and pure: the same arguments give the same numbers. Bad input is refused through
 ``attncourse.validation``, naming the argument at fault.
 """
@@ -298,7 +299,15 @@ def tied_pronoun_head(
 def referent_accuracy(
     pronoun_weights: Float[np.ndarray, "batch seq"], referent: Int[np.ndarray, " batch"]
 ) -> float:
-    """Fraction of sentences whose pronoun puts its largest weight on the referent."""
+    """Fraction of sentences whose pronoun puts its largest weight on the referent alone.
+
+    A tie for the largest weight is not counted as found, wherever the referent stands
+    among the tied positions (argmax would break it for the first: an even spread would
+    "find" every referent at position 0).
+
+    >>> referent_accuracy([[0.5, 0.5, 0.0], [0.2, 0.7, 0.1]], [0, 1])
+    0.5
+    """
     pronoun_weights = check.real_array(pronoun_weights, "pronoun_weights", ndim=2, non_empty=(1,),
                                        layout="(batch, seq)")
     referent = check.index_array(referent, "referent", size=pronoun_weights.shape[1], layout="(batch,)")
@@ -307,4 +316,6 @@ def referent_accuracy(
             f"need pronoun weights (batch, seq) and referents (batch,), got "
             f"{pronoun_weights.shape} and {referent.shape}"
         )
-    return float(np.mean(pronoun_weights.argmax(axis=-1) == referent))
+    on_referent = np.take_along_axis(pronoun_weights, referent[:, None], axis=-1)  # (batch, 1)
+    others = np.where(np.arange(pronoun_weights.shape[1]) == referent[:, None], -np.inf, pronoun_weights)
+    return float(np.mean(on_referent[:, 0] > others.max(axis=-1)))

@@ -183,16 +183,17 @@ def _check_finite(array: np.ndarray, name: str, minus_inf: bool) -> None:
             raise ValueError(f"{name} of shape {array.shape} contains {fault} at index {_where(found)}")
 
 
-def boolean_array(value, name: str) -> np.ndarray:
-    """``value`` as a boolean array (a mask: True where a query may attend), or a TypeError
-    naming its dtype. Shapes are the caller's to check (masks broadcast).
+def boolean_array(value, name: str, meaning: str = "True = may attend") -> np.ndarray:
+    """``value`` as a boolean array, or a TypeError naming its dtype and what True means
+    (``meaning``: a mask's True lets a query attend; padding flags say "True where a
+    position holds padding"). Shapes are the caller's to check (masks broadcast).
 
     >>> boolean_array([[True, False]], "mask").dtype
     dtype('bool')
     """
     array = _as_array(value, name)
     if array.dtype != bool:
-        raise TypeError(f"{name} must be boolean (True = may attend), got dtype {array.dtype}: "
+        raise TypeError(f"{name} must be boolean ({meaning}), got dtype {array.dtype}: "
                         f"{_shown(value)}")
     return array
 

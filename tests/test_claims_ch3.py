@@ -10,7 +10,10 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+import torch
+import torch.nn.functional as F
 
+from attncourse import checks
 from attncourse.attention import causal_mask, dot_product_scores, scaled_dot_product_attention
 from attncourse.training import (
     PRONOUN_REFERENTS,
@@ -20,6 +23,8 @@ from attncourse.training import (
     tied_pronoun_head,
     train_pronoun_attention_seeds,
 )
+from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
+from tests.markdown_of import markdown_of
 
 pytestmark = pytest.mark.slow
 
@@ -196,3 +201,80 @@ def test_over_seeds_and_learning_rates_separate_heads_beat_their_tied_twin_which
         assert (sep_referent > tied_referent).all() and (tied_itself > sep_itself).all(), rate
         kept.append(tied_itself.mean())
     assert kept == sorted(kept)
+
+
+# --- issue 36, second reading (sci5): what a reviewer recomputed in chapter 3 ----------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_attention_keeps_the_float_dtype_it_is_given(dtype):
+    """sci5 finding 11: scaled_dot_product_attention turned float32 input into float64 output
+    (its default scale 1/sqrt(d_k) was a float64 scalar). It keeps the input's precision, and
+    agrees with torch's in that precision (1e-6 in float64, float32's rounding in float32)."""
+    rng = np.random.default_rng(3)
+    Q, K, V = (rng.standard_normal((2, 5, 4)).astype(dtype) for _ in range(3))
+    mask = causal_mask(5)
+    output, weights = scaled_dot_product_attention(Q, K, V, mask=mask)
+    assert output.dtype == weights.dtype == dtype
+    torch_dtype = torch.float32 if dtype == np.float32 else torch.float64
+    theirs = F.scaled_dot_product_attention(*(torch.tensor(M, dtype=torch_dtype) for M in (Q, K, V)),
+                                            attn_mask=torch.tensor(mask)).numpy()
+    assert theirs.dtype == dtype
+    np.testing.assert_allclose(output, theirs, rtol=0, atol=1e-6 if dtype == np.float32 else 1e-12)
+    for scale in (0.5, np.float64(0.5), np.float32(0.5)):  # a given scale is a number, not a precision
+        assert scaled_dot_product_attention(Q, K, V, scale=scale)[0].dtype == dtype
+    assert scaled_dot_product_attention(Q, K, V.astype(np.float64))[0].dtype == np.float64  # numpy's promotion
+
+
+def test_a_tie_for_the_largest_weight_is_not_a_referent_found():
+    """sci5 finding 10: referent_accuracy took argmax, which breaks a tie for the first
+    position: a pronoun spreading its weight evenly "found" a referent at position 0 and
+    missed one further on. A sentence counts only if the referent alone gets the largest
+    weight, wherever it stands."""
+    even = np.full((3, 4), 0.25)  # (batch, seq): an untrained head's even weights
+    assert referent_accuracy(even, [0, 2, 3]) == 0.0
+    tied = np.array([[0.4, 0.4, 0.2, 0.0], [0.1, 0.45, 0.0, 0.45], [0.1, 0.6, 0.2, 0.1]])
+    assert referent_accuracy(tied, [0, 1, 1]) == pytest.approx(1 / 3)  # two ties, one clear winner
+    assert referent_accuracy(tied, [1, 3, 1]) == pytest.approx(1 / 3)  # the tied order does not matter
+
+
+def test_the_linear_layer_sentence_says_what_the_training_takes_from_nn_linear():
+    """sci5 finding 9: "(The training above is built exactly this way.)" after the chapter
+    shows nn.Linear(bias=False) layers; the training draws its start as nn.Linear does and
+    then trains plain matrices in the row convention, X @ W_q. The chapter says that."""
+    text = markdown_of(3)
+    assert "built exactly this way" not in text
+    assert "draws each matrix's starting values as `nn.Linear(d_in, d_out, bias=False)` does" in text
+    task = make_pronoun_task(20, seed=0)
+    d_model = task.embeddings().shape[-1]
+    start = train_pronoun_attention_seeds([task], [7], d_k=3, steps=1, learning_rate=1e-12)[0]
+    torch.manual_seed(7)
+    layers = [torch.nn.Linear(d_model, d_out, bias=False, dtype=torch.float64) for d_out in (3, 3, 4)]
+    for W, layer in zip((start.W_q, start.W_k, start.W_v), layers):
+        np.testing.assert_allclose(W, layer.weight.detach().numpy().T, rtol=0, atol=1e-9)  # its transpose
+
+
+def test_a_float32_answer_passes_even_when_numpy_hands_it_back_in_float64(capsys):
+    """sci5 finding 8: an attention head computed in float32 whose scale np.sqrt(d_k) (float64,
+    np.sqrt of an int) turns the scores float64 failed at float64's tolerance, with two
+    identical-looking matrices 5e-8 apart. Nothing in a float64 array shows that float32 was
+    on its way, so every answer is held to float32's precision, the lowest a learner may
+    compute in; the mistakes the check names are still named (tests/test_checks_float32.py)."""
+    def attention_head(X, W_q, W_k, W_v, mask=None):
+        X, W_q, W_k, W_v = (a.astype(np.float32) for a in (X, W_q, W_k, W_v))
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        S = Q @ K.T / np.sqrt(K.shape[1])  # float64 from here on
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        E = np.exp(S - S.max(axis=1, keepdims=True))
+        A = E / E.sum(axis=1, keepdims=True)
+        return A @ V, A
+
+    line = feedback(capsys, checks.attention_head, attention_head)
+    assert line.startswith("[ch3-attention-head] Passed."), line
+
+    def unscaled(X, W_q, W_k, W_v, mask=None):
+        output, weights = attention_head(X, W_q * np.sqrt(W_q.shape[1]), W_k, W_v, mask)
+        return output, weights
+
+    assert "You did not scale the scores" in feedback(capsys, checks.attention_head, unscaled)

@@ -8,17 +8,37 @@ the last queries need.
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
+from attncourse import checks
 from attncourse.attention import causal_mask, scaled_dot_product_attention
+from attncourse.checks import wire
 from attncourse.explorers.flash_explorer import default_problem
-from attncourse.flash import fast_memory_values, tile_order, tiled_attention, tiled_traffic
-from attncourse.kv_cache import decode_with_cache, prefill, step_multiply_adds
-from attncourse.multihead import multi_head_attention, projection_shapes
+from attncourse.explorers.kv_cache_explorer import PRESETS, KVCacheCalculator, preset_for
+from attncourse.flash import (
+    fast_memory_values,
+    naive_traffic,
+    tile_order,
+    tiled_attention,
+    tiled_traffic,
+)
+from attncourse.kv_cache import (
+    decode_with_cache,
+    decoding_mask,
+    kv_cache_bytes,
+    prefill,
+    step_multiply_adds,
+)
+from attncourse.multihead import multi_head_attention, projection_shapes, split_heads
+from tests.checks_feedback import feedback, learner_mode  # noqa: F401 (an autouse fixture)
 from tests.markdown_of import markdown_of
+from tests.node_module import call_in_node
 
 pytestmark = pytest.mark.slow
 SEEDS = range(10)
@@ -183,3 +203,129 @@ def test_a_prompt_read_at_once_then_decoded_is_the_full_computation(seed):
     for phrase in ("*prefill*", "*decode*", "*memory-bound*", "*compute-bound*", "*rolling buffer*",
                    "Why a cache of keys and values, and none of queries?"):
         assert phrase in text
+
+
+# --- issue 36, second reading (sci5): what a reviewer recomputed in chapter 9 ----------
+
+
+def _chunks(X, layer, pieces, window, padding=None):
+    """Decode X in pieces of the given lengths, each call continuing from the cache the
+    last one returned, with ``padding`` (seq,) sliced to the positions each call sees."""
+    outputs, cache, start = [], None, 0
+    for length in pieces:
+        held = 0 if cache is None else cache[0].shape[-2]
+        pad = None if padding is None else padding[start - held:start + length]
+        out, K, V = decode_with_cache(X[start:start + length], **layer, cache=cache, padding=pad,
+                                      window=window, return_cache=True)
+        outputs.append(out)
+        cache, start = (K, V), start + length
+    return np.concatenate(outputs), cache
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_windowed_cache_handed_back_continues_the_banded_computation(seed):
+    """sci5 finding 2: decode_with_cache(window=W, return_cache=True) returned its rolling
+    buffer in slot order (position p in slot p % W); handed back as cache=, it was read in
+    position order and every later row was off (0.63 to 0.79 on the chapter's layer). The
+    cache now comes back in position order, the last W positions, and continues exactly."""
+    X, layer = chapter_layer(seed)
+    banded, _ = multi_head_attention(X, **layer, mask=decoding_mask(10, window=4))
+    first, K, V = decode_with_cache(X[:6], **layer, window=4, return_cache=True)
+    keys = split_heads(X @ layer["W_k"], 2)  # (n_kv_heads, seq, d_head)
+    np.testing.assert_allclose(K, keys[:, 2:6], rtol=0, atol=1e-12)  # positions 2..5, in order
+    rest = decode_with_cache(X[6:], **layer, window=4, cache=(K, V))
+    assert np.abs(np.concatenate([first, rest]) - banded).max() < 1e-12
+    for pieces in ([3, 1, 4, 2], [1] * 10, [5, 5], [2, 8]):
+        chained, (K_end, _) = _chunks(X, layer, pieces, window=4)
+        assert np.abs(chained - banded).max() < 1e-12, pieces
+        np.testing.assert_allclose(K_end, keys[:, 6:], rtol=0, atol=1e-12)
+    padding = np.arange(10) < 3  # three pad tokens in front, the padding sliced to what each call holds
+    expected, _ = multi_head_attention(X, **layer, mask=decoding_mask(10, padding, window=4))
+    expected[:3] = 0.0
+    chained, _ = _chunks(X, layer, [2, 3, 1, 4], window=4, padding=padding)
+    assert np.abs(chained - expected).max() < 1e-12
+
+
+def test_the_padding_flags_are_described_as_padding_when_refused():
+    """sci5 finding 3: integer padding flags were refused with "padding must be boolean
+    (True = may attend)", the opposite of what padding's True means."""
+    X, layer = chapter_layer(0)
+    with pytest.raises(TypeError, match=r"padding must be boolean \(True where a position holds padding\), "
+                                        r"got dtype int64") as refused:
+        decode_with_cache(X, **layer, padding=np.zeros(10, dtype=int))
+    assert "may attend" not in str(refused.value)
+    with pytest.raises(TypeError, match=r"padding must be boolean \(True where a position holds padding\)"):
+        prefill(X, **layer, padding=[0] * 10)
+    with pytest.raises(TypeError, match=r"mask must be boolean \(True = may attend\)"):
+        scaled_dot_product_attention(X, X, X, mask=np.ones((10, 10)))  # a mask's True still means may attend
+
+
+def test_a_preset_chosen_stays_chosen_when_another_has_its_shape():
+    """sci5 finding 4: the KV-cache calculator showed "Llama-3-8B (GQA)" when "Mistral-7B
+    (GQA)" was picked, both being 32 layers of 8 key/value heads of 128: it named the first
+    preset of the shape. The preset picked stays picked, in Python and in the browser's code,
+    and the readout names it."""
+    calculator = KVCacheCalculator("Mistral-7B (GQA)", seq_len=32768)
+    assert calculator.preset == "Mistral-7B (GQA)"
+    calculator.seq_len, calculator.batch = 4096, 4  # the context and the batch leave the model alone
+    assert calculator.preset == "Mistral-7B (GQA)"
+    calculator.n_kv_heads = 4
+    assert calculator.preset == ""  # no preset's shape: custom
+    calculator.n_kv_heads = 8
+    assert calculator.preset == "Llama-3-8B (GQA)"  # typed back by hand: the first preset of that shape
+    calculator.preset = "Mistral-7B (GQA)"
+    assert calculator.preset == "Mistral-7B (GQA)" and calculator.cache_bytes == kv_cache_bytes(32, 8, 128, 4096, 4)
+    calculator.preset = "Falcon-7B (MQA)"
+    assert (calculator.n_layers, calculator.n_kv_heads, calculator.d_head) == PRESETS["Falcon-7B (MQA)"]
+    presets = {name: list(shape) for name, shape in PRESETS.items()}
+    shapes = [dict(zip(("n_layers", "n_kv_heads", "d_head"), shape)) for shape in ((32, 8, 128), (32, 8, 128), (3, 2, 1))]
+    problems = [{"presets": presets, "chosen": chosen, "shape": shape}
+                for chosen, shape in zip(("Mistral-7B (GQA)", "", "Mistral-7B (GQA)"), shapes)]
+    shown = call_in_node("kv_cache_explorer.js", "presetFor", problems, "problem.presets, problem.chosen, problem.shape")
+    assert shown == ["Mistral-7B (GQA)", "Llama-3-8B (GQA)", ""]
+    assert shown == [preset_for(p["chosen"], tuple(p["shape"].values())) for p in problems]
+
+
+@pytest.mark.parametrize("typed", [Decimal("2.5"), np.array(2.5), np.array(2.5, dtype=np.float32),
+                                   np.array(5, dtype=np.int64) / 2, Fraction(5, 2)])
+def test_the_cache_size_prediction_takes_any_real_number_a_learner_may_hold(capsys, typed):
+    """sci5 finding 6: predict_cache_size refused Decimal("2.5") and np.array(2.5) ("write your
+    prediction as one number ... got a Decimal"), both the right 2.5 GiB. The learner's check
+    and the grader (which reads the recorded answer back through the wire) both take them."""
+    line = feedback(capsys, checks.predict_cache_size, typed)
+    assert line.startswith("[ch9-predict-cache-size] Passed. you predicted 2.5;"), line
+    assert "Passed." in feedback(capsys, checks.predict_cache_size, wire.decode(wire.encode(typed)))
+    for wrong in (Decimal("3"), np.array(3.0)):  # still judged, not waved through
+        assert "Not right yet." in feedback(capsys, checks.predict_cache_size, wrong)
+    for refused in (np.array([2.5]), Decimal("NaN"), np.array(True), complex(2.5, 0)):
+        assert "write your prediction as" in feedback(capsys, checks.predict_cache_size, refused)
+
+
+def test_prefill_is_compute_bound_only_for_a_kernel_that_tiles_on_a_chip_that_allows_it():
+    """sci5 finding 1: "Prefill, at 8,194 (counted with each key and value read once) ... is
+    compute-bound". The chapter's own traffic model gives 31 multiply-adds per value moved
+    for a direct computation of a Llama-3-8B head over 4,096 tokens, below an A100's 153-201
+    (312 TFLOPS fp16 over 2.039 or 1.555 TB/s): memory-bound; tiles that fill one of its
+    processors' 192 KB reach about 271. The chapter now says so, with the chip's ratio cited."""
+    n, width = 4096, 128
+    head_adds = width * n * (n + 1)  # causal: N (N + 1) / 2 scores and weighted values of width d
+    ratios = [312e12 / bandwidth for bandwidth in (2.039e12, 1.555e12)]  # multiply-adds per fp16 value
+    block_q = max(b for b in range(1, n + 1) if fast_memory_values(b, 16, width) <= 192 * 1024 // 2)
+    direct, tiled = head_adds / naive_traffic(n, width), head_adds / tiled_traffic(n, width, block_q, 16, causal=True)
+    assert 30 < direct < ratios[0] < ratios[1] < tiled
+    half = max(b for b in range(1, n + 1) if fast_memory_values(b, 16, width) <= 2**15)
+    assert head_adds / tiled_traffic(n, width, half, 16, causal=True) < ratios[0]  # a third of it: memory-bound
+    text = markdown_of(9)
+    assert "keeps the arithmetic busy: it is *compute-bound*. That is why" not in text
+    assert "memory-bound on an A100 too" in text and "{cite}`nvidia2020a100`" in text
+    assert "Compute-bound or memory-bound is a property of a kernel on a chip, not of prefill itself." in text
+
+
+def test_the_work_saved_by_the_cache_is_said_to_be_attention_s():
+    """sci5 finding 5: "over all 1,024 steps, without the cache is 555 times the work": the
+    count is one attention layer's (step_multiply_adds has no MLP). The chapter says so and
+    counts GPT-2's block with its MLP too (about 530 times)."""
+    assert step_multiply_adds(0, 768, 12, 64) == 4 * 768 * 768 + 2 * 768  # projections, W_O, one score and value
+    text = markdown_of(9)
+    assert "without the cache is {glue:text}`total_ratio:,.0f` times the work" not in text
+    assert "That counts attention alone." in text and "{glue:text}`block_ratio:,.0f`" in text

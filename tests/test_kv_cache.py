@@ -168,7 +168,7 @@ def test_decode_with_cache_refuses_bad_input(change, message):
         ({"X": [["a"] * 4] * 3}, r"X must be an array of real numbers"),
         ({"W_k": np.eye(4) * 1j}, r"W_k must be real, got dtype complex128"),
         ({"return_cache": "yes"}, r"return_cache must be True or False"),
-        ({"padding": [0, 1, 0]}, r"padding must be boolean \(True = may attend\), got dtype int64"),
+        ({"padding": [0, 1, 0]}, r"padding must be boolean \(True where a position holds padding\), got dtype int64"),
         ({"window": 2.0}, r"window must be a positive integer, got 2.0 of type float"),
         ({"cache": [np.zeros((2, 1, 2))] * 2}, r"cache must be a pair \(K_cache, V_cache\), as prefill returns them, "
                                                r"got list"),
@@ -229,15 +229,15 @@ def test_a_left_padded_sequence_needs_its_padding_masked_at_every_step():
     assert (np.abs(unmasked[3:] - alone).max(axis=-1) > 1e-3).all()  # every real token's output is off
 
 
-def test_a_window_caps_the_cache_and_keeps_position_p_in_slot_p_mod_window():
+def test_a_window_caps_the_cache_and_hands_back_the_last_positions_in_order():
     rng = np.random.default_rng(11)
     layer = dict(zip(("W_q", "W_k", "W_v", "W_o"), random_layer(rng, 4, 2, 2)), n_heads=2)
     X = rng.standard_normal((10, 4))
     _, K_cache, V_cache = decode_with_cache(X, **layer, window=4, return_cache=True)
     assert K_cache.shape == V_cache.shape == (2, 4, 2)  # four slots, not ten positions
-    keys = split_heads(X @ layer["W_k"], 2)  # (n_kv_heads, seq, d_head)
-    for position in range(6, 10):  # the last four positions, each in slot position % 4
-        np.testing.assert_allclose(K_cache[:, position % 4], keys[:, position], **EXACT)
+    keys, values = split_heads(X @ layer["W_k"], 2), split_heads(X @ layer["W_v"], 2)  # (n_kv_heads, seq, d_head)
+    np.testing.assert_allclose(K_cache, keys[:, 6:], **EXACT)  # positions 6..9, oldest first
+    np.testing.assert_allclose(V_cache, values[:, 6:], **EXACT)
     # a window as long as the sequence changes nothing
     np.testing.assert_array_equal(decode_with_cache(X, **layer, window=10), decode_with_cache(X, **layer))
 

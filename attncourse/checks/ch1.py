@@ -57,7 +57,7 @@ def stable_softmax(run, candidate) -> str:
         if (weights < 0).any():
             raise Failed(f"{what} gave negative weights {show(weights)}; exp is never negative.")
         sums = weights.sum(axis=-1)
-        if not close(sums, 1.0, like=weights):
+        if not close(sums, 1.0):
             raise Failed(f"{what}: the rows sum to {show(sums)}, not 1 ({difference(sums, 1.0)}). "
                          f"{_axis_hint(weights)}")
         expected = softmax(scores)
@@ -84,9 +84,9 @@ def _overflow_hint(scores: np.ndarray) -> str:
 
 
 def _axis_hint(weights: np.ndarray) -> str:
-    if close(weights.sum(), 1.0, like=weights):
+    if close(weights.sum(), 1.0):
         return "You normalised the whole array at once: divide each row by its own sum (axis=-1, keepdims=True)."
-    if weights.ndim > 1 and close(weights.sum(axis=0), 1.0, like=weights):
+    if weights.ndim > 1 and close(weights.sum(axis=0), 1.0):
         return "You normalised the columns: sum over the last axis (axis=-1, keepdims=True)."
     return "Divide each exponential by the sum of its row (axis=-1, keepdims=True)."
 

@@ -119,7 +119,7 @@ def _as_number(value) -> tuple[float | None, str]:
         if number is None:
             return None, f"write your prediction as one number, such as 0.25; got {_kind(value)}."
         return number, ""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, np.number)):
+    if not _is_real_number(value):
         return None, f"write your prediction as one number, such as 0.25; got {_kind(value)}."
     number = finite_float(value)
     if number is None:
@@ -127,16 +127,28 @@ def _as_number(value) -> tuple[float | None, str]:
     return number, ""
 
 
+def _is_real_number(value) -> bool:
+    """Whether ``value`` is one real number, in any of the forms a learner may hold one: a
+    Python or numpy number, a Fraction, a Decimal, a 0-d numpy array of numbers. Not a bool
+    (True is no prediction) and not a complex number."""
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0 and value.dtype.kind in "iuf"
+    if isinstance(value, (bool, np.bool_, complex, np.complexfloating)):
+        return False
+    return isinstance(value, (Real, np.number, Decimal))
+
+
 def finite_float(value) -> float | None:
     """``value`` as a finite float, or None for NaN, an infinity, an integer too large for
-    a float (``10**400``), a bool or anything that is not a real number. Never raises for
-    such a value (what ``math.isfinite`` does for ``10**400``); a learner's own ``__float__``
-    may, and runs under the check's time budget.
+    a float (``10**400``), a bool or anything that is not one real number. Decimal("2.5")
+    and np.array(2.5) are real numbers. Never raises for such a value (what
+    ``math.isfinite`` does for ``10**400``); a learner's own ``__float__`` may, and runs
+    under the check's time budget.
 
-    >>> [finite_float(v) for v in (0.25, 3, 10**400, float("nan"), True, "1")]
-    [0.25, 3.0, None, None, None, None]
+    >>> [finite_float(v) for v in (0.25, 3, 10**400, float("nan"), True, "1", Decimal("2.5"), np.array(2.5))]
+    [0.25, 3.0, None, None, None, None, 2.5, 2.5]
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, np.number)):
+    if not _is_real_number(value):
         return None
     try:
         number = float(value)

@@ -62,6 +62,7 @@ import base64
 import contextlib
 import copy
 import dataclasses
+import decimal
 import fractions
 import functools
 import hashlib
@@ -132,6 +133,8 @@ def _encode(value: Any, depth: int) -> Any:
         return {"$complex": [encode(value.real), encode(value.imag)]}
     if isinstance(value, fractions.Fraction):  # a number to the checks, which take any real number
         return _encode(fractions.Fraction.__float__(value), depth)
+    if isinstance(value, decimal.Decimal):  # so is a Decimal (not a numbers.Real)
+        return _encode(decimal.Decimal.__float__(value), depth)
     if isinstance(value, (np.ndarray, np.generic)):
         return _encode_array(value)
     if isinstance(value, numbers.Real) and not callable(value):  # sympy's Float, mpmath's mpf: a number to the checks

@@ -32,6 +32,16 @@ export function cacheBytesText(values) {
   return describe(cacheBytes(values));
 }
 
+// The preset to show for a shape: the one chosen while the shape is its own (two presets may
+// share a shape), else the first preset of that shape, else "" (custom). As preset_for in
+// kv_cache_explorer.py.
+export function presetFor(presets, chosen, { n_layers, n_kv_heads, d_head }) {
+  const fits = ([layers, heads, width]) => layers === n_layers && heads === n_kv_heads && width === d_head;
+  if (presets[chosen] && fits(presets[chosen])) return chosen;
+  const match = Object.entries(presets).find(([, shape]) => fits(shape));
+  return match ? match[0] : "";
+}
+
 function render({ model, el: host }) {
   const root = el("div", "attn-explorer kv-cache-calculator");
   root.style.cssText = "font:14px sans-serif;max-width:640px";
@@ -76,21 +86,20 @@ function render({ model, el: host }) {
       .map((name) => [name, model.get(name)]));
     for (const [name] of FIELDS) fields[name].show(values[name]);
     precision.value = String(values.bytes_per_value);
-    const match = Object.entries(model.get("presets")).find(([, [layers, heads, width]]) =>
-      layers === values.n_layers && heads === values.n_kv_heads && width === values.d_head);
-    preset.value = match ? match[0] : "(custom)";
+    const shown = presetFor(model.get("presets"), model.get("preset"), values);
+    preset.value = shown || "(custom)";
     const bytes = cacheBytes(values);
     result.dataset.value = bytes.toString();
-    result.textContent = `KV cache: ${describe(bytes)}`;
+    result.textContent = `KV cache${shown ? ` of ${shown}` : ""}: ${describe(bytes)}`;
   }
 
   preset.addEventListener("change", () => {
     const shape = model.get("presets")[preset.value];
-    if (shape) save({ n_layers: shape[0], n_kv_heads: shape[1], d_head: shape[2] });
+    if (shape) save({ preset: preset.value, n_layers: shape[0], n_kv_heads: shape[1], d_head: shape[2] });
   });
   precision.addEventListener("change", () => save({ bytes_per_value: Number(precision.value) }));
   update();
-  const names = [...FIELDS.map(([n]) => n), "bytes_per_value"];
+  const names = [...FIELDS.map(([n]) => n), "bytes_per_value", "preset"];
   return onChanges(model, Object.fromEntries(names.map((name) => [name, update])));
 }
 

@@ -110,9 +110,13 @@ def test_the_calculator_follows_presets_and_typed_numbers(site, visit, watched_p
     root = watched_page.locator(".kv-cache-calculator")
     result = root.locator('[data-role="cache-bytes"]')
     assert result.get_attribute("data-value") == str(kv_cache_bytes(32, 32, 128, 4096))
-    assert result.text_content() == "KV cache: 2,147,483,648 bytes = 2 GiB"
-    root.locator('[data-role="preset"]').select_option("Llama-3-8B (GQA)")
+    assert result.text_content() == "KV cache of Llama-2-7B: 2,147,483,648 bytes = 2 GiB"
+    root.locator('[data-role="preset"]').select_option("Mistral-7B (GQA)")  # Llama-3-8B's shape: it stays Mistral
     watched_page.wait_for_function("(node) => node.dataset.value === '536870912'", arg=result.element_handle())
+    assert root.locator('[data-role="preset"]').input_value() == "Mistral-7B (GQA)"
+    assert result.text_content() == "KV cache of Mistral-7B (GQA): 536,870,912 bytes = 512 MiB"
+    root.locator('[data-role="preset"]').select_option("Llama-3-8B (GQA)")
+    watched_page.wait_for_function("(node) => node.textContent.includes('Llama-3-8B')", arg=result.element_handle())
     root.locator('[data-role="seq_len"]').fill("131072")
     root.locator('[data-role="batch"]').fill("64")
     root.locator('[data-role="precision"]').select_option("4")
@@ -124,6 +128,7 @@ def test_the_calculator_follows_presets_and_typed_numbers(site, visit, watched_p
     watched_page.wait_for_function("([node, value]) => node.dataset.value === value",
                                    arg=[result.element_handle(), str(kv_cache_bytes(32, 2, 128, 131072, 64, 4))])
     assert root.locator('[data-role="preset"]').input_value() == "(custom)"
+    assert result.text_content().startswith("KV cache: ")  # no model's name on a custom shape
 
 
 def test_both_explorers_on_the_chapter_page(visit, watched_page):
