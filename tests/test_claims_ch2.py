@@ -139,21 +139,22 @@ def test_lambda_names_one_thing():
 def _cap(X, it, ball):
     """The largest A[it, ball] over every embedding of it, the other rows of X fixed, by
     torch's L-BFGS on the concave log A[it, ball] from three starts (the largest found)."""
-    Xt, found = torch.tensor(X), []
-    for start in (X[it], np.zeros(X.shape[1]), X[ball]):
-        x = torch.tensor(start, requires_grad=True)
-        optimiser = torch.optim.LBFGS([x], max_iter=500, line_search_fn="strong_wolfe")
+    return max(_climb(X, it, ball, start) for start in (X[it], np.zeros(X.shape[1]), X[ball]))
 
-        def loss():
-            optimiser.zero_grad()
-            row = torch.where(torch.arange(len(X))[:, None] == it, x, Xt) @ x  # (seq,)
-            value = torch.logsumexp(row, 0) - row[ball]
-            value.backward()
-            return value
 
-        optimiser.step(loss)
-        found.append(float(torch.exp(-loss().detach())))
-    return max(found)
+def _climb(X, it, ball, start):
+    Xt, x = torch.tensor(X), torch.tensor(start, requires_grad=True)
+    optimiser = torch.optim.LBFGS([x], max_iter=500, line_search_fn="strong_wolfe")
+
+    def loss():
+        optimiser.zero_grad()
+        row = torch.where(torch.arange(len(X))[:, None] == it, x, Xt) @ x  # (seq,)
+        value = torch.logsumexp(row, 0) - row[ball]
+        value.backward()
+        return value
+
+    optimiser.step(loss)
+    return float(torch.exp(-loss().detach()))
 
 
 def test_the_cap_on_it_to_ball_is_set_by_the_scale_of_the_sentence():
@@ -184,7 +185,7 @@ def test_both_words_can_keep_their_meaning_and_ball_still_give_tennis_far_more(c
     assert "Passed." in feedback(capsys, checks.ball_ignores_it, kept)
     prose = _prose()
     assert "The cost has moved, not gone" not in prose and "paying in meaning for attention" not in prose
-    assert "both words keep a cosine of at least" in prose
+    assert "Both words keep a cosine of at least" in prose
 
 
 def test_the_blog_post_is_not_credited_with_the_self_preference():
