@@ -118,6 +118,31 @@ def test_stable_softmax_explains_underflow(capsys):
 
 
 
+# --- issue 36 review (sci6), finding 7: a float16 softmax is held to float16's precision ----
+
+
+def float16_softmax(scores):
+    scores = np.asarray(scores, dtype=np.float16)
+    exponentials = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return exponentials / exponentials.sum(axis=-1, keepdims=True)
+
+
+def float16_whole_array(scores):
+    return whole_array(np.asarray(scores, dtype=np.float16))
+
+
+def test_stable_softmax_passes_a_right_softmax_computed_in_float16(capsys):
+    assert abs(float16_softmax(np.array([1.0, 2.0, 3.0])).astype(float).sum() - 1) > 1e-4  # beyond float32's rule
+    line = feedback(capsys, checks.stable_softmax, float16_softmax)
+    assert line.startswith("[ch1-stable-softmax] Passed. ")
+    assert "float16" in line
+
+
+def test_stable_softmax_names_a_float16_mistake_as_the_mistake(capsys):
+    line = feedback(capsys, checks.stable_softmax, float16_whole_array)
+    assert "Not right yet." in line and "You normalised the whole array at once" in line
+
+
 # --- ch1-pool-prefers-badminton ----------------------------------------------------------
 
 

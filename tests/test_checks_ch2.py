@@ -3,6 +3,8 @@ answer (passed), the untouched stub (not implemented) and the mistakes its hints
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -139,6 +141,35 @@ def test_stationary_distribution_names_the_mistake(capsys, answer, expected):
     line = feedback(capsys, checks.stationary_distribution, answer)
     assert line.startswith("[ch2-stationary-distribution] Not right yet. ")
     assert expected in line
+
+
+# --- issue 36 review (sci6), finding 7: what an unconverged walk and a huge ratio are told ----
+
+
+def power_iteration(steps):
+    def stationary_distribution(X):
+        weights = softmax(X @ X.T)  # (seq, seq)
+        pi = np.full(len(X), 1 / len(X))
+        for _ in range(steps):
+            pi = pi @ weights
+        return pi
+    return stationary_distribution
+
+
+@pytest.mark.parametrize("steps", [50, 1000])
+def test_an_unconverged_power_iteration_is_told_it_has_not_converged(capsys, steps):
+    line = feedback(capsys, checks.stationary_distribution, power_iteration(steps))
+    assert "Not right yet." in line
+    assert "not stationary yet: one more step of the walk, pi A, moves it by" in line
+    assert "pi_i = Z_i / sum_k Z_k" in line and "needs no iteration" in line
+
+
+def test_ball_ignores_it_writes_a_huge_ratio_of_normalisers_readably(capsys):
+    X_tuned = X.copy()
+    X_tuned[BALL] = [10.0, 0.0, 0.0, 0.0, 0.0]
+    line = feedback(capsys, checks.ball_ignores_it, X_tuned)
+    assert "Passed." in line and "Z_ball is 1.7e+38 times Z_it" in line
+    assert not re.search(r"\d{8}", line)
 
 
 # --- ch2-predict-weight-back -------------------------------------------------------------

@@ -131,3 +131,89 @@ def test_lambda_names_one_thing():
     prose = _prose()
     assert "$\\lambda\\,(1 + \\cos" in prose and "$c = -\\lambda h$" not in prose
     assert "$c = -\\mu h$ with $\\mu > 0$" in prose
+
+
+# --- issue 36 review (sci6), findings 1, 2, 3 and 6 ---------------------------------------
+
+
+def _cap(X, it, ball):
+    """The largest A[it, ball] over every embedding of it, the other rows of X fixed, by
+    torch's L-BFGS on the concave log A[it, ball] from three starts (the largest found)."""
+    return max(_climb(X, it, ball, start) for start in (X[it], np.zeros(X.shape[1]), X[ball]))
+
+
+def _climb(X, it, ball, start):
+    Xt, x = torch.tensor(X), torch.tensor(start, requires_grad=True)
+    optimiser = torch.optim.LBFGS([x], max_iter=500, line_search_fn="strong_wolfe")
+
+    def loss():
+        optimiser.zero_grad()
+        row = torch.where(torch.arange(len(X))[:, None] == it, x, Xt) @ x  # (seq,)
+        value = torch.logsumexp(row, 0) - row[ball]
+        value.backward()
+        return value
+
+    optimiser.step(loss)
+    return float(torch.exp(-loss().detach()))
+
+
+def test_the_cap_on_it_to_ball_is_set_by_the_scale_of_the_sentence():
+    sentence = tennis_sentence()
+    X, it, ball = sentence.X, sentence.index("it"), sentence.index("ball")
+    caps = [_cap(scale * X, it, ball) for scale in (0.5, 1.0, 2.0, 3.0)]
+    assert np.all(np.diff(caps) > 0) and caps[0] < 0.2 and 0.37 < caps[1] < 0.39 and caps[-1] > 0.99
+    half = X[ball] / 2  # it at half of ball: it scores ball |x_ball|^2 / 2 and itself |x_ball|^2 / 4
+    assert np.isclose(half @ X[ball], 2 * (half @ half))
+    prose = _prose()
+    assert "as far as we like" not in prose and "That is the real failure" not in prose
+    assert "That cap belongs to this sentence's scale" in prose
+
+
+def test_both_words_can_keep_their_meaning_and_ball_still_give_tennis_far_more(capsys):
+    from attncourse import checks
+    from tests.checks_feedback import feedback
+
+    sentence = tennis_sentence()
+    X, it, ball, tennis = sentence.X, *(sentence.index(w) for w in ("it", "ball", "tennis"))
+    kept = X.copy()
+    kept[it], kept[ball] = [1.2, -0.03, 0.39, 0.28, -0.09], [1.63, 0.0, 0.14, 1.71, 0.0]
+    longer = X.copy()
+    longer[ball] = 1.5 * X[ball]  # the chapter's simplest answer
+    A_kept, A_longer = softmax(kept @ kept.T), softmax(longer @ longer.T)
+    assert min(cosine_similarity(kept[w], X[w]) for w in (it, ball)) > 0.95
+    assert A_kept[ball, tennis] > 4 * A_longer[ball, tennis]
+    assert "Passed." in feedback(capsys, checks.ball_ignores_it, kept)
+    prose = _prose()
+    assert "The cost has moved, not gone" not in prose and "paying in meaning for attention" not in prose
+    assert "Both words keep a cosine of at least" in prose
+
+
+def test_the_blog_post_is_not_credited_with_the_self_preference():
+    intro = _prose().split("**You will be able to**")[0]
+    credited = intro.split("describes well")[1]
+    assert "favours the word itself" in credited  # the point is made, and
+    assert credited.index("the post does not make") < credited.index("favours the word itself")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_where_similaritys_link_falls_among_random_projections_depends_on_their_scale(seed):
+    sentence = tennis_sentence()
+    X = sentence.X  # (seq, d_model)
+    it, picked = sentence.index("it"), sentence.index("picked")
+    states, _ = repeated_attention(X, steps=1)
+    similarity_link = (states[1] @ states[1].T)[it, picked]
+    mean = X.mean(axis=0)  # uniform weights: every word becomes the mean
+    assert mean @ mean > similarity_link
+    d = X.shape[-1]
+    W_Q, W_K = np.random.default_rng([int(seed), 9]).standard_normal((2, 1000, d, d))  # (draws, d, d) each
+    ranks, medians = [], []
+    for scale in (1 / np.sqrt(d), 1.0, 3.0):
+        A = softmax((X @ (scale * W_Q)) @ (X @ (scale * W_K)).swapaxes(-1, -2) / np.sqrt(d))  # (draws, seq, seq)
+        Y = A @ X  # (draws, seq, d_model)
+        links = (Y[:, it] * Y[:, picked]).sum(axis=-1)  # (draws,)
+        ranks.append((links < similarity_link).mean())
+        medians.append(np.median(links))
+    assert ranks[0] < 0.3 < 0.35 < ranks[1] < 0.55 and medians[2] < 0.15
+    prose = _prose()
+    assert "is a typical value, not a special one" not in prose
+    assert "depends on the scale of the projections" in prose

@@ -85,6 +85,16 @@ def _stationary_hint(pi: np.ndarray, X: np.ndarray) -> str:
         return "A uniform pi is stationary only when every row normaliser is the same. Hint: pi_i is proportional to Z_i."
     if close(pi, softmax(scores).mean(axis=0)):
         return "That is one step of the walk from the uniform distribution; the stationary pi does not move at all: pi A = pi."
+    weights = softmax(scores)  # (seq, seq)
+    if (pi >= 0).all() and close(pi.sum(), 1.0):
+        moved = np.abs(pi @ weights - pi).max()
+        return (
+            f"Your pi is a distribution but not stationary yet: one more step of the walk, pi A, "
+            f"moves it by up to {moved:.1e}. If you iterate pi <- pi A, the walk converges "
+            "slowly when a word keeps most of its attention for itself (one here keeps "
+            f"{weights.diagonal().max():.3f}); the closed form needs no iteration: "
+            "pi_i = Z_i / sum_k Z_k, with Z_i the sum of row i of exp(X Xᵀ)."
+        )
     return "Hint: Z_i is the sum of row i of exp(X Xᵀ); pi is Z divided by its sum."
 
 
@@ -123,7 +133,7 @@ def ball_ignores_it(run, X_tuned) -> str:
     views = {"scores": scores, "weights": weights}
     gives_ball, ignores_it = goal.conditions
     given, returned = weights[_IT, _BALL], weights[_BALL, _IT]
-    z_ratio = np.exp(log_Z[_BALL] - log_Z[_IT])
+    z_ratio = float(np.exp(log_Z[_BALL] - log_Z[_IT]))
     if not gives_ball.holds(_SENTENCE.tokens, views):
         raise Failed(
             f"it gives ball {given:.3f}, not more than {gives_ball.right:g}. Hint: raise their "
@@ -132,15 +142,20 @@ def ball_ignores_it(run, X_tuned) -> str:
     if not ignores_it.holds(_SENTENCE.tokens, views):
         raise Failed(
             f"ball gives it {returned:.3f}, not less than a tenth of the {given:.3f} it gives "
-            f"ball. Hint: A[it, ball] / A[ball, it] = Z_ball / Z_it, now {z_ratio:.2f}: "
+            f"ball. Hint: A[it, ball] / A[ball, it] = Z_ball / Z_it, now {_readable(z_ratio, 2)}: "
             "ball's row normaliser must be more than 10 times that of it."
         )
     before = softmax(X @ X.T)[_BALL, _TENNIS]
     return (
-        f"it gives ball {given:.3f}, ball gives it {returned:.3f}: Z_ball is {z_ratio:.1f} times "
+        f"it gives ball {given:.3f}, ball gives it {returned:.3f}: Z_ball is {_readable(z_ratio, 1)} times "
         f"Z_it. The price: ball now gives tennis {weights[_BALL, _TENNIS]:.3f} (it gave "
         f"{before:.3f}) and itself {weights[_BALL, _BALL]:.3f}."
     )
+
+
+def _readable(ratio: float, decimals: int) -> str:
+    """A ratio of normalisers for a message: 2.19, or 1.7e+38 once it has many digits."""
+    return f"{ratio:.{decimals}f}" if ratio < 1e4 else f"{ratio:.2g}"
 
 
 _WEIGHTS = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))  # (seq, seq): A = softmax(X Xᵀ)

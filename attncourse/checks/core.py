@@ -476,12 +476,21 @@ _FLOAT32_TOLERANCE = FLOAT32_UNITS * float(np.finfo(np.float32).eps)
 
 def computed_in_float32(answer) -> bool:
     """Whether every finite entry of ``answer`` is a float32 number, as every array computed
-    in float32 (or float16) to the end is, whatever dtype it is handed back in (a float64
-    copy, the grader's record of it). Other entries (NaN, inf) say nothing either way."""
+    in float32 (or float16) is, whatever dtype it is handed back in (a float64 copy, the
+    grader's record of it). Other entries (NaN, inf) say nothing either way."""
+    return _representable(answer, np.float32)
+
+
+def computed_in_float16(answer) -> bool:
+    """Whether every finite entry of ``answer`` is a float16 number (as for float32, above)."""
+    return _representable(answer, np.float16)
+
+
+def _representable(answer, dtype) -> bool:
     array = np.asarray(answer, dtype=np.float64)
     finite = array[np.isfinite(array)]
-    with np.errstate(over="ignore"):  # a float64 beyond float32's range is not a float32 number
-        return bool(np.array_equal(finite.astype(np.float32).astype(np.float64), finite))
+    with np.errstate(over="ignore"):  # a float64 beyond dtype's range is not one of its numbers
+        return bool(np.array_equal(finite.astype(dtype).astype(np.float64), finite))
 
 
 def tolerance(expected) -> dict[str, float]:
