@@ -76,7 +76,8 @@ def softmax(x: Float[np.ndarray, ...], axis: int = -1) -> Float[np.ndarray, ...]
             f"first at index {tuple(int(i) for i in where[0])}; "
             "each query must be allowed to attend to at least one key"
         )
-    exponentials = np.exp(scores - row_max)
+    with np.errstate(over="ignore"):  # a score far below the maximum becomes -inf, and exp(-inf) is 0
+        exponentials = np.exp(scores - row_max)
     return exponentials / exponentials.sum(axis=axis, keepdims=True)
 
 

