@@ -53,26 +53,28 @@ def test_an_array_computed_in_float32_is_recognised_whatever_dtype_it_is_handed_
     assert not computed_in_float32(np.array([1e300]))  # beyond float32's range
 
 
-def test_every_answer_is_held_to_float32s_precision_whatever_dtype_it_comes_back_in():
+def test_float64_answers_keep_their_tolerance_and_float32_answers_get_float32s():
     expected = np.array([0.2, 0.3, 0.5])
-    off = expected * (1 + 1e-5)  # float32's rounding on its way (84 units): a right answer
-    assert close(off, expected) and close(expected.astype(F), expected) and close(off.astype(F), expected)
-    assert not close(expected + 1e-3, expected) and not close((expected + 1e-3).astype(F), expected)  # a mistake
-    assert tolerance(expected) == {"rtol": 0.0, "atol": core.FLOAT32_UNITS * float(np.finfo(F).eps)}
-    assert tolerance(40 * expected)["atol"] / tolerance(expected)["atol"] == 20  # relative to the largest entry, or to 1
+    off = expected * (1 + 1e-5)  # a float64 answer 1e-5 off: wrong at float64's precision
+    assert not close(off, expected)
+    assert close(expected.astype(F), expected) and close(off.astype(F), expected)
+    assert not close((expected + 1e-3).astype(F), expected)  # a real mistake, in float32
+    assert tolerance(expected, expected) == {"rtol": core.RTOL, "atol": core.ATOL}
+    scale = tolerance(expected.astype(F), 40 * expected)["atol"] / tolerance(expected.astype(F), expected)["atol"]
+    assert scale == 20  # relative to the largest entry expected, 20 here, or to 1
 
 
 def test_a_message_shows_how_far_an_answer_is_when_the_rounded_arrays_look_alike(capsys):
     def off(part):
         def attention_head(X, W_q, W_k, W_v, mask=None):
             output, weights = test_checks_ch3.reference_head(X, W_q, W_k, W_v, mask)
-            return (output * (1 + 3e-4), weights) if part == "output" else (output, weights * (1 + 3e-4))
+            return (output * (1 + 1e-5), weights) if part == "output" else (output, weights * (1 + 1e-5))
         return attention_head
 
     output_line = feedback(capsys, checks.attention_head, off("output"))
-    assert "the weights are right but the output" in output_line and "(the largest difference is 0.00039)" in output_line
+    assert "the weights are right but the output" in output_line and "(the largest difference is 1.3e-05)" in output_line
     weights_line = feedback(capsys, checks.attention_head, off("weights"))
-    assert "sum to [1., 1., 1., 1.] (the largest difference is 0.0003)" in weights_line
+    assert "sum to [1., 1., 1., 1.] (the largest difference is 1e-05)" in weights_line
 
 
 # --- learners' answers computed in float32 ---------------------------------------------------

@@ -254,12 +254,11 @@ def test_the_linear_layer_sentence_says_what_the_training_takes_from_nn_linear()
         np.testing.assert_allclose(W, layer.weight.detach().numpy().T, rtol=0, atol=1e-9)  # its transpose
 
 
-def test_a_float32_answer_passes_even_when_numpy_hands_it_back_in_float64(capsys):
+def test_an_answer_float32_part_of_the_way_is_told_how_far_off_it_is(capsys):
     """sci5 finding 8: an attention head computed in float32 whose scale np.sqrt(d_k) (float64,
-    np.sqrt of an int) turns the scores float64 failed at float64's tolerance, with two
-    identical-looking matrices 5e-8 apart. Nothing in a float64 array shows that float32 was
-    on its way, so every answer is held to float32's precision, the lowest a learner may
-    compute in; the mistakes the check names are still named (tests/test_checks_float32.py)."""
+    np.sqrt of an int) turns the scores float64 is held to float64's precision (no array shows
+    float32 was on its way, and holding every answer to float32's let mistakes pass on some
+    draws): it is told how far off it is, which two rounded matrices alone do not show."""
     def attention_head(X, W_q, W_k, W_v, mask=None):
         X, W_q, W_k, W_v = (a.astype(np.float32) for a in (X, W_q, W_k, W_v))
         Q, K, V = X @ W_q, X @ W_k, X @ W_v
@@ -271,10 +270,4 @@ def test_a_float32_answer_passes_even_when_numpy_hands_it_back_in_float64(capsys
         return A @ V, A
 
     line = feedback(capsys, checks.attention_head, attention_head)
-    assert line.startswith("[ch3-attention-head] Passed."), line
-
-    def unscaled(X, W_q, W_k, W_v, mask=None):
-        output, weights = attention_head(X, W_q * np.sqrt(W_q.shape[1]), W_k, W_v, mask)
-        return output, weights
-
-    assert "You did not scale the scores" in feedback(capsys, checks.attention_head, unscaled)
+    assert not line.startswith("[ch3-attention-head] Passed.") and "(the largest difference is" in line, line

@@ -59,7 +59,7 @@ def stable_softmax(run, candidate) -> str:
             raise Failed(f"{what} gave {show(weights)}. {_overflow_hint(scores)}")
         if (weights < 0).any():
             raise Failed(f"{what} gave negative weights {show(weights)}; exp is never negative.")
-        in_float16 |= computed_in_float16(weights) and not close(weights, softmax(scores))
+        in_float16 |= computed_in_float16(weights) and not close(weights, softmax(scores), like=weights)
         sums = weights.sum(axis=-1)
         if not _close(sums, 1.0, like=weights):
             raise Failed(f"{what}: the rows sum to {show(sums)}, not 1 ({difference(sums, 1.0)}). "
@@ -91,7 +91,7 @@ _FLOAT16_TOLERANCE = FLOAT16_UNITS * float(np.finfo(np.float16).eps)
 def _close(answer, expected, like) -> bool:
     """:func:`close`, with a float16 ``like`` held to float16's precision."""
     if not computed_in_float16(like):
-        return close(answer, expected)
+        return close(answer, expected, like=like)
     expected = np.asarray(expected, dtype=np.float64)
     largest = max(1.0, float(np.abs(expected).max()))
     return bool(np.allclose(answer, expected, rtol=0.0, atol=_FLOAT16_TOLERANCE * largest))

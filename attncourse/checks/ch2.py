@@ -86,7 +86,7 @@ def _stationary_hint(pi: np.ndarray, X: np.ndarray) -> str:
     if close(pi, softmax(scores).mean(axis=0)):
         return "That is one step of the walk from the uniform distribution; the stationary pi does not move at all: pi A = pi."
     weights = softmax(scores)  # (seq, seq)
-    if (pi >= 0).all() and close(pi.sum(), 1.0):
+    if (pi >= 0).all() and close(pi.sum(), 1.0, like=pi):
         moved = np.abs(pi @ weights - pi).max()
         return (
             f"Your pi is a distribution but not stationary yet: one more step of the walk, pi A, "

@@ -123,13 +123,13 @@ def _check_head_weights(weights, arrays, mask, what: str) -> None:
             else "Every weight should be a finite number."
         )
         raise Failed(f"{what} gave the weights {show(weights)}. {hint}")
-    if mask is not None and not close(weights[~mask], 0.0):
+    if mask is not None and not close(weights[~mask], 0.0, like=weights):
         raise Failed(f"{what}: {_mask_hint(weights, Q, K, V, mask)}")
     sums = weights.sum(axis=-1)
-    if not close(sums, 1.0):
+    if not close(sums, 1.0, like=weights):
         hint = (
             "You normalised the columns: the softmax runs along each query's row (axis=-1)."
-            if close(weights.sum(axis=0), 1.0)
+            if close(weights.sum(axis=0), 1.0, like=weights)
             else "Each query's weights must sum to 1: mask the scores before the softmax, not the weights after it."
         )
         raise Failed(f"{what}: the rows of the weights sum to {show(sums)} ({difference(sums, 1.0)}). {hint}")

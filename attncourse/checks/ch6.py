@@ -127,7 +127,7 @@ def _check_weights(weights, x, kernel, alpha, what: str) -> None:
     expected = shift_weights(len(x), K, alpha)  # (K, seq, seq_padded)
     if close(weights, expected):
         return
-    if not np.isfinite(weights).all() or not close(weights.sum(-1), 1.0):
+    if not np.isfinite(weights).all() or not close(weights.sum(-1), 1.0, like=weights):
         raise Failed(
             f"{what}: each head's rows should be a softmax summing to 1, got row sums "
             f"{show(weights.sum(-1))} ({difference(weights.sum(-1), 1.0)}). Hint: softmax(scores, "

@@ -459,17 +459,19 @@ def expect_array(value, shape: tuple[int, ...], what: str) -> np.ndarray:
 
 
 # One rule for every check that compares a learner's numbers with the reference's (issue 36,
-# item 12). An answer computed in float32 carries 24 bits and the rounding of every step that
-# made it, and it may be handed back in float64 with no trace of that: np.sqrt of an int is
-# float64, and so is every array it touches, so a head computed in float32 and scaled by
-# np.sqrt(d_k) returns float64 arrays 5e-8 off. No array shows where float32 was on its way,
-# so every answer is held to float32's precision, the lowest a learner computes in: every
-# entry within FLOAT32_UNITS units of float32's rounding (np.finfo(np.float32).eps) of the
-# largest entry expected (or of 1, if every entry is smaller). 1024 units, 1.2e-4: the checks'
-# inputs hold scores near 1000, and float32's numbers there are 6.1e-5 apart, so a stable
-# float32 softmax of them (one through a log-sum-exp of 1000.3, say) may be off by 3e-5. The
-# mistakes the checks name still differ by more on at least one input, in float32 and in
-# float64 (tests/test_checks_float32.py).
+# item 12). An answer computed in float64 must agree to RTOL, ATOL (np.isclose's form). An
+# answer computed in float32 carries 24 bits and the rounding of every step that made it,
+# so it is held to float32's precision instead: every entry within FLOAT32_UNITS units of
+# float32's rounding (np.finfo(np.float32).eps) of the largest entry expected (or of 1, if
+# every entry is smaller). 1024 units, 1.2e-4: the checks' inputs hold scores near 1000, and
+# float32's numbers there are 6.1e-5 apart, so a stable float32 softmax of them (one through
+# a log-sum-exp of 1000.3, say) may be off by 3e-5. The mistakes the checks name still
+# differ by more on at least one input, in float32 too (tests/test_checks_float32.py). An
+# answer computed partly in float32 and handed back in float64 (a float32 head scaled by
+# np.sqrt of an int) shows no trace of float32 and is held to float64's precision: holding
+# every answer to float32's let a mistake pass on some draws (no scaling, a denominator off
+# by 1e-5), and a verdict must not depend on the draw.
+RTOL, ATOL = 1e-6, 1e-9
 FLOAT32_UNITS = 1024
 _FLOAT32_TOLERANCE = FLOAT32_UNITS * float(np.finfo(np.float32).eps)
 
@@ -493,22 +495,24 @@ def _representable(answer, dtype) -> bool:
         return bool(np.array_equal(finite.astype(dtype).astype(np.float64), finite))
 
 
-def tolerance(expected) -> dict[str, float]:
-    """np.isclose's ``rtol`` and ``atol`` for comparing an answer with ``expected``: float32's
-    precision, relative to the largest entry expected (see above)."""
+def tolerance(answer, expected, like=None) -> dict[str, float]:
+    """np.isclose's ``rtol`` and ``atol`` for comparing ``answer`` with ``expected``, set by
+    the precision ``like`` (the learner's array; ``answer`` itself by default) was computed
+    in: RTOL and ATOL for float64, float32's precision for float32 (see above)."""
+    if not computed_in_float32(answer if like is None else like):
+        return {"rtol": RTOL, "atol": ATOL}
     expected = np.abs(np.asarray(expected, dtype=np.float64))
     largest = float(expected[np.isfinite(expected)].max(initial=1.0))
     return {"rtol": 0.0, "atol": _FLOAT32_TOLERANCE * largest}
 
 
-def close(answer, expected, *, equal_nan: bool = False) -> bool:
+def close(answer, expected, like=None, *, equal_nan: bool = False) -> bool:
     """Whether ``answer`` agrees with ``expected`` (same shape, or broadcastable as
-    np.allclose allows) to float32's precision (:func:`tolerance`), whatever precision it
-    comes back in. Every check compares arrays through this, mistakes' variants included,
-    so that an answer computed in float32, wholly or in part, passes where it is right and
-    is told its mistake where it is not."""
+    np.allclose allows) to the precision it was computed in (:func:`tolerance`). Every
+    check compares arrays through this, mistakes' variants included, so that a float32
+    answer passes where it is right and is told its mistake where it is not."""
     answer, expected = np.asarray(answer, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-    return bool(np.allclose(answer, expected, equal_nan=equal_nan, **tolerance(expected)))
+    return bool(np.allclose(answer, expected, equal_nan=equal_nan, **tolerance(answer, expected, like)))
 
 
 def beyond_float32(answer, *inputs) -> str:
