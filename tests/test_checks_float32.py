@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -310,3 +311,42 @@ def test_every_named_mistake_is_still_named_in_float32(capsys, float32_inputs, c
 def test_in_float32_the_verdicts_hold_on_50_seeds_of_inputs(capsys, monkeypatch, module, cases, check, right, wrong):
     verdicts_hold_on_seeds(capsys, monkeypatch, module, cases, check, float32_answer(right),
                            [float32_answer(answer) for answer in wrong])
+
+
+def _hidden_tests(chapter: str, label: str) -> list[str]:
+    import nbformat
+
+    notebook = nbformat.read(Path(__file__).parents[1] / "chapters" / chapter, as_version=4)
+    return [cell.source for cell in notebook.cells if cell.cell_type == "code" and f'hidden_test("{label}")' in cell.source]
+
+
+def _mixed_online_normaliser(blocks):
+    """float64 throughout but its exponentials, taken in float32 (red team 7)."""
+    m = l = None
+    for block in blocks:
+        block = np.asarray(block, dtype=np.float64)
+        block_max = block.max(axis=-1)
+        new_m = block_max if m is None else np.maximum(m, block_max)
+        with np.errstate(invalid="ignore"):
+            rescale = np.where(np.isneginf(new_m), 0.0, np.exp((m - new_m).astype(np.float32))) if m is not None else 0.0
+            here = np.exp((block - np.where(np.isneginf(new_m), 0.0, new_m)[..., None]).astype(np.float32)).sum(-1)
+        l = here if l is None else l * rescale + here
+        m = new_m
+    return m, np.asarray(l, dtype=np.float64)
+
+
+@pytest.mark.parametrize(("chapter", "label", "name", "answer"), [
+    ("04_multi_head_attention.ipynb", "ch4-multi-head-attention", "my_multi_head_attention", my_multi_head_attention),
+    ("09_attention_at_scale.ipynb", "ch9-online-softmax", "online_normaliser", online_normaliser),
+    ("09_attention_at_scale.ipynb", "ch9-online-softmax", "online_normaliser", _mixed_online_normaliser),
+])
+def test_the_hidden_tests_hold_a_float32_answer_to_the_checks_precision(chapter, label, name, answer):
+    """A float32 answer its own check passes failed a hidden test that asked float64's precision
+    (np.allclose's defaults near zero, rtol=1e-12): red team 7."""
+    class Check:
+        @staticmethod
+        def hidden_test(_label):
+            return lambda test: test()  # run it now, as the grader runs it on the learner's answer
+
+    (source,) = _hidden_tests(chapter, label)
+    exec(source, {"np": np, "torch": torch, "check": Check, name: answer})  # noqa: S102 (the course's own cell)
