@@ -322,7 +322,7 @@ def _hidden_tests(chapter: str, label: str) -> list[str]:
 
 def _mixed_online_normaliser(blocks):
     """float64 throughout but its exponentials, taken in float32 (red team 7)."""
-    m = l = None
+    m = total = None
     for block in blocks:
         block = np.asarray(block, dtype=np.float64)
         block_max = block.max(axis=-1)
@@ -330,9 +330,9 @@ def _mixed_online_normaliser(blocks):
         with np.errstate(invalid="ignore"):
             rescale = np.where(np.isneginf(new_m), 0.0, np.exp((m - new_m).astype(np.float32))) if m is not None else 0.0
             here = np.exp((block - np.where(np.isneginf(new_m), 0.0, new_m)[..., None]).astype(np.float32)).sum(-1)
-        l = here if l is None else l * rescale + here
+        total = here if total is None else total * rescale + here
         m = new_m
-    return m, np.asarray(l, dtype=np.float64)
+    return m, np.asarray(total, dtype=np.float64)
 
 
 @pytest.mark.parametrize(("chapter", "label", "name", "answer"), [

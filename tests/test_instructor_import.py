@@ -353,3 +353,9 @@ def test_two_people_whose_emails_share_a_name_are_never_merged(tmp_path):
                                              METADATA.replace(":email: bob@uni.edu", ':email: "Zed <zed@uni.edu>"')
                                              .encode()})
     assert "zed" in import_export("gradescope", renamed, tmp_path / "out3").learners  # the address, not "Zed <zed"
+
+
+def test_a_canvas_import_without_times_says_late_work_cannot_be_penalised(canvas, tmp_path):
+    archive, roster = canvas
+    notes = import_export("canvas", archive, tmp_path / "out", roster=roster).notes
+    assert any("carries no submission times" in note and "--times" in note for note in notes)

@@ -86,3 +86,18 @@ def test_a_learner_the_import_has_no_time_for_keeps_no_time(tmp_path):
     assert kept["submitted_at"] == "" and kept["source"] == "import"
     marked = late.lateness(kept, late.Policy(DUE, 0.1))
     assert marked["late"].startswith("submission time unknown") and "late_penalty" not in marked
+
+
+def test_gradescope_says_a_late_pass_is_a_pass_and_what_lateness_cost():
+    from attncourse.instructor.gradebook import export
+
+    late_pass = Grade("eve", SOFTMAX, "passed", "", "", points=2.4, max_points=3.0, late="2 days late: -20%")
+    overridden = Grade("jo", SOFTMAX, "failed", "", "", points=3.0, max_points=3.0, override="regraded by hand")
+    (test,) = export.gradescope_results([late_pass], {})["tests"]
+    assert test["status"] == "passed" and "Late: 2 days late: -20%." in test["output"]
+    assert export.gradescope_results([overridden], {})["tests"][0]["status"] == "passed"  # what the instructor gave
+
+
+def test_a_late_mark_without_a_time_says_the_penalty_asked_for_is_not_applied():
+    marked = late.lateness(learner(None, flagged=True), late.Policy(DUE, per_day=0.1))
+    assert "no penalty without it (import with --times)" in marked["late"] and "late_penalty" not in marked

@@ -146,13 +146,15 @@ def test_two_names_that_show_as_one_are_neither_graded_nor_merged(tmp_path):
         (tmp_path / learner / "ch1.ipynb").write_text("{}")
     (tmp_path / "bob" / os.fsdecode(b"ch\xe9.ipynb")).write_text("{}")
     (tmp_path / "bob" / "ch\\xe9.ipynb").write_text("{}")
-    for alike in ("eve", "e\u200bve", "zo\u00eb", "zoe\u0308"):  # a zero-width space; é composed or not
+    for alike in ("eve", "e\u200bve", "zo\u00eb", "zoe\u0308", "kim", "\uff4bim", "lee", "lee\u3164"):  # zero-width,
+        # é composed or not, a fullwidth k (NFKC), a Hangul filler that shows nothing
         (tmp_path / f"{alike}.ipynb").write_text("{}")
     found, skipped = submissions.find_learners(tmp_path)
     assert {name: [p.as_posix() for p in paths] for name, paths in found.items()} == {"bob": ["bob/ch1.ipynb"]}
     assert sorted(note.split(":")[0] for note in skipped) == sorted(
         ["Jos\\xe9/ch1.ipynb"] * 2 + ["bob/ch\\xe9.ipynb"] * 2
-        + ["eve.ipynb", "e\u200bve.ipynb", "zo\u00eb.ipynb", "zoe\u0308.ipynb"])
+        + ["eve.ipynb", "e\u200bve.ipynb", "zo\u00eb.ipynb", "zoe\u0308.ipynb", "kim.ipynb", "\uff4bim.ipynb",
+           "lee.ipynb", "lee\u3164.ipynb"])
     assert all("rename one; neither is graded" in note for note in skipped)
 
 

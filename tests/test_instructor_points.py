@@ -209,3 +209,10 @@ def test_extra_credit_needs_to_be_allowed(tmp_path):
         points.read_overrides(path, CLASS)
     rows = points.scored(CLASS, points.read_overrides(path, CLASS, allow_extra_credit=True))
     assert points.totals(rows)["bob"] == (4.0, 4.0)
+
+
+def test_a_total_of_exactly_80_percent_is_in_the_top_band():
+    """4.8 / 6 is 0.7999999999999999 in floating point: it was counted in 60-80%."""
+    rows = [Grade("eve", "ch1-stable-softmax", "passed", "", "", points=3.0, max_points=3.0),
+            Grade("eve", "ch1-pool-prefers-badminton", "failed", "", "", points=1.8, max_points=3.0)]
+    assert dict(points.distribution(rows))["80-100%"] == 1

@@ -28,7 +28,7 @@ from attncourse.instructor.gradebook.export import (
     export,
 )
 from attncourse.instructor.gradebook.ledger import Ledger, regraded, stale_rows
-from attncourse.instructor.gradebook.points import points_of
+from attncourse.instructor.gradebook.points import points_of, scored
 from attncourse.instructor.gradebook.report import OVERRIDDEN_SUMMARY
 from attncourse.instructor.gradescope import GradingFailed, autograde, build_zip, self_test
 from attncourse.instructor.lms.archive import DEFAULT_MAX_BYTES
@@ -345,7 +345,7 @@ def _grade(args, assign: list[str] | None) -> None:
             score_predictions=args.score_predictions, unsafe_no_sandbox=args.unsafe_no_sandbox,
             contained=args.container, progress=bar, late_policy=policy)
     print(text.read_text(encoding="utf-8"))
-    for line in regraded(before, grades):
+    for line in regraded(scored(before), scored(grades)):  # the points as the report shows them
         print(f"regraded: {line}")
     for warning in stale_rows(grades):
         print(f"warning: {warning}", file=sys.stderr)

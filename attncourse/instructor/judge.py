@@ -49,7 +49,8 @@ TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bi
                                r"|\bpayload_manager\b|\bwrite_payload\b|attncourse\.record|\bsys\s*\.\s*getprofile\b"
                                r"|^[ \t]*[\w.]*\bdisplay[ \t]*=[^=]|\bCHECKS\b|__wrapped__"
                                r"|\btracemalloc\b|\bclear_refs\b|\b_thread\b|\bgetprofile\b|\b_getframe\b"
-                               r"|\bf_back\b|\bf_locals\b|\bget_referrers\b|\bcurrentframe\b", re.MULTILINE)
+                               r"|\bf_back\b|\bf_locals\b|\bget_referrers\b|\bcurrentframe\b|\b(extract|walk|format)_stack\b"
+                               r"|\binspect\s*\.\s*stack\b", re.MULTILINE)
 # What allocates memory the memory measure (tracemalloc, Python's and numpy's allocations)
 # does not see: an answer whose peak is measured and whose source uses one is worth a look.
 UNMEASURED_MEMORY = re.compile(r"\b(torch|ctypes|mmap|cupy|jax|tensorflow|numba)\b")

@@ -103,8 +103,19 @@ def _apart(by_learner: dict[str, list[Path]], skipped: list[str]) -> tuple[dict[
 
 
 def _as_read(name: str) -> str:
-    """``name`` as a reader sees it: composed (NFC), without the characters that show nothing."""
-    return "".join(c for c in unicodedata.normalize("NFC", name) if unicodedata.category(c) != "Cf")
+    """``name`` as a reader sees it: in compatibility form (NFKC: ｂ is b, é one character),
+    without the characters that show nothing (format characters, the Hangul fillers)."""
+    return "".join(c for c in unicodedata.normalize("NFKC", name) if not invisible(c))
+
+
+# Letters that show nothing (Unicode's default-ignorable code points outside the format category).
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u180b\u180c\u180d\u180e")
+
+
+def invisible(character: str) -> bool:
+    """Whether ``character`` shows nothing where it is written: a format character (a
+    zero-width space, a soft hyphen, a bidirectional mark, a tag) or a blank letter."""
+    return unicodedata.category(character) == "Cf" or character in _BLANK_LETTERS
 
 
 def submission_times(folder: Path) -> dict[str, tuple[datetime | None, bool | None]]:

@@ -205,4 +205,4 @@ def write_canvas(rows: list[Grade], roster: Path, assignment: str, out: Path, ma
     else:
         policy = (f"{absent} student(s) of the roster with no submission get an empty cell, which Canvas's import "
                   "leaves as it was: their grade is unchanged (--missing zero gives them 0)")
-    return [*problems, *notes, policy]
+    return [*problems, *notes] + ([policy] if absent else [])

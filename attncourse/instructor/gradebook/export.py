@@ -39,7 +39,7 @@ from attncourse.instructor.gradebook.canvas_csv import (
 from attncourse.instructor.gradebook.ledger import Ledger, file_name, stale_rows
 from attncourse.instructor.gradebook.report import csv_cell, write_overridden_summary
 from attncourse.instructor.judge import learner_message
-from attncourse.instructor.model import FAILED, PASSED, Grade
+from attncourse.instructor.model import EARNS_ALL, FAILED, PASSED, Grade
 
 # Canvas's names, from canvas_csv, are this module's too: an export is reached from here.
 __all__ = ["CANVAS_IDENTITY", "FORMATS", "GRADESCOPE_VISIBILITY", "MISSING", "canvas_gradebook", "export",
@@ -126,10 +126,14 @@ def gradescope_results(rows: list[Grade], titles: dict[str, str], visibility: st
         label = row.exercise
         title = titles.get(label, "")
         output = learner_message(row)
+        if row.late:
+            output += f" Late: {row.late}."
         if row.override:
             output += f" Your instructor's note: {row.override}"
+        # What the row says (a late pass is a pass), or, overridden, what the instructor gave.
+        passed = row.points >= row.max_points if row.override else row.status in EARNS_ALL
         tests.append({"name": f"{label}: {title}" if title else label, "score": row.points,
-                      "max_score": row.max_points, "status": PASSED if row.points >= row.max_points else FAILED,
+                      "max_score": row.max_points, "status": PASSED if passed else FAILED,
                       "output": f"{row.status}. {output}".strip(), "visibility": visibility})
     score = round(sum(test["score"] for test in tests), 2)
     if visibility != "visible":  # the total would tell what the hidden tests hide: it waits with them

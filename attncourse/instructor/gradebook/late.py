@@ -88,14 +88,15 @@ def lateness(learner: dict, policy: Policy) -> dict:
     text = learner.get("submitted_at") or ""
     flagged = learner.get("late_in_lms")
     if not text:
-        return {"late": "marked late by the learning platform (no submission time)" if flagged else
+        unpenalised = ": no penalty without it (import with --times)" if policy.per_day else ""
+        return {"late": f"marked late by the learning platform, with no submission time{unpenalised}" if flagged else
                 "" if flagged is False else "submission time unknown (the import recorded none): not marked late"}
     submitted = datetime.fromisoformat(text)
     days = math.ceil((submitted - policy.due).total_seconds() / DAY)
     shown = f"{submitted.isoformat(timespec='minutes')} ({learner.get('source', '')})"
     if days <= 0:
         return {"submitted_at": shown, "late": "marked late by the learning platform" if flagged else ""}
-    penalty = min(policy.cap, policy.per_day * days)
+    penalty = round(min(policy.cap, policy.per_day * days), 6)  # 0.3, not 0.30000000000000004
     return {"submitted_at": shown, "late_penalty": penalty,
             "late": f"{days} day{'s' if days > 1 else ''} late" + (f": -{penalty:.0%} of each exercise's points"
                                                                   if penalty else "")}

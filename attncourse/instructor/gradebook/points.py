@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import math
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -137,7 +138,7 @@ def distribution(rows: list[Grade], bins: int = 5) -> list[tuple[str, int]]:
     band includes 100%."""
     counts = [0] * bins
     for got, worth in totals(rows).values():
-        share = got / worth if worth else 0.0
-        counts[min(int(share * bins), bins - 1)] += 1
+        band = math.floor(round(got * bins / worth, 9)) if worth else 0  # 4.8 of 6 is 80%, not 79.99...%
+        counts[min(band, bins - 1)] += 1
     width = 100 // bins
     return [(f"{i * width}-{(i + 1) * width}%", n) for i, n in enumerate(counts)]

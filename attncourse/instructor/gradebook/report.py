@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from dataclasses import astuple, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from attncourse.instructor.gradebook import points
 from attncourse.instructor.gradebook.ledger import write_whole
 from attncourse.instructor.model import PASSED, SKIPPED, Grade
+from attncourse.instructor.submissions import invisible
 
 if TYPE_CHECKING:
     from attncourse.instructor.gradebook.points import Overrides
@@ -28,28 +30,35 @@ SUMMARY = "summary.md"
 OVERRIDDEN_SUMMARY = "summary-with-overrides.md"
 TITLE = "# Grades"
 
-# Control characters but tab, line feed and carriage return (C0, DEL and C1): a learner's
-# text may carry a terminal's escape sequences, which a report shown in a terminal would run;
-# the marks that reorder text (bidirectional embeddings, overrides and isolates), with which
-# "deliaf" reads as "failed"; line and paragraph separators; and the invisible characters
-# (zero-width spaces and joiners, the byte-order mark) that make two names look alike.
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+# What a report writes out rather than shows (``\\xNN``, ``\\uNNNN``): control characters but
+# tab, line feed and carriage return (C0, DEL and C1), since a learner's text may carry a
+# terminal's escape sequences, which a report shown in a terminal would run; line and
+# paragraph separators; and every character that shows nothing (format characters: the
+# bidirectional marks with which "deliaf" reads as "failed", zero-width spaces, soft
+# hyphens, tags; the blank letters), which make two texts look alike.
+_KEPT = frozenset("\t\n\r")
 
 
 def shown_controls(text: str) -> str:
     """``text`` with every control character but tab, line feed and carriage return, and
-    every mark that reorders text, written out (``\\xNN``, ``\\uNNNN``), so that no terminal
-    or editor acts on it.
+    every character that shows nothing, written out (``\\xNN``, ``\\uNNNN``), so that no
+    terminal or editor acts on it and no reader is misled.
 
-    >>> shown_controls("ok\\x1b]52;c;bad\\x07 \\u202edeliaf")
-    'ok\\\\x1b]52;c;bad\\\\x07 \\\\u202edeliaf'
+    >>> shown_controls("ok\\x1b]52;c;bad\\x07 \\u202edeliaf \\u3164")
+    'ok\\\\x1b]52;c;bad\\\\x07 \\\\u202edeliaf \\\\u3164'
     """
-    return _CONTROL.sub(lambda found: _escape(found.group()), text)
+    if text.isascii() and text.isprintable():  # the common case, at C speed
+        return text
+    return "".join(_escape(c) if _hidden(c) else c for c in text)
+
+
+def _hidden(character: str) -> bool:
+    return (character not in _KEPT and unicodedata.category(character) in ("Cc", "Zl", "Zp")) or invisible(character)
 
 
 def _escape(character: str) -> str:
     code = ord(character)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def csv_cell(text: str) -> str:

@@ -144,4 +144,8 @@ def canvas_submissions(entries: list[zipfile.ZipInfo], roster: Path, match: str 
     if times is not None:
         reading.notes += [f"Canvas user id {user_id} ({files[user_id][0][0].filename}) has no row in --times: "
                           "submitted_at left empty" for user_id in imported if user_id not in times]
+    elif imported:  # a late penalty needs a time: say so now, not when grade cannot apply it
+        reading.notes.append("Canvas's zip carries no submission times: submitted.csv keeps each LATE mark with no "
+                             "time, and grade can flag late work but not penalise it; give --times (a CSV of the "
+                             "Submissions API's user_id, submitted_at) to record them")
     return reading
