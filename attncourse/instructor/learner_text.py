@@ -10,6 +10,7 @@ fail, for the whole class. It is replaced where the text comes in: the kernel's 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 REPLACEMENT = "\ufffd"  # what a UTF-8 decoder shows for bytes it cannot read
@@ -44,3 +45,13 @@ def cleaned(value: Any) -> Any:
             elif isinstance(item, (dict, list)):
                 stack.append(item)
     return value
+
+
+# Letters that show nothing (Unicode's default-ignorable code points outside the format category).
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u180b\u180c\u180d\u180e")
+
+
+def invisible(character: str) -> bool:
+    """Whether ``character`` shows nothing where it is written: a format character (a
+    zero-width space, a soft hyphen, a bidirectional mark, a tag) or a blank letter."""
+    return unicodedata.category(character) == "Cf" or character in _BLANK_LETTERS

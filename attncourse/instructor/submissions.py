@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from attncourse.instructor.course.tags import exercise_labels
-from attncourse.instructor.learner_text import cleaned
+from attncourse.instructor.learner_text import cleaned, invisible
 from attncourse.instructor.run.sandbox import Limits, megabytes
 
 SAVED_OUTPUTS_FACTOR = 5  # a notebook file may be this many output limits: saved outputs are not run
@@ -106,16 +106,6 @@ def _as_read(name: str) -> str:
     """``name`` as a reader sees it: in compatibility form (NFKC: ｂ is b, é one character),
     without the characters that show nothing (format characters, the Hangul fillers)."""
     return "".join(c for c in unicodedata.normalize("NFKC", name) if not invisible(c))
-
-
-# Letters that show nothing (Unicode's default-ignorable code points outside the format category).
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u180b\u180c\u180d\u180e")
-
-
-def invisible(character: str) -> bool:
-    """Whether ``character`` shows nothing where it is written: a format character (a
-    zero-width space, a soft hyphen, a bidirectional mark, a tag) or a blank letter."""
-    return unicodedata.category(character) == "Cf" or character in _BLANK_LETTERS
 
 
 def submission_times(folder: Path) -> dict[str, tuple[datetime | None, bool | None]]:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from attncourse.instructor.gradebook import points
 from attncourse.instructor.gradebook.ledger import write_whole
+from attncourse.instructor.learner_text import invisible
 from attncourse.instructor.model import PASSED, SKIPPED, Grade
-from attncourse.instructor.submissions import invisible
 
 if TYPE_CHECKING:
     from attncourse.instructor.gradebook.points import Overrides
