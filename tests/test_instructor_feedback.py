@@ -5,17 +5,21 @@ hidden input in any of them (the test class's files, written by the guide's walk
 from __future__ import annotations
 
 import ast
+import csv
 import html
+import io
 import re
 
 import nbformat
 import pytest
 
+from attncourse.checks.predict import PREDICTIONS, format_number
 from attncourse.instructor.course.tags import HIDDEN_TEST, SOLUTION, role_of
 from attncourse.instructor.gradebook import feedback, points
 from attncourse.instructor.model import Grade
 from tests.gradebook_class import (
     ASSIGNED,
+    DOUBLING,
     EXPECTED_POINTS,
     EXPECTED_STATUS,
     ROOT,
@@ -93,7 +97,24 @@ def files():
 @pytest.mark.slow
 @pytest.mark.xdist_group("gradebook-term")
 def test_one_feedback_file_per_learner_in_both_formats(files):
-    assert set(files) == {f"{learner}.{suffix}" for learner in EXPECTED_POINTS for suffix in ("html", "md")}
+    assert set(files) == {f"{learner}.{suffix}" for learner in EXPECTED_POINTS for suffix in ("html", "md")} | {
+        feedback.INDEX}
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("gradebook-term")
+def test_the_index_says_which_files_are_whose(files):
+    rows = list(csv.DictReader(io.StringIO(files[feedback.INDEX])))
+    assert [(row["learner"], row["html"], row["markdown"]) for row in rows] == [
+        (learner, f"{learner}.html", f"{learner}.md") for learner in EXPECTED_POINTS]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("gradebook-term")
+def test_a_completed_prediction_reads_the_answer_not_try_again(files):
+    answer = f"the answer is {format_number(PREDICTIONS[DOUBLING].answer)}"
+    assert answer in files["bob.md"] and "try again" not in files["bob.md"]  # a wrong number, counted
+    assert answer not in files["cy.md"]  # none made: the hint, never the answer
 
 
 @pytest.mark.slow
@@ -116,7 +137,7 @@ def test_the_partial_learner_reads_which_inputs_failed_and_a_hint(files):
     text = files["bob.md"]
     assert "4 of 8 inputs right" in text and "hidden test 1" in text
     assert "**Hint:** softmax(s) = softmax(s - c)" in text
-    assert "Doubling both vectors" in text  # the prediction's own hint
+    assert "Doubling both vectors" in files["cy.md"]  # the prediction's own hint, for one who made none
     assert "Your instructor's note" in files["dee.html"] and "come and see me" in files["dee.html"]
 
 

@@ -256,6 +256,21 @@ def test_an_out_folder_is_written_only_when_new_empty_or_an_unchanged_import_of_
     assert (out / "ada" / "attention.ipynb").read_bytes() == notebook("edited by hand")
 
 
+def test_a_refused_import_names_what_changed_since_the_last(canvas, tmp_path):
+    archive, roster = canvas
+    out = tmp_path / "submissions"
+    import_export("canvas", archive, out, roster=roster)
+    (out / "ada" / "attention.ipynb").write_bytes(notebook("edited by hand"))
+    (out / "bob" / "late.ipynb").write_bytes(notebook("sent by e-mail"))
+    (out / "grace" / "my notebook _final__.ipynb").unlink()
+    (out / "eve").mkdir()
+    with pytest.raises(ValueError) as refused:
+        import_export("canvas", archive, out, roster=roster)
+    for named in ("ada/attention.ipynb (changed)", "bob/late.ipynb (added)",
+                  "grace/my notebook _final__.ipynb (removed)", "eve/ (added)"):
+        assert named in str(refused.value), named
+
+
 def test_a_zip_that_unpacks_past_the_cap_is_refused_leaving_nothing(canvas, tmp_path):
     archive, roster = canvas
     with pytest.raises(ValueError, match="--max-size"):

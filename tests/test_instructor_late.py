@@ -11,7 +11,7 @@ import pytest
 
 from attncourse.instructor.gradebook import late, points
 from attncourse.instructor.model import Grade
-from attncourse.instructor.submissions import write_submission_times
+from attncourse.instructor.submissions import IMPORT_RECORD, file_digests, write_submission_times
 
 DUE = datetime(2026, 12, 1, 23, 59, tzinfo=timezone(timedelta(hours=1)))
 SOFTMAX = "ch1-stable-softmax"
@@ -65,6 +65,22 @@ def test_the_times_come_from_the_import_else_from_the_notebooks(tmp_path):
     assert [(row.late, row.late_penalty) for row in rows] == [
         ("", 0.0), ("1 day late: -10% of each exercise's points", 0.1)]
     assert "(file time)" in rows[1].submitted_at
+
+
+def test_a_notebook_put_in_place_after_the_import_has_its_file_s_time_not_the_import_s(tmp_path):
+    """(Step 6 of the guide: a late notebook copied over the one the import wrote.)"""
+    for name in ("ada", "bob"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "ch1.ipynb").write_text("{}")
+    write_submission_times(tmp_path, [(name, DUE - timedelta(hours=1), False, "") for name in ("ada", "bob")])
+    (tmp_path / IMPORT_RECORD).write_text(json.dumps({"files": file_digests(tmp_path)}))
+    (tmp_path / "bob" / "ch1.ipynb").write_text('{"cells": []}')
+    os.utime(tmp_path / "bob" / "ch1.ipynb", (0, (DUE + timedelta(hours=3)).timestamp()))
+    kept = json.loads(late.recorded(tmp_path, late.Policy(DUE, 0.1)))["learners"]
+    assert kept["ada"]["source"] == "import" and kept["ada"]["late_in_lms"] is False
+    assert kept["bob"] == {"submitted_at": (DUE + timedelta(hours=3)).astimezone(timezone.utc).isoformat(),
+                           "source": "file time, changed since the import", "late_in_lms": None}
+    assert late.lateness(kept["bob"], late.Policy(DUE, 0.1))["late"].startswith("1 day late")
 
 
 def test_the_feedback_says_when_late_work_was_submitted_and_what_it_cost():

@@ -164,6 +164,26 @@ def test_the_summary_shows_the_points():
     assert f"- {SOFTMAX}: 1.5 of 3, 1 with every point" in text
 
 
+def test_each_learner_s_section_gives_every_exercise_s_points_and_an_override_in_words(tmp_path):
+    path = tmp_path / "overrides.csv"
+    path.write_text('learner,exercise,points,note\nbob,ch1-stable-softmax,1,"regraded by hand"\n')
+    text = summary(CLASS, {}, points.read_overrides(path))
+    bob = text[text.index("## bob"):]
+    assert "- ch1-stable-softmax: **failed**, 1 of 3 points" in bob and "overridden: regraded by hand" in bob
+    assert "- ch1-predict-doubling: **not attempted**, 0 of 1 point" in bob
+
+
+def test_the_flagged_section_says_when_nothing_is_flagged():
+    flagged = summary(CLASS, {}).split("## Flagged for review")[1].split("## ")[0]
+    assert flagged.strip() == "Nothing."
+    flagged = summary([Grade("ada", SOFTMAX, "passed", "", "", review="calls the course's own")], {})
+    assert "- ada, ch1-stable-softmax (passed): calls the course's own" in flagged and "Nothing." not in flagged
+
+
+def test_points_in_words():
+    assert [points.in_words(n) for n in (0, 0.5, 1, 3)] == ["0 points", "0.5 points", "1 point", "3 points"]
+
+
 def test_an_override_replaces_the_points_with_a_note(tmp_path):
     path = tmp_path / "overrides.csv"
     path.write_text('learner,exercise,points,note\nbob,ch1-stable-softmax,2.5,"regraded by hand"\n')

@@ -28,7 +28,7 @@ from attncourse.instructor.gradebook.export import (
     export,
 )
 from attncourse.instructor.gradebook.ledger import Ledger, regraded, stale_rows
-from attncourse.instructor.gradebook.points import points_of, scored
+from attncourse.instructor.gradebook.points import in_words, points_of, scored
 from attncourse.instructor.gradebook.report import OVERRIDDEN_SUMMARY
 from attncourse.instructor.gradescope import GradingFailed, autograde, build_zip, self_test
 from attncourse.instructor.lms.archive import DEFAULT_MAX_BYTES
@@ -402,7 +402,7 @@ def _autograde(args, assign: list[str] | None) -> None:
         print(f"self-test passed: {self_test(args.chapters, options, args.container)}")
         return
     data = autograde(args.submission, args.results, args.chapters, options, args.container)
-    print(f"wrote {args.results}: {data['score']:g} points")
+    print(f"wrote {args.results}: {in_words(data['score'])}")
 
 
 def _student(args, assign: list[str] | None) -> int:

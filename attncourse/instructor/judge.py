@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from attncourse import checks
-from attncourse.checks import core, wire
+from attncourse.checks import core, predict, wire
 from attncourse.checks.predict import ATTEMPTS_MIMETYPE, PREDICTIONS, finite_float, read_number
 from attncourse.instructor import replay
 from attncourse.instructor.course.tags import CHECK, HIDDEN_TEST, role_of
@@ -283,30 +283,35 @@ def as_prediction(verdict: Grade, run: NotebookRun, course: Course, score: bool)
     reading = [m.group(0) for c in learners_code(run.submitted, course) for m in [READS_ANSWERS.search(c.source)] if m]
     if reading:
         notes.append(f"its source reads the course's declarations (`{reading[0]}`)")
-    message, status = verdict.message, verdict.status
+    message, status, feedback = verdict.message, verdict.status, verdict.feedback
     if attempts:
         first = attempts[0]
         message = f"{message} (first attempt: {first.get('value')!r}, {len(attempts)} in all)"
-    if not score and (status == PASSED or (status == FAILED and _gave_a_number(run, verdict.exercise))):
+    given = _number_given(run, verdict.exercise) if status == FAILED else None
+    if not score and (status == PASSED or given is not None):
         status = COMPLETED  # a wrong number counts; no number (undefined, a word, a tuple) does not
-    return replace(verdict, status=status, message=message, review="; ".join(notes))
+    if status == COMPLETED and given is not None:
+        # The exercise is done: the learner reads the answer, as their check shows it at a second miss,
+        # not the first miss's "try again".
+        _, feedback = predict.judge(PREDICTIONS[verdict.exercise], given, misses=1)
+    return replace(verdict, status=status, message=message, feedback=feedback, review="; ".join(notes))
 
 
-def _gave_a_number(run: NotebookRun, label: str) -> bool:
-    """Whether the notebook recorded a number as the prediction of ``label``."""
+def _number_given(run: NotebookRun, label: str) -> float | None:
+    """The number the notebook recorded as the prediction of ``label``, or None."""
     placed = next((p for p in run.placed if p.label == label), None)
     record, _ = recorded(run, placed) if placed is not None and run.executed is not None else (None, "")
     if not record or record.get("missing") or not record.get("answers"):
-        return False
+        return None
     try:
         value = wire.decode(record["answers"][0])
     except wire.WireError:
-        return False
+        return None
     if isinstance(value, str):
-        return read_number(value)[0] is not None
+        return read_number(value)[0]
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value.item()
-    return finite_float(value) is not None
+    return finite_float(value)
 
 
 def _attempts(submitted, label: str) -> list[dict]:

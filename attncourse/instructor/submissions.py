@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import unicodedata
@@ -127,6 +128,33 @@ def submission_times(folder: Path) -> dict[str, tuple[datetime | None, bool | No
             where = f"{path}, line {reader.line_num}"
             times[row["learner"]] = (_submitted_at(row["submitted_at"], where), _late(row["late_in_lms"], where))
     return times
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    """Each file under ``folder`` (as a path relative to it) -> its SHA-256, IMPORT_RECORD aside."""
+    found = {}
+    for parent, _, files in os.walk(folder):
+        for name in files:
+            path = Path(parent) / name
+            relative = path.relative_to(folder).as_posix()
+            if relative != IMPORT_RECORD:
+                found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def changed_since_import(folder: Path) -> dict[str, str]:
+    """Each file of ``folder`` not as ``import`` wrote it -> "added", "changed" or "removed"
+    (by hand since: a late notebook put in place), per the folder's IMPORT_RECORD; empty
+    where no import wrote the folder."""
+    try:
+        written = json.loads((Path(folder) / IMPORT_RECORD).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(written, dict):
+        return {}
+    now = file_digests(folder)
+    how = {path: "added" if path not in written else "changed" for path in now if now[path] != written.get(path)}
+    return dict(sorted({**how, **{path: "removed" for path in written if path not in now}}.items()))
 
 
 def write_submission_times(folder: Path, rows: list[tuple[str, datetime | None, bool | None, str]]) -> Path:

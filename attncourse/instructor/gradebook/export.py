@@ -138,7 +138,7 @@ def gradescope_results(rows: list[Grade], titles: dict[str, str], visibility: st
     score = round(sum(test["score"] for test in tests), 2)
     if visibility != "visible":  # the total would tell what the hidden tests hide: it waits with them
         return {"score": score, "visibility": visibility, "stdout_visibility": "hidden", "tests": tests}
-    return {"score": score, "output": f"{score:g} of {sum(t['max_score'] for t in tests):g} points.",
+    return {"score": score, "output": f"{score:g} of {points.in_words(sum(t['max_score'] for t in tests))}.",
             "stdout_visibility": "hidden", "tests": tests}
 
 

@@ -2,7 +2,8 @@
 instructor chose (none unless they give one).
 
 ``grade --due WHEN`` records the policy and each learner's submission time in the report
-folder (``late.json``, ``recorded``): the time ``import`` recorded (``submitted.csv``), else the newest
+folder (``late.json``, ``recorded``): the time ``import`` recorded (``submitted.csv``), else (a
+learner put in place by hand, or whose files changed since the import) the newest
 modification time of the learner's notebooks, which copying a folder may change (the
 report says which). Every reader of the report's rows (the report itself, each export)
 marks them from that file (``marked``), so a changed policy needs no notebook run again.
@@ -20,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from attncourse.instructor.model import Grade
-from attncourse.instructor.submissions import find_learners, submission_times
+from attncourse.instructor.submissions import changed_since_import, find_learners, submission_times
 
 LATE = "late.json"
 DAY = 86400.0
@@ -44,14 +45,16 @@ def recorded(submissions: Path, policy: Policy) -> str:
     """What a report folder's LATE holds: the policy and every learner's submission time
     in ``submissions`` (and where it comes from)."""
     imported = submission_times(submissions)
+    by_hand = {path.split("/")[0] for path in changed_since_import(submissions) if "/" in path}
     learners, _ = find_learners(submissions)
     times = {}
     for learner, notebooks in learners.items():
         submitted, flagged = imported.get(learner, (None, None))
         source = "import"
-        if learner not in imported and notebooks:  # put there by hand: the files' own time
+        if (learner not in imported or learner in by_hand) and notebooks:  # put there by hand: the files' own time
             newest = max((Path(submissions) / path).stat().st_mtime for path in notebooks)
-            submitted, source = datetime.fromtimestamp(newest, timezone.utc), "file time"
+            submitted, flagged = datetime.fromtimestamp(newest, timezone.utc), None  # the platform marked other files
+            source = "file time, changed since the import" if learner in imported else "file time"
         times[learner] = {"submitted_at": submitted.isoformat() if submitted else "", "source": source,
                           "late_in_lms": flagged}
     return json.dumps({"due": policy.due.isoformat(), "per_day": policy.per_day, "cap": policy.cap,

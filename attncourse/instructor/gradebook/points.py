@@ -36,6 +36,11 @@ def points_of(label: str) -> float:
     return core.POINTS.get(label, 1.0)
 
 
+def in_words(count: float) -> str:
+    """``count`` points in words: "1 point", "0.5 points", "3 points"."""
+    return f"{count:g} point" + ("" if count == 1 else "s")
+
+
 def earned(grade: Grade) -> float:
     """The points a row earned (see the module doc), less its late penalty."""
     worth = points_of(grade.exercise)

@@ -125,9 +125,8 @@ def summary(grades: list[Grade], problems: dict[str, list[str]], overrides: Over
                                                    for e in exercises) + " |" for learner in learners]
     lines += points_section(grades, overrides)
     flagged = [g for g in grades if g.review]
-    if flagged:
-        lines += ["", "## Flagged for review", ""]
-        lines += [f"- {md(g.learner)}, {md(g.exercise)} ({g.status}): {md(g.review)}" for g in flagged]
+    lines += ["", "## Flagged for review", ""]  # even when empty: one who looks for it reads that nothing is
+    lines += [f"- {md(g.learner)}, {md(g.exercise)} ({g.status}): {md(g.review)}" for g in flagged] or ["Nothing."]
     late = {g.learner: g for g in grades if g.late}
     if late:
         lines += ["", "## Late work", ""]
@@ -135,17 +134,19 @@ def summary(grades: list[Grade], problems: dict[str, list[str]], overrides: Over
                   for g in late.values()]
     if problems.get(SKIPPED):
         lines += ["", "## Files not graded", ""] + [f"- {md(note)}" for note in problems[SKIPPED]]
+    scored = {(row.learner, row.exercise): row for row in points.scored(grades, overrides)}
     for learner in learners:
         lines += ["", f"## {md(learner)}", ""]
         for exercise in exercises:
             grade = status.get((learner, exercise))
             if grade:
+                row = scored[learner, exercise]
                 detail = f": {md(grade.message)}" if grade.status != PASSED and grade.message else ""
                 if (learner, exercise) in (overrides or {}):
-                    given, note = (overrides or {})[learner, exercise]
-                    detail += f"; overridden: {given:g} points, {md(note)}"
+                    detail += f"; overridden: {md(row.override)}"
                 detail += f" (in {md(grade.notebook)}, graded {md(grade.graded_at)})" if grade.notebook else ""
-                lines.append(f"- {md(exercise)}: **{grade.status}**{detail}")
+                lines.append(f"- {md(exercise)}: **{grade.status}**, {row.points:g} of {points.in_words(row.max_points)}"
+                             f"{detail}")
         if problems.get(learner):
             lines += ["", "While running the notebooks:", ""] + [f"- {md(note)}" for note in problems[learner]]
     return "\n".join(lines) + "\n"

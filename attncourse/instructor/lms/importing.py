@@ -6,9 +6,7 @@ refused import leaves --out as it was."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shutil
 import tempfile
 import zipfile
@@ -31,7 +29,12 @@ from attncourse.instructor.lms.plan import (
     notebook_names,
 )
 from attncourse.instructor.run.sandbox import megabytes
-from attncourse.instructor.submissions import IMPORT_RECORD, write_submission_times
+from attncourse.instructor.submissions import (
+    IMPORT_RECORD,
+    changed_since_import,
+    file_digests,
+    write_submission_times,
+)
 
 KINDS = ("canvas", "gradescope")
 _METADATA_BYTES = 64 << 20  # the metadata of a class of thousands is a few MB of YAML
@@ -125,7 +128,7 @@ def _write(kind: str, archive_name: str, zipped: zipfile.ZipFile, chosen: dict[s
             written[learner] = names
         write_submission_times(staging, [(learner, s.submitted_at, s.late, s.source)
                                          for learner, s in sorted(chosen.items())])
-        record = {"kind": kind, "zip": archive_name, "folders": sorted(chosen), "files": digests(staging)}
+        record = {"kind": kind, "zip": archive_name, "folders": sorted(chosen), "files": file_digests(staging)}
         (staging / IMPORT_RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
         if out.exists():
             shutil.rmtree(out)  # empty, or an earlier import of this kind, unchanged (earlier_import_problem)
@@ -134,18 +137,6 @@ def _write(kind: str, archive_name: str, zipped: zipfile.ZipFile, chosen: dict[s
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return written
-
-
-def digests(folder: Path) -> dict[str, str]:
-    """Each file under ``folder`` (as a path relative to it) -> its SHA-256, IMPORT_RECORD aside."""
-    found = {}
-    for parent, _, files in os.walk(folder):
-        for name in files:
-            path = Path(parent) / name
-            relative = path.relative_to(folder).as_posix()
-            if relative != IMPORT_RECORD:
-                found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
 
 
 def earlier_import_problem(out: Path, kind: str) -> None:
@@ -164,7 +155,12 @@ def earlier_import_problem(out: Path, kind: str) -> None:
     if not isinstance(record, dict) or record.get("kind") != kind:
         raise ValueError(f"--out {out} holds an import of a {record.get('kind') if isinstance(record, dict) else '?'} "
                          f"export, not {kind}: give a new or empty folder")
-    links = [str(path) for path in out.rglob("*") if path.is_symlink()]
+    links = [path.relative_to(out).as_posix() for path in out.rglob("*") if path.is_symlink()]
     folders = {path.relative_to(out).as_posix() for path in out.rglob("*") if path.is_dir()}
-    if links or folders != set(record.get("folders", [])) or digests(out) != record.get("files"):
-        raise ValueError(f"{refuse}, or changed one since: give a new or empty folder (or move it aside)")
+    changed = [f"{path} ({how})" for path, how in changed_since_import(out).items()]
+    changed += [f"{path} (a link)" for path in links] + [f"{folder}/ (added)" for folder in
+                                                        sorted(folders - set(record.get("folders", [])))]
+    if changed:
+        listed = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        raise ValueError(f"{refuse}, or changed one since ({listed}): give a new or empty folder "
+                         "(or move it aside)")
