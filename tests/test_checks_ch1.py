@@ -118,7 +118,7 @@ def test_stable_softmax_explains_underflow(capsys):
 
 
 
-# --- issue 36 review (sci6), finding 7: a float16 softmax is held to float16's precision ----
+# --- a float16 softmax: float16 is too coarse to judge (red team 8, finding 1) ---------------
 
 
 def float16_softmax(scores):
@@ -131,16 +131,28 @@ def float16_whole_array(scores):
     return whole_array(np.asarray(scores, dtype=np.float16))
 
 
-def test_stable_softmax_passes_a_right_softmax_computed_in_float16(capsys):
-    assert abs(float16_softmax(np.array([1.0, 2.0, 3.0])).astype(float).sum() - 1) > 1e-4  # beyond float32's rule
+def rounded_to_float16(temperature):
+    """A wrong softmax (scores divided by ``temperature``) whose values are made float16's,
+    handed back in float64."""
+    def answer(scores):
+        return reference_softmax(np.asarray(scores) / temperature).astype(np.float16).astype(np.float64)
+    return answer
+
+
+def test_stable_softmax_tells_a_right_float16_softmax_that_float16_is_too_coarse(capsys):
     line = feedback(capsys, checks.stable_softmax, float16_softmax)
-    assert line.startswith("[ch1-stable-softmax] Passed. ")
-    assert "float16" in line
+    assert "Not right yet." in line and "computed in float16, whose 11 bits" in line
+    assert "sum over" not in line  # no hint about the axis: the algorithm is right
 
 
-def test_stable_softmax_names_a_float16_mistake_as_the_mistake(capsys):
+@pytest.mark.parametrize("temperature", [0.985, 1.005, 1.02])
+def test_a_wrong_softmax_rounded_to_float16_fails(capsys, temperature):
+    assert "Not right yet." in feedback(capsys, checks.stable_softmax, rounded_to_float16(temperature))
+
+
+def test_a_float16_mistake_is_first_told_to_leave_float16(capsys):
     line = feedback(capsys, checks.stable_softmax, float16_whole_array)
-    assert "Not right yet." in line and "You normalised the whole array at once" in line
+    assert "Not right yet." in line and "computed in float16" in line
 
 
 # --- ch1-pool-prefers-badminton ----------------------------------------------------------

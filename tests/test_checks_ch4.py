@@ -100,6 +100,26 @@ def test_multi_head_attention_passes_correct_answers(capsys, answer):
     assert "torch.nn.MultiheadAttention on a batch of 2 sentences" in line
 
 
+def in_precision(dtype, w_o_dtype=None):
+    """The reference computed with ``dtype`` arrays, but W_o in ``w_o_dtype`` (float32 heads
+    times the given float64 W_o, say: the output is float64 with float32's errors)."""
+
+    def attention(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
+        return reference(*(a.astype(dtype) for a in (X, W_q, W_k, W_v)), W_o.astype(w_o_dtype or dtype),
+                         n_heads, mask)
+
+    return attention
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    (in_precision(np.float32, np.float64), "agree with the reference to float32's precision only"),
+    (in_precision(np.float16), "computed in float16, whose 11 bits"),
+])
+def test_an_answer_that_lost_precision_is_told_so_not_given_a_hint_about_w_o(capsys, answer, said):
+    line = feedback(capsys, checks.multi_head_attention, answer)
+    assert "Not right yet" in line and said in line and "multiply by W_o" not in line
+
+
 def test_multi_head_attention_reports_the_stub_as_not_implemented(capsys):
     def my_multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
         raise NotImplementedError("write my_multi_head_attention")

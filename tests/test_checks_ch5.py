@@ -135,7 +135,7 @@ def mutates(layer_weights, residual=0.5):
 
 def test_attention_rollout_passes_the_reference(capsys):
     line = feedback(capsys, checks.attention_rollout, reference)
-    assert line.startswith("[ch5-attention-rollout] Passed. Your rollout matches on 7 inputs")
+    assert line.startswith("[ch5-attention-rollout] Passed. Your rollout matches on 8 inputs")
 
 
 def test_attention_rollout_reports_the_stub(capsys):
@@ -151,6 +151,7 @@ def test_attention_rollout_reports_the_stub(capsys):
         (transposed_result, "you returned the transpose of the rollout, so the edge direction is reversed"),
         (variant(later_on_left=False), "multiplied in the wrong order"),
         (variant(heads="sum"), "Average the heads"),
+        (variant(heads="last"), "renormalised each head, then averaged the heads"),
         (variant(residual=0.0), "The residual is missing"),
         (mutates, "changed its input"),
         (lambda layers, residual=0.5: np.ones((2, 2)), "whose rows sum to 1 (yours: [2., 2.])"),
@@ -196,7 +197,7 @@ def test_an_answer_that_ignores_the_residual_argument_fails_and_is_told_so(capsy
 
 ROLLOUT_WRONG = [variant(normalise=None), variant(normalise="columns"), variant(transpose=True),
                  transposed_result, variant(later_on_left=False), variant(heads="sum"),
-                 variant(residual=0.0), ignores_the_residual]
+                 variant(residual=0.0), variant(heads="last"), ignores_the_residual]
 
 
 def test_on_50_seeds_of_inputs_the_reference_passes_and_every_mistake_fails(capsys, monkeypatch):

@@ -3,6 +3,8 @@ each typical mistake gets the message that names it."""
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 import numpy as np
 import pytest
@@ -171,6 +173,16 @@ def test_the_tuning_problem_is_the_one_channel_problem_its_explorer_shows():
 )
 def test_tune_alpha(capsys, alpha, expected):
     assert expected in feedback(capsys, checks.tune_alpha, alpha)
+
+
+def test_tune_alpha_s_numbers_at_the_window_s_edges_read_on_the_right_side(capsys):
+    best = ch6.smallest_alpha()
+    just_in = feedback(capsys, checks.tune_alpha, best + 1e-9)
+    error = re.search(r"the error is ([0-9.e-]+)", just_in).group(1)
+    assert "Passed." in just_in and float(error) < 1e-3
+    just_out = feedback(capsys, checks.tune_alpha, best + 1 + 1e-7)
+    above = re.search(r"alpha is ([0-9.e+-]+) above the smallest", just_out).group(1)
+    assert "Not right yet." in just_out and float(above) > 1 and "times less than at" in just_out
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

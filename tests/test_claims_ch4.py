@@ -174,6 +174,27 @@ def test_identical_starts_stay_identical():
         assert twins.losses.min() >= one_head_lower_bound(train)
 
 
+def test_wider_identical_heads_come_apart_by_rounding_and_the_gap_grows():
+    """Chapter 4: the tie of two copies is exact only in exact arithmetic. Heads 8 wide are
+    rounded differently by one matrix product, and training amplifies the difference."""
+    train = make_role_task(256, seed=0)
+
+    def gap(steps):
+        twins = train_heads(train, n_heads=2, d_head=8, seed=0, identical_heads=True, steps=steps)
+        return max(float(np.abs(W[:, :8] - W[:, 8:]).max()) for W in (twins.W_q, twins.W_k, twins.W_v))
+
+    early, late = gap(100), gap(300)
+    assert early > 0 and 100 * early < late
+
+
+def test_summed_heads_wide_enough_learn_the_task():
+    """Chapter 4: the sum's limit is the width where the heads meet, not the adding."""
+    for k in SEEDS:
+        train, test = make_role_task(256, seed=k), make_role_task(1000, seed=k + 1)
+        summed_wide = train_heads(train, 2, 4, seed=k, sum_heads=True)
+        assert verb_loss(test, summed_wide) < 0.01 * one_head_lower_bound(test)
+
+
 def test_the_plane_bound_tends_to_one_half():
     for k in SEEDS:
         assert abs(one_head_lower_bound(make_role_task(20_000, seed=k)) - 0.5) < 0.02

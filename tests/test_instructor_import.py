@@ -338,19 +338,40 @@ def test_grade_passes_over_submitted_csv_at_the_top_alone(tmp_path):
 # --- a sixth red team ---------------------------------------------------------------------
 
 
-def test_a_canvas_name_ending_in_another_students_id_is_refused_not_filed_under_them(tmp_path):
-    """Mallory's sortable name "Mallory_1002" (Canvas keeps _ and digits) put her file under
-    Jane, user 1002, as Canvas itself reads the name back."""
+def test_a_canvas_name_ending_in_another_students_id_is_filed_under_the_student_it_names(tmp_path):
+    """Mallory's sortable name "Mallory_1002" (Canvas keeps _ and digits): Canvas itself
+    reads her file back as Jane's, user 1002. The NAME before the ids says whose it is."""
     rows = [*ROSTER[:2], ["Mallory_1002", "1001", "", "mallory", "A", ""], ["Doe, Jane", "1002", "", "jdoe", "A", ""]]
     roster = write_roster(tmp_path / "roster.csv", rows)
     clash = write_zip(tmp_path / "c.zip", {"mallory_1002_1001_5002_ch1.ipynb": notebook("mallory"),
-                                           "doejane_1002_5003_ch1.ipynb": notebook("jane")})
-    with pytest.raises(ValueError, match=r"mallory_1002_1001_5002_ch1.ipynb: its name reads as the file of Canvas "
-                                         r"user 1002 or 1001"):
-        import_export("canvas", clash, tmp_path / "out", roster=roster)
-    alone = write_zip(tmp_path / "d.zip", {"smith_2024_1001_5002_ch1.ipynb": notebook("mallory")})
-    import_export("canvas", alone, tmp_path / "out2", roster=roster)  # digits that are nobody's id: read past
-    assert find_learners(tmp_path / "out2")[0] == {"mallory": [Path("mallory/ch1.ipynb")]}
+                                           "doejane_1002_5003_1001_7_ch1.ipynb": notebook("jane")})
+    import_export("canvas", clash, tmp_path / "out", roster=roster)
+    assert (tmp_path / "out" / "mallory" / "ch1.ipynb").read_bytes() == notebook("mallory")
+    assert (tmp_path / "out" / "jdoe" / "1001_7_ch1.ipynb").read_bytes() == notebook("jane")
+
+
+def test_a_file_named_with_a_classmate_s_ids_never_lands_in_their_folder(canvas, tmp_path):
+    """Red team 8: user 104, enrolled after the roster was exported, uploads "103_1_x.ipynb"
+    (103 is Grace); and Charles (102) uploads one named with Grace's ids too."""
+    _, roster = canvas
+    stranger = write_zip(tmp_path / "s.zip", {"newstudent_104_9001_103_1_attention.ipynb": notebook("not grace")})
+    with pytest.raises(ValueError, match=r"newstudent_104_9001_103_1_attention.ipynb: its name reads as the file of "
+                                         r"Canvas user 103"):
+        import_export("canvas", stranger, tmp_path / "out", roster=roster)
+    done = import_export("canvas", stranger, tmp_path / "out", roster=roster, skip_unmatched=True)
+    assert done.learners == {} and not (tmp_path / "out" / "grace").exists()
+    own = write_zip(tmp_path / "o.zip", {"babbagecharles_102_9002_103_1_attention.ipynb": notebook("bob")})
+    import_export("canvas", own, tmp_path / "out2", roster=roster)
+    assert find_learners(tmp_path / "out2")[0] == {"bob": [Path("bob/103_1_attention.ipynb")]}
+
+
+def test_without_the_student_s_name_canvas_s_own_reading_is_taken(canvas, tmp_path):
+    """Anonymous grading writes no NAME; a student renamed since the roster keeps their old one."""
+    _, roster = canvas
+    archive = write_zip(tmp_path / "a.zip", {"101_9003_hw.ipynb": notebook("ada"),
+                                            "hopperdr_late_103_9004_hw.ipynb": notebook("grace")})
+    import_export("canvas", archive, tmp_path / "out", roster=roster)
+    assert find_learners(tmp_path / "out")[0] == {"ada": [Path("ada/hw.ipynb")], "grace": [Path("grace/hw.ipynb")]}
 
 
 def test_two_people_whose_emails_share_a_name_are_never_merged(tmp_path):

@@ -248,6 +248,11 @@ def test_patterns_on_learner_text_take_time_linear_in_it():
 @pytest.mark.parametrize("source", [
     "shell.payload_manager.write_payload = blank_the_references",
     "if sys.getprofile() is None:\n    return course_softmax(x)",
+    "if threading._profile_hook is None:\n    return course_softmax(x)",  # red team 8
+    "traceback.print_stack(file=buffer)",
+    "inspect.getouterframes(sys._current_frames()[threading.get_ident()])",
+    "import faulthandler",
+    "frame = error.__traceback__.tb_frame",
 ])
 def test_reaching_for_the_record_s_channel_or_the_watch_is_flagged(source):
     assert judge.TOUCHES_RECORDING.search(source)

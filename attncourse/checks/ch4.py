@@ -17,6 +17,7 @@ from attncourse.checks.core import (
     expect_array,
     expect_function,
     inputs,
+    precision_problem,
     show,
     type_name,
 )
@@ -148,9 +149,13 @@ def multi_head_attention(run, candidate) -> str:
         output, weights = _attention_result(result, arrays, n_heads, mask, what)
         expected_output, expected_weights = _reference(arrays, n_heads, mask)
         if not _close(weights, expected_weights):
-            raise Failed(f"{what}: {_weights_hint(weights, expected_weights, arrays, n_heads, mask)}")
+            hint = precision_problem(weights, expected_weights) or _weights_hint(
+                weights, expected_weights, arrays, n_heads, mask)
+            raise Failed(f"{what}: {hint}")
         if not _close(output, expected_output):
-            if _close(output, _variant(arrays, n_heads, mask, merge=_merge_by_reshape_alone)[0]):
+            if precision_problem(output, expected_output):
+                hint = f"the weights are right, but {precision_problem(output, expected_output)}"
+            elif _close(output, _variant(arrays, n_heads, mask, merge=_merge_by_reshape_alone)[0]):
                 hint = ("the weights are right, but joining the heads by a reshape alone mixes "
                         "them up: swap the head and seq axes back first, then reshape to "
                         "(..., seq, n_heads * d_head).")

@@ -118,12 +118,15 @@ def _rollout_cases(seed: int = 2027) -> list[tuple[str, np.ndarray, float | None
     heads = softmax(2 * rng.standard_normal((2, 3, 4, 4)))  # (n_layers, n_heads, seq, seq)
     faint = softmax(2 * rng.standard_normal((4, 6, 6)))
     thresholded = np.where(faint > 0.15, faint, 0.0)  # rows sum to less than 1
+    faint_heads = softmax(2 * rng.standard_normal((2, 4, 6, 6)))
+    thresholded_heads = np.where(faint_heads > 0.15, faint_heads, 0.0)  # each head's rows, differently
     return [
         ("one layer in which every token reads token 1", np.array([[[0.0, 1.0], [0.0, 1.0]]]), None),
         ("three layers of 5 tokens", random_layers, None),
         ("two layers of three heads each, shape (2, 3, 4, 4)", heads, None),
         ("four thresholded layers (edges below 0.15 removed, rows sum to less than 1)",
          thresholded, None),
+        ("two thresholded layers of four heads each, shape (2, 4, 6, 6)", thresholded_heads, None),
         ("two layers of a single token", np.ones((2, 1, 1)), None),
         ("the three layers of 5 tokens with residual=0.2", random_layers, 0.2),
         ("the three layers of 5 tokens with residual=0.9", random_layers, 0.9),
@@ -132,17 +135,20 @@ def _rollout_cases(seed: int = 2027) -> list[tuple[str, np.ndarray, float | None
 
 def _rollout_variant(layers, *, heads="mean", normalise="rows", transpose=False,
                      later_on_left=True, residual=0.5) -> np.ndarray:
-    """Rollout computed with one of the mistakes the check diagnoses."""
-    if layers.ndim == 4:
+    """Rollout computed with one of the mistakes the check diagnoses (``heads="last"``: each
+    head mixed and renormalised, then the heads averaged)."""
+    if layers.ndim == 4 and heads != "last":
         layers = layers.mean(axis=1) if heads == "mean" else layers.sum(axis=1)
     if transpose:
         layers = np.swapaxes(layers, -1, -2)
     seq = layers.shape[-1]
-    mixed = residual * np.eye(seq) + (1 - residual) * layers  # (n_layers, seq, seq)
+    mixed = residual * np.eye(seq) + (1 - residual) * layers  # (n_layers[, n_heads], seq, seq)
     if normalise == "rows":
         mixed = mixed / mixed.sum(axis=-1, keepdims=True)
     elif normalise == "columns":
         mixed = mixed / mixed.sum(axis=-2, keepdims=True)
+    if mixed.ndim == 4:
+        mixed = mixed.mean(axis=1)
     result = np.eye(seq)
     for layer in mixed:
         result = layer @ result if later_on_left else result @ layer
@@ -159,6 +165,9 @@ _ROLLOUT_MISTAKES: list[tuple[dict[str, Any], str]] = [
     (dict(later_on_left=False), "The layers are multiplied in the wrong order: the first "
      "layer acts first, so it stands rightmost, A_hat_L ... A_hat_1."),
     (dict(heads="sum"), "Average the heads (mean over axis 1), do not add them."),
+    (dict(heads="last"), "You mixed in the identity and renormalised each head, then averaged the heads: "
+     "average the heads first, then mix and renormalise. The orders differ where a head's rows sum to "
+     "less than 1."),
     (dict(residual=0.0), "The residual is missing: each layer is r I + (1 - r) A with r = "
      "residual (0.5 by default), not A alone."),
 ]

@@ -240,7 +240,7 @@ def tune_alpha(run, alpha) -> str:
     best = smallest_alpha()
     if goal.holds(alpha, goal.fixed, construction_error):
         return (
-            f"at alpha = {alpha:g} the error is {error:.2g} (the smallest alpha that gets below "
+            f"at alpha = {alpha:g} the error is {_shown_beyond(error, 1e-3, below=True)} (the smallest alpha that gets below "
             f"1e-3 is {best:.2f}) and the softmax's largest slope w (1 - w) is still {gradient:.2g}. "
             "Both fall like e^-alpha: the sharper the heads, the less a training step can move them."
         )
@@ -249,13 +249,19 @@ def tune_alpha(run, alpha) -> str:
             f"at alpha = {alpha:g} the largest error is {error:.2g}, not below 1e-3. "
             "Hint: the error falls about e-fold per unit of alpha; try larger values."
         )
-    shrunk = (
-        f"{score_gradient(best) / gradient:.0f} times less than it needs to be"
-        if gradient > 0
-        else "exactly 0 in float64"
-    )
+    shrunk = (f"{score_gradient(best) / gradient:.2g} times less than at {best:.2f}" if gradient > 0
+              else "exactly 0 in float64")
     raise Failed(
-        f"at alpha = {alpha:g} the error is {error:.2g}, below 1e-3, but the softmax's "
-        f"largest slope w (1 - w) is only {gradient:.2g}, {shrunk}: the "
-        "softmax is saturated. Find the smallest alpha (to within 1) that meets the target."
+        f"at alpha = {alpha:g} the error is {_shown_beyond(error, 1e-3, below=True)}, below 1e-3, but alpha is "
+        f"{_shown_beyond(alpha - best, 1.0)} above the smallest alpha that gets there ({best:.2f}), more than the 1 "
+        f"the exercise allows: the softmax's largest slope w (1 - w) is {gradient:.2g}, {shrunk}, and "
+        "the softmax is saturated. Find the smallest alpha (to within 1) that meets the target."
     )
+
+
+def _shown_beyond(value: float, bound: float, below: bool = False) -> str:
+    """``value`` (beyond ``bound``: above it, or below) with the digits that show it is:
+    an error of 0.0009999, never 0.001, below 1e-3."""
+    def beyond(text: str) -> bool:
+        return float(text) < bound if below else float(text) > bound
+    return next(text for digits in range(2, 18) if beyond(text := f"{value:.{digits}g}"))

@@ -515,6 +515,27 @@ def close(answer, expected, like=None, *, equal_nan: bool = False) -> bool:
     return bool(np.allclose(answer, expected, equal_nan=equal_nan, **tolerance(answer, expected, like)))
 
 
+def precision_problem(answer, expected) -> str:
+    """For an ``answer`` that :func:`close` refuses but that is ``expected`` rounded, a
+    sentence saying which precision it lost (empty otherwise): one computed partly in
+    float32 and handed back in float64 agrees to float32's precision only; one computed in
+    float16 (11 bits) to about 1e-3. A hint about the algorithm would mislead either."""
+    answer, expected = np.asarray(answer, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if answer.shape != expected.shape or not np.isfinite(answer).all() or close(answer, expected):
+        return ""
+    like_float32 = np.ones_like(expected, dtype=np.float32)  # float32's tolerance for this expected
+    if computed_in_float16(answer) and np.allclose(answer, expected, rtol=0.0, atol=4e-3 * max(
+            1.0, float(np.abs(expected).max(initial=0.0)))):
+        return (f"your answer was computed in float16, whose 11 bits cannot hold this check's precision "
+                f"({difference(answer, expected)}): compute in float32 or float64.")
+    if not computed_in_float32(answer) and close(answer, expected, like=like_float32):
+        return (f"your numbers agree with the reference to float32's precision only "
+                f"({difference(answer, expected)}): part of your computation ran in float32 (an array "
+                "cast to float32, a float32 tensor) and the rest in float64. Compute every step in float64 "
+                "(numpy's default), or every step in float32.")
+    return ""
+
+
 def beyond_float32(answer, *inputs) -> str:
     """For an ``answer`` computed in float32 (:func:`computed_in_float32`) from ``inputs``
     that float32 cannot hold, a sentence saying so (empty otherwise): no float32 answer

@@ -43,14 +43,16 @@ READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|
 # What in a learner's source touches the grader's recording in the sandbox. It cannot change
 # a verdict (the data is judged here), but it can withhold or alter data: worth a look. The
 # recording's memory measure (tracemalloc), threads its watch cannot follow (_thread), and the
-# ways to find the recorder from the learner's code (frames, referrers) too.
+# ways to find the recorder or its watch from the learner's code (frames, stacks, the modules
+# that read them, the hooks a profiler sets, referrers) too.
 TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bimport\s+(wire|core)\b|\bexport\s*\("
                                r"|\bsys\s*\.\s*(setprofile|settrace)\b|\bevents\s*\.\s*register\b"
                                r"|\bpayload_manager\b|\bwrite_payload\b|attncourse\.record|\bsys\s*\.\s*getprofile\b"
                                r"|^[ \t]*[\w.]*\bdisplay[ \t]*=[^=]|\bCHECKS\b|__wrapped__"
-                               r"|\btracemalloc\b|\bclear_refs\b|\b_thread\b|\bgetprofile\b|\b_getframe\b"
-                               r"|\bf_back\b|\bf_locals\b|\bget_referrers\b|\bcurrentframe\b|\b(extract|walk|format)_stack\b"
-                               r"|\binspect\s*\.\s*stack\b", re.MULTILINE)
+                               r"|\btracemalloc\b|\bclear_refs\b|\b_thread\b|\b(get|set)(profile|trace)\w*|\b_getframe\b"
+                               r"|\bf_back\b|\bf_locals\b|\bget_referrers\b|\bcurrentframe\b|_stack\b|\b_current_frames\b"
+                               r"|\b(inspect|traceback|faulthandler)\b|\b_(profile|trace)_hook\b|\b(tb|gi|cr|ag)_frame\b",
+                               re.MULTILINE)
 # What allocates memory the memory measure (tracemalloc, Python's and numpy's allocations)
 # does not see: an answer whose peak is measured and whose source uses one is worth a look.
 UNMEASURED_MEMORY = re.compile(r"\b(torch|ctypes|mmap|cupy|jax|tensorflow|numba)\b")

@@ -14,9 +14,10 @@ What Canvas writes, from its source (instructure/canvas-lms, ``lib/content_zippe
 * The ids are the first two parts between underscores made of digits alone, as Canvas
   reads them back when the instructor uploads the files again (``app/models/assignment.rb``,
   ``infer_comment_context_from_filename``). A sortable name may itself end in ``_123``
-  (Canvas keeps ``_`` and digits), so every such reading is tried against the roster's
-  ids: the one a student of the roster has is taken; a name two students' ids could read
-  is refused, naming both.
+  (Canvas keeps ``_`` and digits), and the name a student gives the file may hold a
+  classmate's ids (``103_1_hw.ipynb``), so every such reading is tried against the roster
+  (``whose``): the one whose student has the NAME before it is taken, else Canvas's own if
+  no other reading's id is a student's; any other file is refused, naming the ids.
 * Several files of one student are the files of their current attempt
   (``submission.attachment_ids``): earlier attempts are not in the zip. A file a student
   uploaded again under the same name reaches Canvas as ``hw-1.ipynb``, and a name repeated
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import csv
 import re
+import unicodedata
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime
@@ -58,6 +60,7 @@ class CanvasName:
     file_id: str
     late: bool
     given: str  # the name the student gave the file
+    name: str = ""  # NAME, the student's sortable name as Canvas wrote it ("" under anonymous grading)
 
 
 def parse_canvas_name(name: str) -> CanvasName | None:
@@ -76,8 +79,41 @@ def canvas_readings(name: str) -> list[CanvasName]:
         return []
     parts = name.split("_")
     digits = [bool(re.fullmatch(r"[0-9]+", part)) for part in parts]
-    return [CanvasName(parts[i], parts[i + 1], i > 0 and parts[i - 1].lower() == "late", "_".join(parts[i + 2:]))
-            for i in range(len(parts) - 2) if digits[i] and digits[i + 1]]
+    readings = []
+    for i in range(len(parts) - 2):
+        if digits[i] and digits[i + 1]:
+            late = i > 0 and parts[i - 1].lower() == "late"
+            readings.append(CanvasName(parts[i], parts[i + 1], late, "_".join(parts[i + 2:]),
+                                       "_".join(parts[:i - 1 if late else i])))
+    return readings
+
+
+def written_alike(name: str, sortable: str) -> bool:
+    """Whether ``name``, a NAME of a file name, is the roster's ``sortable`` name ("Last,
+    First") as Canvas writes it: compared by their ASCII letters and digits, lower-cased
+    (an accent dropped or kept, a space or comma removed)."""
+    def letters(text: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", unicodedata.normalize("NFKD", text).lower())
+    return bool(letters(name)) and letters(name) == letters(sortable)
+
+
+def whose(readings: list[CanvasName], students: dict[str, dict]) -> tuple[CanvasName | None, str]:
+    """The reading of a file name that names its student (Canvas's own where none of them
+    names a student of the roster), or (None, why not). The name the
+    student gave the file follows the ids Canvas reads first, so a later reading's ids may be
+    the student's own choosing: a reading is taken when the roster's student with its user
+    id has its NAME, or when it is Canvas's own (the first) and no other reading names a
+    student of the roster (anonymous grading, a name changed since the roster was exported)."""
+    plausible = [reading for reading in readings if reading.user_id in students]
+    named = [reading for reading in plausible if written_alike(reading.name, students[reading.user_id].get("Student") or "")]
+    if len(named) == 1:
+        return named[0], ""
+    if not named and plausible == readings[:1] or not plausible:
+        return readings[0], ""  # Canvas's own reading (a user id the roster lacks is reported as such)
+    ids = " or ".join(reading.user_id for reading in (named or plausible))
+    return None, (f"its name reads as the file of Canvas user {ids}, and the name before the ids is not "
+                  "one student's name in the roster: rename it NAME_USERID_FILEID_FILENAME with the right "
+                  "user id, or leave it out")
 
 
 def read_times(path: Path) -> dict[str, datetime | None]:
@@ -112,16 +148,14 @@ def canvas_submissions(entries: list[zipfile.ZipInfo], roster: Path, match: str 
     files: dict[str, list[tuple[zipfile.ZipInfo, CanvasName]]] = {}
     for info in entries:
         readings = canvas_readings(info.filename)
-        known = [parsed for parsed in readings if parsed.user_id in students]
         if not readings:
             reading.skipped.append(f"{info.filename}: not named as Canvas names a submitted file "
                                    "(NAME_[LATE_]USERID_FILEID_FILENAME)")
-        elif len(known) > 1:  # a name ending in _digits that are another student's id
-            reading.unmatched.append(f"{info.filename}: its name reads as the file of Canvas user "
-                                     f"{' or '.join(parsed.user_id for parsed in known)} (a name that ends in digits): "
-                                     "rename it NAME_USERID_FILEID_FILENAME with the right user id, or leave it out")
+            continue
+        parsed, why = whose(readings, students)
+        if parsed is None:
+            reading.unmatched.append(f"{info.filename}: {why}")
         else:
-            parsed = known[0] if known else readings[0]
             files.setdefault(parsed.user_id, []).append((info, parsed))
     for user_id, theirs in files.items():
         source = "; ".join(info.filename for info, _ in theirs)
