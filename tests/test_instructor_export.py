@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from attncourse.instructor.gradebook import export, points
+from attncourse.instructor.gradebook import export, ledger, points
 from attncourse.instructor.model import Grade
 from tests.gradebook_class import (
     ASSIGNED,
@@ -140,3 +140,55 @@ def test_every_export_and_the_summary_with_the_overrides_give_each_learner_one_t
     assert expected["dee"] != sum(EXPECTED_POINTS["dee"].values())  # the class has an override that counts
     for source, totals in found.items():
         assert totals == expected, source
+
+
+def _one_row_report(folder):
+    row = Grade("dee", "ch1-stable-softmax", "passed", "", "dee.ipynb", "", "2026-11-26T02:00:00+00:00")
+    ledger.Ledger(folder, "").save("dee", "k", [row], [])
+    return folder
+
+
+def test_a_report_exported_with_overrides_needs_them_again_or_as_graded(tmp_path):
+    """The newcomer's finding: one export without --overrides uploaded other totals than
+    every other export's, and said nothing."""
+    report = _one_row_report(tmp_path / "report")
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text("learner,exercise,points,note\ndee,ch1-stable-softmax,0,calls the course's own\n")
+    export.export("json", report, tmp_path / "with.json", overrides=overrides)
+    with pytest.raises(ValueError, match="exported with overrides before .* --as-graded .* Nothing was exported"):
+        export.export("csv", report, tmp_path / "forgot.csv")
+    assert not (tmp_path / "forgot.csv").exists()
+    export.export("csv", report, tmp_path / "as_graded.csv", as_graded=True)
+    with open(tmp_path / "as_graded.csv", newline="", encoding="utf-8") as file:
+        assert [(row["points"], row["override"]) for row in csv.DictReader(file)] == [("3.0", "")]
+
+
+@pytest.mark.parametrize("fmt", ["feedback", "gradescope", "csv"])
+def test_an_export_into_the_report_folder_is_refused(tmp_path, fmt):
+    """Red team 8: a learner named "summary" overwrote report/summary.md with their feedback."""
+    report = _one_row_report(tmp_path / "report")
+    for out in (report, report / "learners", report / "points.csv"):
+        with pytest.raises(ValueError, match="inside the report folder"):
+            export.export(fmt, report, out)
+
+
+def test_the_gradescope_folders_have_an_index_of_whose_each_is(tmp_path):
+    report = tmp_path / "report"
+    for learner in ("dee", "jose.garcia"):
+        row = Grade(learner, "ch1-stable-softmax", "passed", "", "x.ipynb", "", "2026-11-26T02:00:00+00:00")
+        ledger.Ledger(report, "").save(learner, "k", [row], [])
+    written, _ = export.export("gradescope", report, tmp_path / "gradescope")
+    with open(tmp_path / "gradescope" / "index.csv", newline="", encoding="utf-8") as file:
+        index = {row["learner"]: row["results"] for row in csv.DictReader(file)}
+    assert index == {"dee": "dee/results.json", "jose.garcia": f"{ledger.file_name('jose.garcia')}/results.json"}
+    assert all((tmp_path / "gradescope" / path).is_file() for path in index.values())
+
+
+@pytest.mark.parametrize(("line", "said"), [("dee,ch1-stable-softmax,9,generous", "extra credit"),
+                                            ("dee,ch1-stable-softmax,x,why", "not a number")])
+def test_every_refused_override_says_nothing_was_exported(tmp_path, line, said):
+    report = _one_row_report(tmp_path / "report")
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text(f"learner,exercise,points,note\n{line}\n")
+    with pytest.raises(ValueError, match=f"{said}.*Nothing was exported"):
+        export.export("csv", report, tmp_path / "points.csv", overrides=overrides)

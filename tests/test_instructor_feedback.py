@@ -15,7 +15,7 @@ import pytest
 
 from attncourse.checks.predict import PREDICTIONS, format_number
 from attncourse.instructor.course.tags import HIDDEN_TEST, SOLUTION, role_of
-from attncourse.instructor.gradebook import feedback, points
+from attncourse.instructor.gradebook import feedback, points, report
 from attncourse.instructor.model import Grade
 from tests.gradebook_class import (
     ASSIGNED,
@@ -98,13 +98,13 @@ def files():
 @pytest.mark.xdist_group("gradebook-term")
 def test_one_feedback_file_per_learner_in_both_formats(files):
     assert set(files) == {f"{learner}.{suffix}" for learner in EXPECTED_POINTS for suffix in ("html", "md")} | {
-        feedback.INDEX}
+        report.INDEX}
 
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("gradebook-term")
 def test_the_index_says_which_files_are_whose(files):
-    rows = list(csv.DictReader(io.StringIO(files[feedback.INDEX])))
+    rows = list(csv.DictReader(io.StringIO(files[report.INDEX])))
     assert [(row["learner"], row["html"], row["markdown"]) for row in rows] == [
         (learner, f"{learner}.html", f"{learner}.md") for learner in EXPECTED_POINTS]
 

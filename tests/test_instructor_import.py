@@ -119,6 +119,26 @@ def test_canvas_times_come_from_the_submissions_api_csv(canvas, tmp_path):
     assert found["grace"] == (None, True) and any("103" in note and "--times" in note for note in done.notes)
 
 
+def test_canvas_times_come_from_the_submissions_api_s_json_as_a_browser_saves_it(canvas, tmp_path):
+    """(The newcomer's finding: a CSV of the API needed a script of their own.) Canvas puts
+    while(1); before the JSON a signed-in browser gets; a class past 100 comes in pages."""
+    archive, roster = canvas
+    pages = [tmp_path / "page1.json", tmp_path / "page2.json"]
+    pages[0].write_text('while(1);[{"id": 9, "user_id": 101, "submitted_at": "2024-03-01T17:03:00Z", "late": false}]')
+    pages[1].write_text('[{"user_id": 102, "submitted_at": "2024-03-02T09:00:00-05:00"}, '
+                        '{"user_id": 103, "submitted_at": null}]')
+    import_export("canvas", archive, tmp_path / "out", roster=roster, times=pages)
+    found = submission_times(tmp_path / "out")
+    assert found["ada"][0] == datetime(2024, 3, 1, 17, 3, tzinfo=UTC)
+    assert found["bob"][0] == datetime(2024, 3, 2, 14, 0, tzinfo=UTC) and found["grace"][0] is None
+    pages[1].write_text('[{"user_id": 102, "submitted_at": "2024-03-02 noon"}]')
+    with pytest.raises(ValueError, match=r"page2.json, submission 1: submitted_at '2024-03-02 noon' is not ISO 8601"):
+        import_export("canvas", archive, tmp_path / "out2", roster=roster, times=pages)
+    pages[1].write_text('{"errors": [{"message": "user authorization required"}]}')
+    with pytest.raises(ValueError, match="not the JSON of Canvas's Submissions API"):
+        import_export("canvas", archive, tmp_path / "out2", roster=roster, times=pages)
+
+
 def test_the_canvas_file_name_is_read_as_canvas_reads_it_back():
     name = parse_canvas_name("lovelaceada_late_101_5001_hw_2-1.ipynb")
     assert name is not None and (name.user_id, name.file_id, name.late, name.given) == ("101", "5001", True,
@@ -389,6 +409,19 @@ def test_two_people_whose_emails_share_a_name_are_never_merged(tmp_path):
                                              METADATA.replace(":email: bob@uni.edu", ':email: "Zed <zed@uni.edu>"')
                                              .encode()})
     assert "zed" in import_export("gradescope", renamed, tmp_path / "out3").learners  # the address, not "Zed <zed"
+
+
+def test_people_whose_emails_share_a_name_are_learners_by_their_whole_address(tmp_path):
+    """Red team 8: bob@mallory.example beside bob@uni.edu refused the whole export; a course
+    without student ids had no way out."""
+    metadata = METADATA.replace("dee@uni.edu", "ada@gmail.com")
+    archive = write_zip(tmp_path / "gs.zip", {**GRADESCOPE_FILES, "assignment_77_export/submission_metadata.yml":
+                                              metadata.encode()})
+    with pytest.raises(ValueError, match="another --match .*address, the whole e-mail"):
+        import_export("gradescope", archive, tmp_path / "out")
+    done = import_export("gradescope", archive, tmp_path / "out", match="address")
+    assert {"ada@gmail.com", "ada@uni.edu"} <= set(done.learners)
+    assert find_learners(tmp_path / "out")[0]["ada@gmail.com"] != find_learners(tmp_path / "out")[0]["ada@uni.edu"]
 
 
 def test_a_canvas_import_without_times_says_late_work_cannot_be_penalised(canvas, tmp_path):

@@ -28,7 +28,7 @@ import pytest
 from attncourse import instructor
 from attncourse.checks.predict import PREDICTIONS
 from attncourse.instructor import COMPLETED, ERROR, FAILED, NOT_ATTEMPTED, PASSED, grading, judge
-from attncourse.instructor.gradebook.points import points_of
+from attncourse.instructor.gradebook.points import in_hundredths, points_of
 from attncourse.instructor.notebook.source import defined_names
 from attncourse.instructor.run import cgroups, sandbox
 from attncourse.instructor.run.sandbox import DEFAULT_LIMITS
@@ -270,7 +270,7 @@ def test_one_unfinished_case_earns_the_points_of_the_cases_answered(graded):
     row = graded["grades"]["g-unfinished", SOFTMAX]
     assert row.status == FAILED and row.status != NOT_ATTEMPTED
     assert 0 < row.inputs_right < row.inputs
-    assert row.points == round(points_of(SOFTMAX) * row.inputs_right / row.inputs, 2) > 0
+    assert row.points == in_hundredths(points_of(SOFTMAX) * row.inputs_right / row.inputs) > 0
     assert f"{row.inputs_right} of {row.inputs} inputs right" in row.feedback
 
 

@@ -117,3 +117,11 @@ def test_gradescope_says_a_late_pass_is_a_pass_and_what_lateness_cost():
 def test_a_late_mark_without_a_time_says_the_penalty_asked_for_is_not_applied():
     marked = late.lateness(learner(None, flagged=True), late.Policy(DUE, per_day=0.1))
     assert "no penalty without it (import with --times)" in marked["late"] and "late_penalty" not in marked
+    rows = [Grade("jo", SOFTMAX, "passed", "", "", **marked), Grade("al", SOFTMAX, "passed", "", "")]
+    assert late.unpenalised(rows) == ["jo"]  # grade warns of them on its standard error
+
+
+def test_a_submission_time_is_shown_in_the_due_date_s_offset():
+    """(The newcomer's finding: due at +01:00, eve's time was shown in UTC.)"""
+    marked = late.lateness({"submitted_at": "2026-12-03T07:00:00+00:00", "source": "import"}, late.Policy(DUE))
+    assert marked["submitted_at"].startswith("2026-12-03T08:00+01:00")

@@ -252,3 +252,17 @@ def test_a_misspelt_learner_is_refused_and_rows_of_a_renamed_learner_or_other_op
     assert instructor.main(["export", "csv", "--report", str(tmp_path / "report"), "--out",
                             str(tmp_path / "points.csv"), "--chapters", str(CHAPTERS)]) == 0
     assert f"'ada', 'cy': {ledger.STALE_OPTIONS}" in capsys.readouterr().err  # the export says so too
+
+
+def test_a_regrade_names_the_kept_rows_whose_late_penalty_it_changed():
+    """The newcomer's finding: eve's fix, put in place later, made her 3 days late instead of 2;
+    her other rows, kept as graded, lost points, and the regrade said they were kept as they were."""
+    def row(exercise, graded_at, points, late):
+        return instructor.Grade("eve", exercise, "passed", "", "", graded_at=graded_at, points=points, max_points=1.0, late=late)
+
+    before = [row("a", "t1", 0.0, "2 days late"), row("b", "t0", 0.8, "2 days late"), row("c", "t0", 0.0, "2 days late")]
+    after = [row("a", "t2", 0.7, "3 days late"), row("b", "t0", 0.7, "3 days late"), row("c", "t0", 0.0, "3 days late")]
+    assert ledger.regraded(before, after) == [
+        "'eve', a: passed (0 of 1) -> passed (0.7 of 1)",
+        "'eve', b: kept as graded, but 0.8 -> 0.7 of 1: 3 days late (was: 2 days late)",
+        "1 row(s) of earlier gradings kept as they were"]

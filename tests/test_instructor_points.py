@@ -236,3 +236,9 @@ def test_a_total_of_exactly_80_percent_is_in_the_top_band():
     rows = [Grade("eve", "ch1-stable-softmax", "passed", "", "", points=3.0, max_points=3.0),
             Grade("eve", "ch1-pool-prefers-badminton", "failed", "", "", points=1.8, max_points=3.0)]
     assert dict(points.distribution(rows))["80-100%"] == 1
+
+
+def test_points_are_rounded_half_up_as_a_gradebook_rounds():
+    """(The newcomer's jose.garcia: 7 of 8 inputs of 3 points is 2.625, shown as 2.62.)"""
+    assert points.earned(grade("jose.garcia", SOFTMAX, "failed", 7, 8)) == 2.63
+    assert [points.in_hundredths(v) for v in (0.125, 1.005, 2.675, 1 / 3, 0.0)] == [0.13, 1.01, 2.68, 0.33, 0.0]

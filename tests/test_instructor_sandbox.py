@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import json
 import os
 import shutil
 import stat
@@ -187,3 +188,41 @@ def test_without_bubblewrap_the_refusal_names_the_command_that_installs_it(tmp_p
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None if name == "bwrap" else which(name))
     with pytest.raises(sandbox.SandboxUnavailable, match="`make system-packages`"):
         sandbox._probe(sandbox.Sandbox(tmp_path, isolated=True))
+
+
+def test_each_cell_s_own_reply_is_no_output_but_any_more_are():
+    """Red team 8: 15,000 silent cells passed the output limit on their replies alone."""
+    from attncourse.instructor.run.execution import _OutputLimitedClient
+
+    class Kernel:
+        killed = False
+
+        def kill_sandbox(self):
+            Kernel.killed = True
+
+    client = _OutputLimitedClient(nbformat.v4.new_notebook(), Kernel(), output_limit=1000)
+    reply, output = {"msg_type": "execute_reply"}, {"msg_type": "stream"}
+    for _ in range(3):
+        client.replies_due += 1  # as running a code cell does
+        client.count(reply, 700)
+    assert client.received == 0 and not Kernel.killed
+    client.count(reply, 700)  # a reply no cell asked for: counted
+    client.count(output, 400)
+    assert client.received == 1100 and Kernel.killed and client.cut_in == 0
+
+
+def test_a_message_holding_a_huge_whole_number_is_named_as_the_grader_s_reading_it():
+    """Red team 8: `10**5000` displayed after sys.set_int_max_str_digits(0) read as "could not run: ValueError"."""
+    from attncourse.instructor.run.execution import _OutputLimitedClient, _why_it_stopped
+
+    class Kernel:
+        def kill_sandbox(self):
+            pass
+
+    client = _OutputLimitedClient(nbformat.v4.new_notebook(), Kernel(), output_limit=1000)
+    try:
+        json.loads("1" * 5000)
+    except ValueError as error:
+        raised = error
+    cell, why = _why_it_stopped(raised, client, 3, 1.0, 60.0, sandbox.DEFAULT_LIMITS)
+    assert cell == 3 and why.startswith("sent, in cell 4, a message the grader cannot read: a whole number")

@@ -55,7 +55,7 @@ Workflow:
   3. Collect the notebooks, one folder per learner (submissions/ada/01_....ipynb) or
      one file per learner (submissions/ada.ipynb): import turns Canvas's "Download
      Submissions" zip or Gradescope's "Export Submissions" zip into that folder,
-       python -m attncourse.instructor import canvas submissions.zip --out submissions \
+       python -m attncourse.instructor import canvas submissions.zip --out submissions \\
            --roster canvas_export.csv
      and grade them:
        python -m attncourse.instructor grade submissions --out report --assign ...
@@ -69,7 +69,7 @@ Workflow:
   4. Export the points: feedback files for the learners, a gradebook for Canvas,
      Gradescope's results.json, or plain CSV/JSON:
        python -m attncourse.instructor export feedback --report report --out feedback
-       python -m attncourse.instructor export canvas --report report --out canvas.csv \
+       python -m attncourse.instructor export canvas --report report --out canvas.csv \\
            --roster canvas_export.csv --assignment "Attention homework (12345)"
      Or let Gradescope grade each submission in a container of its own (large classes):
        python -m attncourse.instructor autograder --out autograder.zip --assign ...
@@ -180,7 +180,7 @@ def _import_parser(commands, formatter) -> None:
                     "as the folder grade reads: OUT/LEARNER/*.ipynb, with OUT/submitted.csv (learner, submitted_at, "
                     "late_in_lms, source), which grade passes over. Canvas names each file after the student's user "
                     "id, which --roster (the gradebook CSV exported from Canvas) turns into the --match column; "
-                    "its file names carry no time: give --times (user_id,submitted_at from Canvas's Submissions API) "
+                    "its file names carry no time: give --times (the Submissions API's JSON, or its user_id,submitted_at) "
                     "or submitted_at stays empty, and late_in_lms is Canvas's LATE mark. Gradescope's export names "
                     "each submission's submitters and time in its submission_metadata.yml; each member of a group "
                     "gets the group's notebooks. Only notebooks are imported; every other entry is listed with why. "
@@ -192,10 +192,12 @@ def _import_parser(commands, formatter) -> None:
     imported.add_argument("--roster", type=Path, help="canvas: the gradebook CSV exported from Canvas (as export canvas)")
     imported.add_argument("--match", default=None,
                           help="canvas: the roster column that names a learner (default: SIS Login ID); gradescope: "
-                               "email (the part before the @, the default) or sid")
-    imported.add_argument("--times", type=Path,
-                          help="canvas: a CSV with columns user_id and submitted_at (ISO 8601), as Canvas's Submissions "
-                               "API gives them")
+                               "email (the part before the @, the default), address (the whole e-mail) or sid")
+    imported.add_argument("--times", type=Path, action="append",
+                          help="canvas: when each student submitted, from Canvas's Submissions API: the JSON page a "
+                               "browser signed in to Canvas shows at https://CANVAS/api/v1/courses/COURSE/assignments/"
+                               "ASSIGNMENT/submissions?per_page=100, saved (one --times per page past 100 students), "
+                               "or a CSV of its user_id and submitted_at")
     imported.add_argument("--keep-latest", action="store_true",
                           help="when two submissions name one learner, keep the later (refused without it)")
     imported.add_argument("--skip-unmatched", action="store_true",
@@ -222,6 +224,9 @@ def _export_parser(commands, chapters, formatter) -> None:
                         help="a CSV of your decisions after review: learner,exercise,points,note (any capitals); "
                              "a learner or exercise the report has no row of stops the export. The report's "
                              f"summary with them is written as REPORT/{OVERRIDDEN_SUMMARY}")
+    export.add_argument("--as-graded", action="store_true",
+                        help="export without overrides a report that was exported with them before "
+                             "(without this, such an export stops: one forgotten --overrides would disagree)")
     export.add_argument("--allow-extra-credit", action="store_true",
                         help="let an override give more points than the exercise is worth")
     export.add_argument("--roster", type=Path, help="canvas: the gradebook CSV exported from Canvas")
@@ -349,6 +354,9 @@ def _grade(args, assign: list[str] | None) -> None:
         print(f"regraded: {line}")
     for warning in stale_rows(grades):
         print(f"warning: {warning}", file=sys.stderr)
+    if late.unpenalised(grades):
+        print(f"warning: {', '.join(map(repr, late.unpenalised(grades)))}: marked late by the learning platform "
+              f"with no submission time, so no late penalty is applied (import with --times)", file=sys.stderr)
     print(f"wrote {table} and {text}")
 
 
@@ -364,7 +372,8 @@ def _export(args) -> None:
     written, problems = export(args.format, args.report, args.out, args.chapters, overrides=args.overrides,
                                roster=args.roster, assignment=args.assignment, match=args.match,
                                learner=args.learner, visibility=args.visibility, missing=args.missing,
-                               force=args.force, allow_extra_credit=args.allow_extra_credit)
+                               force=args.force, allow_extra_credit=args.allow_extra_credit,
+                               as_graded=args.as_graded)
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
     if args.overrides:

@@ -47,11 +47,19 @@ def cleaned(value: Any) -> Any:
     return value
 
 
-# Letters that show nothing (Unicode's default-ignorable code points outside the format category).
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u180b\u180c\u180d\u180e")
+# What shows nothing besides the format characters: Unicode's other default-ignorable code
+# points and variation selectors (DerivedCoreProperties.txt: Default_Ignorable_Code_Point,
+# from Other_Default_Ignorable_Code_Point and Variation_Selector in PropList.txt, which
+# Python's unicodedata does not expose), U+180E (a format character before Unicode 6.3),
+# and the braille pattern blank, a letter that draws no dot.
+_SHOWING_NOTHING = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2065, 0x2065),
+                    (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
+                    (0xE0000, 0xE0FFF))
 
 
 def invisible(character: str) -> bool:
     """Whether ``character`` shows nothing where it is written: a format character (a
-    zero-width space, a soft hyphen, a bidirectional mark, a tag) or a blank letter."""
-    return unicodedata.category(character) == "Cf" or character in _BLANK_LETTERS
+    zero-width space, a soft hyphen, a bidirectional mark, a tag), a variation selector, a
+    blank letter, or another of Unicode's default-ignorable code points."""
+    code = ord(character)
+    return unicodedata.category(character) == "Cf" or any(low <= code <= high for low, high in _SHOWING_NOTHING)

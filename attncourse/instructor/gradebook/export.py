@@ -37,7 +37,12 @@ from attncourse.instructor.gradebook.canvas_csv import (
     write_canvas,
 )
 from attncourse.instructor.gradebook.ledger import Ledger, file_name, stale_rows
-from attncourse.instructor.gradebook.report import csv_cell, write_overridden_summary
+from attncourse.instructor.gradebook.report import (
+    OVERRIDDEN_SUMMARY,
+    csv_cell,
+    write_index,
+    write_overridden_summary,
+)
 from attncourse.instructor.judge import learner_message
 from attncourse.instructor.model import EARNS_ALL, FAILED, PASSED, Grade
 
@@ -66,7 +71,10 @@ def load(report: Path, overrides: Path | None = None, allow_extra_credit: bool =
         raise ValueError(f"{report} holds no grades: grade into it first (grade SUBMISSIONS --out {report})")
     if not overrides:
         return points.scored(grades)
-    decided = points.read_overrides(overrides, grades, allow_extra_credit)
+    try:
+        decided = points.read_overrides(overrides, grades, allow_extra_credit)
+    except ValueError as error:
+        raise ValueError(f"{error}. Nothing was exported.") from None
     write_overridden_summary(Path(report), grades, problems, decided, overrides)
     return points.scored(grades, decided)
 
@@ -144,7 +152,8 @@ def gradescope_results(rows: list[Grade], titles: dict[str, str], visibility: st
 
 def write_gradescope(rows: list[Grade], titles: dict[str, str], out: Path, learner: str | None = None,
                      visibility: str = "visible") -> list[Path]:
-    """results.json for ``learner`` at ``out``, or for every learner at ``out/LEARNER/results.json``."""
+    """results.json for ``learner`` at ``out``, or for every learner at ``out/LEARNER/results.json``
+    with ``out``'s INDEX of whose each folder is."""
     learners = [learner] if learner else list(dict.fromkeys(row.learner for row in rows))
     written = []
     for name in learners:
@@ -156,17 +165,30 @@ def write_gradescope(rows: list[Grade], titles: dict[str, str], out: Path, learn
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(gradescope_results(mine, titles, visibility), indent=1), encoding="utf-8")
         written.append(path)
-    return written
+    if learner:
+        return written
+    return [*written, write_index(Path(out), ["results"], [[name, f"{file_name(name)}/results.json"]
+                                                           for name in learners])]
 
 
 def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"), *, overrides: Path | None = None,
            roster: Path | None = None, assignment: str | None = None, match: str = "SIS Login ID",
            learner: str | None = None, visibility: str = "visible", missing: str = "empty", force: bool = False,
-           allow_extra_credit: bool = False) -> tuple[list[Path], list[str]]:
+           allow_extra_credit: bool = False, as_graded: bool = False) -> tuple[list[Path], list[str]]:
     """Write ``report``'s grades as ``fmt`` (one of FORMATS) to ``out``: (files written, what
-    the instructor should know)."""
+    the instructor should know). Refuses an ``out`` inside ``report`` (a learner named
+    "summary" would overwrite its summary), and a report exported with overrides before
+    unless given them again or ``as_graded`` (one forgotten option would upload other
+    totals than every other export's)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; the formats are {', '.join(FORMATS)}")
+    if Path(out).resolve().is_relative_to(Path(report).resolve()):
+        raise ValueError(f"--out {out} is inside the report folder {report}: write exports elsewhere "
+                         "(a learner's file could replace the report's own)")
+    if overrides is None and not as_graded and (Path(report) / OVERRIDDEN_SUMMARY).exists():
+        raise ValueError(f"{report} was exported with overrides before ({Path(report) / OVERRIDDEN_SUMMARY}): "
+                         "give --overrides again, or --as-graded to export the grades without them. "
+                         "Nothing was exported.")
     if fmt == "canvas" and (roster is None or not assignment):
         raise ValueError("canvas needs --roster (the gradebook CSV exported from Canvas) and "
                          "--assignment 'NAME (ID)' (the assignment's column title)")

@@ -13,7 +13,6 @@ read here.
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +21,9 @@ import jinja2
 
 from attncourse.instructor import model
 from attncourse.instructor.gradebook.ledger import file_name
-from attncourse.instructor.gradebook.report import csv_cell, markdown_text
+from attncourse.instructor.gradebook.report import markdown_text, write_index
 from attncourse.instructor.judge import learner_message
 from attncourse.instructor.model import Grade
-
-INDEX = "index.csv"  # learner, their HTML file, their Markdown file: for a mail merge
 
 RESULTS = {  # the status as a learner reads it (as it is, or in other words)
     model.PASSED: model.PASSED, model.COMPLETED: model.COMPLETED, model.FAILED: "not right yet",
@@ -180,7 +177,7 @@ def render(learner: str, rows: list[Grade], titles: dict[str, str], course: str,
 def write_feedback(rows: list[Grade], titles: dict[str, str], out: Path,
                    course: str = "Attention, step by step", assignment: str | None = None) -> list[Path]:
     """Write ``LEARNER.html`` and ``LEARNER.md`` for every learner of ``rows`` into ``out``
-    (``assignment``: its name, shown to the learners), and INDEX: which files are whose (a
+    (``assignment``: its name, shown to the learners), and its INDEX: which files are whose (a
     name not safe as a file's, such as ``jose.garcia``, is written ``jose_garcia.1add29e2``)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -191,7 +188,5 @@ def write_feedback(rows: list[Grade], titles: dict[str, str], out: Path,
             path = out / (file_name(learner) + suffix)
             path.write_text(text, encoding="utf-8")
             written.append(path)
-        index.append([csv_cell(learner), file_name(learner) + ".html", file_name(learner) + ".md"])
-    with open(out / INDEX, "w", newline="", encoding="utf-8") as file:
-        csv.writer(file).writerows([["learner", "html", "markdown"], *index])
-    return [*written, out / INDEX]
+        index.append([learner, file_name(learner) + ".html", file_name(learner) + ".md"])
+    return [*written, write_index(out, ["html", "markdown"], index)]

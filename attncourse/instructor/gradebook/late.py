@@ -25,6 +25,7 @@ from attncourse.instructor.submissions import changed_since_import, find_learner
 
 LATE = "late.json"
 DAY = 86400.0
+UNPENALISED = "no penalty without it (import with --times)"
 
 
 @dataclass(frozen=True)
@@ -91,15 +92,21 @@ def lateness(learner: dict, policy: Policy) -> dict:
     text = learner.get("submitted_at") or ""
     flagged = learner.get("late_in_lms")
     if not text:
-        unpenalised = ": no penalty without it (import with --times)" if policy.per_day else ""
+        unpenalised = f": {UNPENALISED}" if policy.per_day else ""
         return {"late": f"marked late by the learning platform, with no submission time{unpenalised}" if flagged else
                 "" if flagged is False else "submission time unknown (the import recorded none): not marked late"}
     submitted = datetime.fromisoformat(text)
     days = math.ceil((submitted - policy.due).total_seconds() / DAY)
-    shown = f"{submitted.isoformat(timespec='minutes')} ({learner.get('source', '')})"
+    shown = f"{submitted.astimezone(policy.due.tzinfo).isoformat(timespec='minutes')} ({learner.get('source', '')})"
     if days <= 0:
         return {"submitted_at": shown, "late": "marked late by the learning platform" if flagged else ""}
     penalty = round(min(policy.cap, policy.per_day * days), 6)  # 0.3, not 0.30000000000000004
     return {"submitted_at": shown, "late_penalty": penalty,
             "late": f"{days} day{'s' if days > 1 else ''} late" + (f": -{penalty:.0%} of each exercise's points"
                                                                   if penalty else "")}
+
+
+def unpenalised(rows: list[Grade]) -> list[str]:
+    """The learners a penalty was asked for but could not be applied to: marked late by
+    their learning platform, with no submission time."""
+    return list(dict.fromkeys(row.learner for row in rows if row.late.endswith(UNPENALISED)))

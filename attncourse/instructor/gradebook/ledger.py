@@ -157,18 +157,23 @@ def stale_rows(grades: list[Grade]) -> list[str]:
 
 def regraded(before: list[Grade], after: list[Grade]) -> list[str]:
     """What a grading changed in a report: one line per row it replaced (its status and
-    points before and now), then how many rows of earlier gradings it kept as they were."""
+    points before and now), one per row it kept whose points changed all the same (its
+    learner's submission time moved, and with it the late penalty), then how many rows of
+    earlier gradings it kept as they were."""
     earlier = {(g.learner, g.exercise): g for g in before}
     lines, kept = [], 0
     for row in after:
         old = earlier.get((row.learner, row.exercise))
         if old is None:
             continue
-        if old.graded_at == row.graded_at:
-            kept += 1
-        else:
+        if old.graded_at != row.graded_at:
             lines.append(f"{row.learner!r}, {row.exercise}: {old.status} ({old.points:g} of {old.max_points:g}) "
                          f"-> {row.status} ({row.points:g} of {row.max_points:g})")
+        elif old.points != row.points:
+            lines.append(f"{row.learner!r}, {row.exercise}: kept as graded, but {old.points:g} -> {row.points:g} of "
+                         f"{row.max_points:g}: {row.late or 'no longer late'} (was: {old.late or 'not late'})")
+        else:
+            kept += 1
     return lines + ([f"{kept} row(s) of earlier gradings kept as they were"] if kept else [])
 
 

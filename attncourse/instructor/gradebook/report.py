@@ -69,6 +69,17 @@ def csv_cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
+INDEX = "index.csv"  # in a folder of files per learner: whose each is (for a mail merge, an upload)
+
+
+def write_index(folder: Path, columns: list[str], rows: list[list[str]]) -> Path:
+    """``folder``/INDEX: a header ``learner, *columns``, then each row, a learner's name (a
+    spreadsheet's formula neutralised, ``csv_cell``) and the names of their files."""
+    with open(Path(folder) / INDEX, "w", newline="", encoding="utf-8") as file:
+        csv.writer(file).writerows([["learner", *columns], *([csv_cell(learner), *files] for learner, *files in rows)])
+    return Path(folder) / INDEX
+
+
 # What GitHub's Markdown (and markdown-it's linkify) turns into a link with no brackets at all:
 # an address with a scheme, one starting www., an e-mail address.
 _LINK_LIKE = re.compile(r"://|www\.|@[^@]*\.|^(?:https?|ftp|mailto|xmpp):", re.IGNORECASE)

@@ -40,6 +40,8 @@ the instructor trying the assignment: skipped, with a note.
 from __future__ import annotations
 
 import csv
+import io
+import json
 import re
 import unicodedata
 import zipfile
@@ -116,24 +118,50 @@ def whose(readings: list[CanvasName], students: dict[str, dict]) -> tuple[Canvas
                   "user id, or leave it out")
 
 
-def read_times(path: Path) -> dict[str, datetime | None]:
-    """Canvas user id -> when they submitted, from a CSV with the Submissions API's
-    ``user_id`` and ``submitted_at`` (ISO 8601, as the API writes it) columns."""
+def read_times(paths: Path | list[Path]) -> dict[str, datetime | None]:
+    """Canvas user id -> when they submitted, from Canvas's Submissions API: the JSON its
+    address returns (opened in a browser signed in to Canvas and saved as a file; Canvas
+    puts ``while(1);`` before it, which is read past), one file per page of a class of more
+    than 100, or a CSV with its ``user_id`` and ``submitted_at`` (ISO 8601) columns."""
     times: dict[str, datetime | None] = {}
-    with open(path, newline="", encoding="utf-8-sig") as file:
-        reader = csv.DictReader(file)
-        if not {"user_id", "submitted_at"} <= set(reader.fieldnames or []):
-            raise ValueError(f"{path} needs the columns user_id and submitted_at (as Canvas's Submissions API names them)")
-        for row in reader:
-            text = (row["submitted_at"] or "").strip()
-            try:
-                moment = datetime.fromisoformat(text) if text else None
-            except ValueError:
-                raise ValueError(f"{path}, line {reader.line_num}: submitted_at {text!r} is not ISO 8601") from None
-            if moment is not None and moment.utcoffset() is None:
-                raise ValueError(f"{path}, line {reader.line_num}: submitted_at {text!r} has no offset from UTC")
-            times[(row["user_id"] or "").strip()] = moment
+    for path in [paths] if isinstance(paths, Path) else paths:
+        text = Path(path).read_text(encoding="utf-8-sig")
+        entries = _json_entries(path, text) if text.lstrip().startswith(("[", "{", "while(1);")) else _csv_entries(path, text)
+        for where, user_id, submitted_at in entries:
+            times[user_id] = _moment(submitted_at, where)
     return times
+
+
+def _json_entries(path: Path, text: str) -> list[tuple[str, str, str]]:
+    try:
+        data = json.loads(text.lstrip().removeprefix("while(1);"))
+    except ValueError as error:
+        raise ValueError(f"{path} is not the JSON of Canvas's Submissions API ({error})") from None
+    if not isinstance(data, list) or not all(isinstance(entry, dict) and "user_id" in entry for entry in data):
+        raise ValueError(f"{path} is not the JSON of Canvas's Submissions API: a list of submissions, each with "
+                         "its user_id and submitted_at")
+    return [(f"{path}, submission {number}", str(entry["user_id"]).strip(), entry.get("submitted_at") or "")
+            for number, entry in enumerate(data, 1)]
+
+
+def _csv_entries(path: Path, text: str) -> list[tuple[str, str, str]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if not {"user_id", "submitted_at"} <= set(reader.fieldnames or []):
+        raise ValueError(f"{path} needs the columns user_id and submitted_at (as Canvas's Submissions API names "
+                         "them), or is the API's JSON")
+    return [(f"{path}, line {reader.line_num}", (row["user_id"] or "").strip(), row["submitted_at"] or "")
+            for row in reader]
+
+
+def _moment(text: object, where: str) -> datetime | None:
+    text = str(text).strip()
+    try:
+        moment = datetime.fromisoformat(text) if text else None
+    except ValueError:
+        raise ValueError(f"{where}: submitted_at {text!r} is not ISO 8601") from None
+    if moment is not None and moment.utcoffset() is None:
+        raise ValueError(f"{where}: submitted_at {text!r} has no offset from UTC")
+    return moment
 
 
 def canvas_submissions(entries: list[zipfile.ZipInfo], roster: Path, match: str = "SIS Login ID",

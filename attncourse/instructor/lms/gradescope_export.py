@@ -18,8 +18,9 @@ holds the submissions); what is read here is the layout otter-grader reads
   https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/).
 
 Where that is silent, the safe reading: the export may sit in one top folder or none; a
-learner is the part of their email before the ``@`` (``--match email``) or their student
-id (``--match sid``), and a submitter without it names no learner (refused unless
+learner is the part of their email before the ``@`` (``--match email``), their whole
+address (``--match address``, where two people's addresses share that part) or their
+student id (``--match sid``), and a submitter without it names no learner (refused unless
 --skip-unmatched); every member of a group gets the group's notebooks and time; a time
 without a zone is left empty; the metadata says nothing of lateness, so late_in_lms is
 left empty.
@@ -37,7 +38,7 @@ from attncourse.instructor.lms.archive import is_notebook
 from attncourse.instructor.lms.plan import Reading, Submission
 
 METADATA = "submission_metadata.yml"
-MATCHES = ("email", "sid")
+MATCHES = ("email", "address", "sid")
 
 
 def find_metadata(entries: list[zipfile.ZipInfo]) -> zipfile.ZipInfo:
@@ -67,8 +68,8 @@ def field(record: dict, name: str):
 
 
 def submitter_login(submitter: object, match: str) -> str:
-    """The learner a submitter is: their email's part before the ``@``, or their student id
-    (empty if the record has none)."""
+    """The learner a submitter is: their email's part before the ``@`` (``email``), their
+    whole address (``address``), or their student id (empty if the record has none)."""
     value = submitter_identity(submitter, match)
     return value.rsplit("@", 1)[0] if match == "email" and "@" in value else value
 
@@ -76,8 +77,9 @@ def submitter_login(submitter: object, match: str) -> str:
 def submitter_identity(submitter: object, match: str) -> str:
     """Who a submitter is: their whole e-mail address (``"Zed <zed@uni.edu>"`` read as
     ``zed@uni.edu``), or their student id."""
-    value = str(field(submitter, match) or "").strip() if isinstance(submitter, dict) else ""
-    return email.utils.parseaddr(value)[1] or value if match == "email" else value
+    by_email = match in ("email", "address")
+    value = str(field(submitter, "email" if by_email else match) or "").strip() if isinstance(submitter, dict) else ""
+    return email.utils.parseaddr(value)[1] or value if by_email else value
 
 
 def created_at(value: object) -> datetime | None:

@@ -51,7 +51,7 @@ class Imported:
 
 
 def import_export(kind: str, archive: Path, out: Path, *, roster: Path | None = None, match: str | None = None,
-                  times: Path | None = None, keep_latest: bool = False, skip_unmatched: bool = False,
+                  times: Path | list[Path] | None = None, keep_latest: bool = False, skip_unmatched: bool = False,
                   max_bytes: int = DEFAULT_MAX_BYTES) -> Imported:
     """Import ``archive``, an export of ``kind`` (one of KINDS), into ``out``: a new or
     empty folder, or one holding only an earlier import of that kind, which it replaces.
@@ -97,7 +97,7 @@ def readable_entries(zipped: zipfile.ZipFile) -> tuple[list[zipfile.ZipInfo], li
 
 
 def _read(kind: str, zipped: zipfile.ZipFile, entries: list[zipfile.ZipInfo], budget: Budget, roster: Path | None,
-          match: str | None, times: Path | None) -> Reading:
+          match: str | None, times: Path | list[Path] | None) -> Reading:
     if kind == "canvas":
         if roster is None:
             raise ValueError("canvas needs --roster: the gradebook CSV exported from Canvas (Grades, Export), whose "

@@ -59,7 +59,7 @@ def by_learner(submissions: list[Submission], keep_latest: bool = False) -> dict
         timed = [(s.submitted_at, s) for s in theirs if s.submitted_at]
         if len(people.get(learner, ())) > 1:  # never "the latest": one would replace another's work
             clashes.append(f"{learner!r} names {len(people[learner])} people ({', '.join(sorted(people[learner]))}): "
-                           "import with another --match, or rename one")
+                           "import with another --match (gradescope: address, the whole e-mail; or sid), or rename one")
         elif len(theirs) == 1:
             chosen[learner] = theirs[0]
         elif keep_latest and len(timed) == len(theirs):

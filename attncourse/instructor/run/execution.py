@@ -55,7 +55,7 @@ def _stop_when_out_of_memory(cell, cell_index: int, execute_reply: dict) -> None
 class _OutputLimitedClient(NotebookClient):
     """An nbclient that receives at most ``output_limit`` bytes of a notebook's messages
     (text, images, widget messages, and messages that claim no cell or another's: counted
-    as they arrive, on every channel). Past it, it keeps nothing more, notes in the cell
+    as they arrive, on every channel, but for each cell's one reply). Past it, it keeps nothing more, notes in the cell
     where it cut, and kills the sandbox: the run ends in ``cut_in``, a cell that prints
     without end stops at once instead of at the time limit, and the executed copy and what
     the grader reads stay small."""
@@ -67,10 +67,14 @@ class _OutputLimitedClient(NotebookClient):
         self.received = 0
         self.running = 0  # the cell being run
         self.cut_in: int | None = None
+        self.replies_due = 0  # a cell's own reply is no output: a notebook of 15,000 silent cells prints nothing
         km.received = self.count
 
     def count(self, message: dict, size: int) -> None:
         if message.get("msg_type") in ("status", "execute_input"):  # not output
+            return
+        if message.get("msg_type") == "execute_reply" and self.replies_due > 0:  # any more are counted
+            self.replies_due -= 1
             return
         self.received += size
         if self.received > self.output_limit and self.cut_in is None:
@@ -79,6 +83,7 @@ class _OutputLimitedClient(NotebookClient):
 
     async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
         self.running = cell_index
+        self.replies_due += cell.cell_type == "code"
         return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
 
     def process_message(self, msg, cell, cell_index):
@@ -116,6 +121,9 @@ def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, runni
                          f"and Linux stopped the kernel")
     if isinstance(error, DeadKernelError):
         return running, f"the kernel died {where}"
+    if isinstance(error, ValueError) and "integer string conversion" in str(error):  # raised reading its message
+        return running, (f"sent, {where}, a message the grader cannot read: a whole number of more digits than "
+                         f"Python reads ({describe(error)}); shown as text, or as a float, it would be read")
     return running, f"could not run {where}: {describe(error) if error else 'no reason given'}"
 
 
