@@ -11,6 +11,7 @@ import re
 import pytest
 
 from attncourse.instructor.gradebook import export, ledger, points
+from attncourse.instructor.gradebook.report import OVERRIDDEN_SUMMARY, write_report
 from attncourse.instructor.model import Grade
 from tests.gradebook_class import (
     ASSIGNED,
@@ -158,6 +159,11 @@ def test_a_report_exported_with_overrides_needs_them_again_or_as_graded(tmp_path
     with pytest.raises(ValueError, match="exported with overrides before .* --as-graded .* Nothing was exported"):
         export.export("csv", report, tmp_path / "forgot.csv")
     assert not (tmp_path / "forgot.csv").exists()
+    rows, problems = ledger.Ledger(report, "").everything([])
+    write_report(rows, problems, report)  # a regrade: it removes the summary with the overrides (red team 9)
+    assert not (report / OVERRIDDEN_SUMMARY).exists()
+    with pytest.raises(ValueError, match="exported with overrides before"):
+        export.export("csv", report, tmp_path / "forgot.csv")
     export.export("csv", report, tmp_path / "as_graded.csv", as_graded=True)
     with open(tmp_path / "as_graded.csv", newline="", encoding="utf-8") as file:
         assert [(row["points"], row["override"]) for row in csv.DictReader(file)] == [("3.0", "")]
@@ -192,3 +198,14 @@ def test_every_refused_override_says_nothing_was_exported(tmp_path, line, said):
     overrides.write_text(f"learner,exercise,points,note\n{line}\n")
     with pytest.raises(ValueError, match=f"{said}.*Nothing was exported"):
         export.export("csv", report, tmp_path / "points.csv", overrides=overrides)
+
+
+def test_an_export_into_the_graded_submissions_folder_is_refused(tmp_path):
+    """Red team 9: feedback files among the learners' folders, or a results.json in each."""
+    report = _one_row_report(tmp_path / "report")
+    (tmp_path / "submissions" / "dee").mkdir(parents=True)
+    ledger.Ledger(report, "").begin({"dee"}, tmp_path / "submissions")
+    for out in (tmp_path / "submissions", tmp_path / "submissions" / "dee"):
+        with pytest.raises(ValueError, match="inside the submissions folder"):
+            export.export("gradescope", report, out)
+    export.export("gradescope", report, tmp_path / "gradescope")  # anywhere else

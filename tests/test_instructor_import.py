@@ -358,16 +358,21 @@ def test_grade_passes_over_submitted_csv_at_the_top_alone(tmp_path):
 # --- a sixth red team ---------------------------------------------------------------------
 
 
-def test_a_canvas_name_ending_in_another_students_id_is_filed_under_the_student_it_names(tmp_path):
-    """Mallory's sortable name "Mallory_1002" (Canvas keeps _ and digits): Canvas itself
-    reads her file back as Jane's, user 1002. The NAME before the ids says whose it is."""
-    rows = [*ROSTER[:2], ["Mallory_1002", "1001", "", "mallory", "A", ""], ["Doe, Jane", "1002", "", "jdoe", "A", ""]]
+def test_a_canvas_file_that_names_two_students_is_filed_under_neither(tmp_path):
+    """Mallory's sortable name "Mallory_1002" (Canvas keeps _ and digits) makes Canvas read
+    her file back as Jane's, user 1002; Jane names her file after Mallory's ids; Mallory,
+    renamed "Hopper, Grace_1003_1" since the roster (red team 9), names herself after Grace's.
+    Either part of a name may be a student's choosing: none of them is filed, the rest are."""
+    rows = [*ROSTER[:2], ["Mallory_1002", "1001", "", "mallory", "A", ""], ["Doe, Jane", "1002", "", "jdoe", "A", ""],
+            ["Hopper, Grace", "1003", "", "grace", "A", ""], ["Lovelace, Ada", "1004", "", "ada", "A", ""]]
     roster = write_roster(tmp_path / "roster.csv", rows)
-    clash = write_zip(tmp_path / "c.zip", {"mallory_1002_1001_5002_ch1.ipynb": notebook("mallory"),
-                                           "doejane_1002_5003_1001_7_ch1.ipynb": notebook("jane")})
-    import_export("canvas", clash, tmp_path / "out", roster=roster)
-    assert (tmp_path / "out" / "mallory" / "ch1.ipynb").read_bytes() == notebook("mallory")
-    assert (tmp_path / "out" / "jdoe" / "1001_7_ch1.ipynb").read_bytes() == notebook("jane")
+    files = {"mallory_1002_1001_5002_ch1.ipynb": notebook("mallory"), "doejane_1002_5003_1001_7_ch1.ipynb":
+             notebook("jane"), "hoppergrace_1003_1_1001_5009_ch1.ipynb": notebook("mallory again"),
+             "lovelaceada_1004_5010_ch1.ipynb": notebook("ada")}
+    done = import_export("canvas", write_zip(tmp_path / "c.zip", files), tmp_path / "out", roster=roster)
+    assert done.learners == {"ada": ["ch1.ipynb"]}
+    for name in list(files)[:3]:
+        assert any(note.startswith(f"{name}: ambiguous: its name holds the ids of Canvas users") for note in done.skipped)
 
 
 def test_a_file_named_with_a_classmate_s_ids_never_lands_in_their_folder(canvas, tmp_path):
@@ -376,13 +381,15 @@ def test_a_file_named_with_a_classmate_s_ids_never_lands_in_their_folder(canvas,
     _, roster = canvas
     stranger = write_zip(tmp_path / "s.zip", {"newstudent_104_9001_103_1_attention.ipynb": notebook("not grace")})
     with pytest.raises(ValueError, match=r"newstudent_104_9001_103_1_attention.ipynb: its name reads as the file of "
-                                         r"Canvas user 103"):
+                                         r"Canvas user 104, who is not in the roster, and holds the ids of user 103"):
         import_export("canvas", stranger, tmp_path / "out", roster=roster)
     done = import_export("canvas", stranger, tmp_path / "out", roster=roster, skip_unmatched=True)
     assert done.learners == {} and not (tmp_path / "out" / "grace").exists()
-    own = write_zip(tmp_path / "o.zip", {"babbagecharles_102_9002_103_1_attention.ipynb": notebook("bob")})
-    import_export("canvas", own, tmp_path / "out2", roster=roster)
-    assert find_learners(tmp_path / "out2")[0] == {"bob": [Path("bob/103_1_attention.ipynb")]}
+    own = write_zip(tmp_path / "o.zip", {"babbagecharles_102_9002_103_1_attention.ipynb": notebook("bob"),
+                                        "lovelaceada_101_9003_attention.ipynb": notebook("ada")})
+    done = import_export("canvas", own, tmp_path / "out2", roster=roster)  # the class is imported, Charles's is not
+    assert find_learners(tmp_path / "out2")[0] == {"ada": [Path("ada/attention.ipynb")]}
+    assert any("102 (Babbage, Charles) or 103 (Hopper, Grace)" in note for note in done.skipped)
 
 
 def test_without_the_student_s_name_canvas_s_own_reading_is_taken(canvas, tmp_path):

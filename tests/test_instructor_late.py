@@ -81,6 +81,25 @@ def test_a_notebook_put_in_place_after_the_import_has_its_file_s_time_not_the_im
     assert kept["bob"] == {"submitted_at": (DUE + timedelta(hours=3)).astimezone(timezone.utc).isoformat(),
                            "source": "file time, changed since the import", "late_in_lms": None}
     assert late.lateness(kept["bob"], late.Policy(DUE, 0.1))["late"].startswith("1 day late")
+    marked = late.lateness(kept["bob"], late.Policy(DUE, 0.1))
+    assert late.timed_by_hand([Grade("bob", SOFTMAX, "passed", "", "", **marked)]) == ["bob"]  # grade warns of them
+
+
+def test_files_grade_passes_over_or_a_notebook_removed_keep_the_import_s_time(tmp_path):
+    """Red team 9: a Finder's .DS_Store, Jupyter's checkpoints, or a duplicate removed as the
+    report asked, timed on-time learners by the import's own file times: -80%."""
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "ch1.ipynb").write_text("{}")
+    (tmp_path / "ada" / "draft.ipynb").write_text("{}")
+    write_submission_times(tmp_path, [("ada", DUE - timedelta(hours=1), False, "")])
+    (tmp_path / IMPORT_RECORD).write_text(json.dumps({"files": file_digests(tmp_path)}))
+    (tmp_path / "ada" / "draft.ipynb").unlink()
+    (tmp_path / "ada" / ".DS_Store").write_text("finder")
+    (tmp_path / "ada" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "ada" / ".ipynb_checkpoints" / "ch1-checkpoint.ipynb").write_text("{}")
+    os.utime(tmp_path / "ada" / "ch1.ipynb", (0, (DUE + timedelta(days=8)).timestamp()))
+    kept = json.loads(late.recorded(tmp_path, late.Policy(DUE, 0.1)))["learners"]["ada"]
+    assert kept["source"] == "import" and kept["submitted_at"] == (DUE - timedelta(hours=1)).isoformat()
 
 
 def test_the_feedback_says_when_late_work_was_submitted_and_what_it_cost():

@@ -159,14 +159,15 @@ def test_two_names_that_show_as_one_are_neither_graded_nor_merged(tmp_path):
 
 
 @pytest.mark.parametrize("showing_nothing", ["\ufe0f", "\U000e0100", "\u17b5", "\u180f", "\u2065", "\u2800",
-                                             "\ufff0", "\U000e0002"])
+                                             "\ufff0", "\U000e0002", "\u2009", "\u00a0"])
 def test_a_name_with_any_default_ignorable_character_is_neither_graded_nor_merged(tmp_path, showing_nothing):
     """Red team 8: variation selectors, U+17B5, U+180F, U+2065 and a braille blank passed."""
     for alike in ("ann", f"ann{showing_nothing}"):
         (tmp_path / f"{alike}.ipynb").write_text("{}")
     found, skipped = submissions.find_learners(tmp_path)
     assert found == {} and len(skipped) == 2
-    assert showing_nothing not in report.shown_controls(f"ann{showing_nothing}")  # written out in reports
+    if not showing_nothing.isspace():  # (a space is seen, if not told from another)
+        assert showing_nothing not in report.shown_controls(f"ann{showing_nothing}")  # written out in reports
 
 
 def test_an_out_that_is_a_dangling_link_is_refused_by_name(tmp_path, capsys):

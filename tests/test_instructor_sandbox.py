@@ -209,6 +209,9 @@ def test_each_cell_s_own_reply_is_no_output_but_any_more_are():
     client.count(reply, 700)  # a reply no cell asked for: counted
     client.count(output, 400)
     assert client.received == 1100 and Kernel.killed and client.cut_in == 0
+    client.replies_due += 1
+    client.count(reply, 19_000_000)  # a cell's own reply carrying a payload (red team 9): the payload counts
+    assert client.received == 1100 + 19_000_000 - 4096
 
 
 def test_a_message_holding_a_huge_whole_number_is_named_as_the_grader_s_reading_it():

@@ -354,6 +354,10 @@ def _grade(args, assign: list[str] | None) -> None:
         print(f"regraded: {line}")
     for warning in stale_rows(grades):
         print(f"warning: {warning}", file=sys.stderr)
+    if late.timed_by_hand(grades):
+        print(f"warning: {', '.join(map(repr, late.timed_by_hand(grades)))}: a notebook put in place since the import, "
+              "timed by its file (a copy sets it to the moment of copying; touch -d sets the time it was sent)",
+              file=sys.stderr)
     if late.unpenalised(grades):
         print(f"warning: {', '.join(map(repr, late.unpenalised(grades)))}: marked late by the learning platform "
               f"with no submission time, so no late penalty is applied (import with --times)", file=sys.stderr)

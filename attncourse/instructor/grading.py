@@ -455,7 +455,7 @@ def grade_into(out: Path, submissions: Path, chapters: Path = Path("chapters"), 
     lateness = late.recorded(submissions, late_policy) if late_policy is not None and submissions.is_dir() else None
 
     def begin() -> None:  # once grading has started: a grading refused at its start changes nothing
-        ledger.begin(present)
+        ledger.begin(present, submissions)
         if lateness is None:
             (out / late.LATE).unlink(missing_ok=True)
         else:

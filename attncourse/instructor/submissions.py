@@ -97,7 +97,8 @@ def _apart(by_learner: dict[str, list[Path]], skipped: list[str]) -> tuple[dict[
         alike = len(raw) > 1 or len(looks[_as_read(learner)]) > 1
         clash = [path for path, text in zip(notebooks, texts) if alike or texts.count(text) > 1]
         skipped += [f"{shown(path.as_posix())}: its name reads as another's here (a name that is not UTF-8, an "
-                    "invisible character, another Unicode form): rename one; neither is graded" for path in clash]
+                    "invisible character, white space, another Unicode form): rename one; neither is graded"
+                    for path in clash]
         if not alike and (not notebooks or len(clash) < len(notebooks)):
             kept[learner] = [path for path in notebooks if path not in clash]
     return kept, skipped
@@ -105,8 +106,10 @@ def _apart(by_learner: dict[str, list[Path]], skipped: list[str]) -> tuple[dict[
 
 def _as_read(name: str) -> str:
     """``name`` as a reader sees it: in compatibility form (NFKC: ｂ is b, é one character),
-    without the characters that show nothing (format characters, the Hangul fillers)."""
-    return "".join(c for c in unicodedata.normalize("NFKC", name) if not invisible(c))
+    without the characters that show nothing (format characters, the Hangul fillers) and
+    with no white space (a thin or no-break space at its end is not seen, nor told from a
+    space inside it)."""
+    return "".join(c for c in unicodedata.normalize("NFKC", name) if not invisible(c) and not c.isspace())
 
 
 def submission_times(folder: Path) -> dict[str, tuple[datetime | None, bool | None]]:

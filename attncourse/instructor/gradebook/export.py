@@ -36,9 +36,9 @@ from attncourse.instructor.gradebook.canvas_csv import (
     read_roster,
     write_canvas,
 )
-from attncourse.instructor.gradebook.ledger import Ledger, file_name, stale_rows
+from attncourse.instructor.gradebook.ledger import Ledger, file_name, graded_from, stale_rows
 from attncourse.instructor.gradebook.report import (
-    OVERRIDDEN_SUMMARY,
+    OVERRIDES_USED,
     csv_cell,
     write_index,
     write_overridden_summary,
@@ -185,8 +185,12 @@ def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"),
     if Path(out).resolve().is_relative_to(Path(report).resolve()):
         raise ValueError(f"--out {out} is inside the report folder {report}: write exports elsewhere "
                          "(a learner's file could replace the report's own)")
-    if overrides is None and not as_graded and (Path(report) / OVERRIDDEN_SUMMARY).exists():
-        raise ValueError(f"{report} was exported with overrides before ({Path(report) / OVERRIDDEN_SUMMARY}): "
+    submissions = graded_from(report)
+    if submissions is not None and Path(out).resolve().is_relative_to(submissions):
+        raise ValueError(f"--out {out} is inside the submissions folder {submissions} the report was graded from: "
+                         "write exports elsewhere (a file there would be a learner's, and change their time)")
+    if overrides is None and not as_graded and (Path(report) / OVERRIDES_USED).exists():
+        raise ValueError(f"{report} was exported with overrides before ({Path(report) / OVERRIDES_USED}): "
                          "give --overrides again, or --as-graded to export the grades without them. "
                          "Nothing was exported.")
     if fmt == "canvas" and (roster is None or not assignment):

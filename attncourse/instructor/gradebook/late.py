@@ -3,7 +3,8 @@ instructor chose (none unless they give one).
 
 ``grade --due WHEN`` records the policy and each learner's submission time in the report
 folder (``late.json``, ``recorded``): the time ``import`` recorded (``submitted.csv``), else (a
-learner put in place by hand, or whose files changed since the import) the newest
+learner put in place by hand, or one of whose graded notebooks was added or changed since
+the import; not a file removed, nor one grade passes over) the newest
 modification time of the learner's notebooks, which copying a folder may change (the
 report says which). Every reader of the report's rows (the report itself, each export)
 marks them from that file (``marked``), so a changed policy needs no notebook run again.
@@ -26,6 +27,7 @@ from attncourse.instructor.submissions import changed_since_import, find_learner
 LATE = "late.json"
 DAY = 86400.0
 UNPENALISED = "no penalty without it (import with --times)"
+CHANGED_SINCE_IMPORT = "file time, changed since the import"
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,10 @@ def recorded(submissions: Path, policy: Policy) -> str:
     """What a report folder's LATE holds: the policy and every learner's submission time
     in ``submissions`` (and where it comes from)."""
     imported = submission_times(submissions)
-    by_hand = {path.split("/")[0] for path in changed_since_import(submissions) if "/" in path}
+    changed = changed_since_import(submissions)
     learners, _ = find_learners(submissions)
+    by_hand = {learner for learner, notebooks in learners.items()  # a graded notebook put in, or changed
+               if any(changed.get(path.as_posix()) in ("added", "changed") for path in notebooks)}
     times = {}
     for learner, notebooks in learners.items():
         submitted, flagged = imported.get(learner, (None, None))
@@ -55,7 +59,7 @@ def recorded(submissions: Path, policy: Policy) -> str:
         if (learner not in imported or learner in by_hand) and notebooks:  # put there by hand: the files' own time
             newest = max((Path(submissions) / path).stat().st_mtime for path in notebooks)
             submitted, flagged = datetime.fromtimestamp(newest, timezone.utc), None  # the platform marked other files
-            source = "file time, changed since the import" if learner in imported else "file time"
+            source = CHANGED_SINCE_IMPORT if learner in imported else "file time"
         times[learner] = {"submitted_at": submitted.isoformat() if submitted else "", "source": source,
                           "late_in_lms": flagged}
     return json.dumps({"due": policy.due.isoformat(), "per_day": policy.per_day, "cap": policy.cap,
@@ -110,3 +114,9 @@ def unpenalised(rows: list[Grade]) -> list[str]:
     """The learners a penalty was asked for but could not be applied to: marked late by
     their learning platform, with no submission time."""
     return list(dict.fromkeys(row.learner for row in rows if row.late.endswith(UNPENALISED)))
+
+
+def timed_by_hand(rows: list[Grade]) -> list[str]:
+    """The imported learners timed by a notebook put in place since the import (its file's
+    time, which a copy sets to the moment of copying)."""
+    return list(dict.fromkeys(row.learner for row in rows if row.submitted_at.endswith(f"({CHANGED_SINCE_IMPORT})")))

@@ -62,11 +62,14 @@ class Ledger:
     def _options_digest(self) -> str:
         return hashlib.sha256(self.options.encode()).hexdigest()
 
-    def begin(self, present: set[str]) -> None:
-        """Note a grading's options and the learners of its submissions folder (``LAST``):
-        what rows graded before are measured against, in the report and the exports."""
+    def begin(self, present: set[str], submissions: Path | None = None) -> None:
+        """Note a grading's options, the learners of its submissions folder and where it is
+        (``LAST``): what rows graded before are measured against, in the report and the
+        exports, and where no export may write."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        write_whole(self.folder.parent / LAST, json.dumps({"options": self._options_digest(), "present": sorted(present)}))
+        write_whole(self.folder.parent / LAST, json.dumps({
+            "options": self._options_digest(), "present": sorted(present),
+            "submissions": str(Path(submissions).resolve()) if submissions is not None else ""}))
 
     def save(self, learner: str, key: str, grades: list[Grade], problems: list[str]) -> None:
         """Write the learner's file whole or not at all (a rename is atomic): ``grades``, and
@@ -223,3 +226,11 @@ def lock(out: Path) -> Iterator[None]:
         if made and [path.name for path in out.iterdir()] == [".lock"]:  # refused before grading anything
             (out / ".lock").unlink()
             out.rmdir()
+
+
+def graded_from(report: Path) -> Path | None:
+    """The submissions folder of ``report``'s last grading (None if it does not say)."""
+    try:
+        return Path(json.loads((Path(report) / LAST).read_text(encoding="utf-8"))["submissions"]) or None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 SUMMARY = "summary.md"
 OVERRIDDEN_SUMMARY = "summary-with-overrides.md"
+OVERRIDES_USED = "overrides-used.txt"  # kept across gradings: an export without them is refused
 TITLE = "# Grades"
 
 # What a report writes out rather than shows (``\\xNN``, ``\\uNNNN``): control characters but
@@ -198,7 +199,11 @@ def write_report(grades: list[Grade], problems: dict[str, list[str]], out: Path)
 def write_overridden_summary(out: Path, grades: list[Grade], problems: dict[str, list[str]],
                              overrides: Overrides, source: Path) -> Path:
     """Write the summary of ``grades`` with ``overrides`` (read from ``source``) as
-    ``out/OVERRIDDEN_SUMMARY``, and mark the first line of ``out/SUMMARY`` as before them."""
+    ``out/OVERRIDDEN_SUMMARY``, mark the first line of ``out/SUMMARY`` as before them, and
+    note in ``out/OVERRIDES_USED`` (which no grading removes) that the report's exports
+    have overrides."""
+    write_whole(out / OVERRIDES_USED, f"exported with the overrides of {source}: an export without them needs "
+                                      "--as-graded\n")
     overridden = out / OVERRIDDEN_SUMMARY
     write_whole(overridden, summary(grades, problems, overrides, f"{TITLE}, with the overrides of {markdown_text(str(source))} "
                                                                  f"({SUMMARY} is as graded)"))

@@ -16,8 +16,11 @@ What Canvas writes, from its source (instructure/canvas-lms, ``lib/content_zippe
   ``infer_comment_context_from_filename``). A sortable name may itself end in ``_123``
   (Canvas keeps ``_`` and digits), and the name a student gives the file may hold a
   classmate's ids (``103_1_hw.ipynb``), so every such reading is tried against the roster
-  (``whose``): the one whose student has the NAME before it is taken, else Canvas's own if
-  no other reading's id is a student's; any other file is refused, naming the ids.
+  (``whose``): a file whose readings name two students is imported for neither, and said
+  so; one naming one student is theirs if it is Canvas's own reading or has their NAME
+  before it. A student who enrolled after the roster was exported and named themselves
+  after a classmate's ids is the case this cannot tell: export the roster after the due
+  date.
 * Several files of one student are the files of their current attempt
   (``submission.attachment_ids``): earlier attempts are not in the zip. A file a student
   uploaded again under the same name reaches Canvas as ``hw-1.ipynb``, and a name repeated
@@ -99,23 +102,31 @@ def written_alike(name: str, sortable: str) -> bool:
     return bool(letters(name)) and letters(name) == letters(sortable)
 
 
+AMBIGUOUS = "ambiguous"
+
+
 def whose(readings: list[CanvasName], students: dict[str, dict]) -> tuple[CanvasName | None, str]:
-    """The reading of a file name that names its student (Canvas's own where none of them
-    names a student of the roster), or (None, why not). The name the
-    student gave the file follows the ids Canvas reads first, so a later reading's ids may be
-    the student's own choosing: a reading is taken when the roster's student with its user
-    id has its NAME, or when it is Canvas's own (the first) and no other reading names a
-    student of the roster (anonymous grading, a name changed since the roster was exported)."""
+    """The reading of a file name that names its student, or (None, why not). The student
+    chooses the name of the file, after the ids, and may choose their own name in Canvas,
+    before them: either may hold a classmate's ids. So a file whose readings name two
+    students of the roster is ``AMBIGUOUS``: filed under neither. One that names one is
+    theirs if the name before its ids is theirs in the roster, or if it is Canvas's own
+    reading (the first: anonymous grading, a name changed since the roster was exported); a
+    later reading, with another's name before it, is refused. None of them a student's:
+    Canvas's own reading, a user id the roster lacks (reported as such)."""
     plausible = [reading for reading in readings if reading.user_id in students]
-    named = [reading for reading in plausible if written_alike(reading.name, students[reading.user_id].get("Student") or "")]
-    if len(named) == 1:
-        return named[0], ""
-    if not named and plausible == readings[:1] or not plausible:
-        return readings[0], ""  # Canvas's own reading (a user id the roster lacks is reported as such)
-    ids = " or ".join(reading.user_id for reading in (named or plausible))
-    return None, (f"its name reads as the file of Canvas user {ids}, and the name before the ids is not "
-                  "one student's name in the roster: rename it NAME_USERID_FILEID_FILENAME with the right "
-                  "user id, or leave it out")
+    if not plausible:
+        return readings[0], ""
+    if len(plausible) > 1:
+        names = " or ".join(f"{r.user_id} ({(students[r.user_id].get('Student') or '').strip()})" for r in plausible)
+        return None, (f"{AMBIGUOUS}: its name holds the ids of Canvas users {names}, and either part of it may be "
+                      "a student's own choosing: not imported; ask them, and put it in place by hand")
+    (reading,) = plausible
+    if reading is readings[0] or written_alike(reading.name, students[reading.user_id].get("Student") or ""):
+        return reading, ""
+    return None, (f"its name reads as the file of Canvas user {readings[0].user_id}, who is not in the roster, and "
+                  f"holds the ids of user {reading.user_id} after that: export the roster again (after the due "
+                  "date, so that every student is in it), or leave it out")
 
 
 def read_times(paths: Path | list[Path]) -> dict[str, datetime | None]:
@@ -182,7 +193,7 @@ def canvas_submissions(entries: list[zipfile.ZipInfo], roster: Path, match: str 
             continue
         parsed, why = whose(readings, students)
         if parsed is None:
-            reading.unmatched.append(f"{info.filename}: {why}")
+            (reading.skipped if why.startswith(AMBIGUOUS) else reading.unmatched).append(f"{info.filename}: {why}")
         else:
             files.setdefault(parsed.user_id, []).append((info, parsed))
     for user_id, theirs in files.items():

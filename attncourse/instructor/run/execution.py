@@ -52,6 +52,9 @@ def _stop_when_out_of_memory(cell, cell_index: int, execute_reply: dict) -> None
         raise _OutOfMemory(cell_index, f"MemoryError: {content.get('evalue', '')}"[:200])
 
 
+REPLY_ALLOWANCE = 4096  # bytes of a cell's own execute_reply not counted as output (its usual size is 700)
+
+
 class _OutputLimitedClient(NotebookClient):
     """An nbclient that receives at most ``output_limit`` bytes of a notebook's messages
     (text, images, widget messages, and messages that claim no cell or another's: counted
@@ -75,7 +78,7 @@ class _OutputLimitedClient(NotebookClient):
             return
         if message.get("msg_type") == "execute_reply" and self.replies_due > 0:  # any more are counted
             self.replies_due -= 1
-            return
+            size = max(0, size - REPLY_ALLOWANCE)  # a payload it carries is counted
         self.received += size
         if self.received > self.output_limit and self.cut_in is None:
             self.cut_in = self.running
@@ -83,7 +86,7 @@ class _OutputLimitedClient(NotebookClient):
 
     async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
         self.running = cell_index
-        self.replies_due += cell.cell_type == "code"
+        self.replies_due += cell.cell_type == "code" and bool(cell.source.strip())  # nbclient runs no blank cell
         return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
 
     def process_message(self, msg, cell, cell_index):
