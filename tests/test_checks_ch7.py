@@ -123,6 +123,7 @@ def test_the_head_that_changes_the_pair_most_passes_and_others_do_not(capsys):
     best = tuple(int(i) for i in np.unravel_index(np.abs(changes).argmax(), changes.shape))
     assert "Passed." in feedback(capsys, checks.most_important_head, best)
     assert "Passed." in feedback(capsys, checks.most_important_head, list(best))
+    assert "Passed." in feedback(capsys, checks.most_important_head, np.array(best))  # an integer array
     other = (best[0], (best[1] + 1) % N_HEADS)
     line = feedback(capsys, checks.most_important_head, other)
     assert "Not right yet." in line and "another head changes it more" in line
@@ -150,6 +151,7 @@ def test_the_grader_judges_the_check_itself():
 
 @pytest.mark.parametrize(("answer", "said"), [
     (None, "Not implemented"), (5, "pair of whole numbers"), ((1.0, 2), "pair of whole numbers"),
+    (np.array([5.0, 8.0]), "pair of whole numbers"), (np.array([[5, 8]]), "pair of whole numbers"),
     ((6, 0), "layers are numbered 0 to 5"), ((0, 12), "heads 0 to 11"), ("5, 11", "pair"),
 ])
 def test_malformed_heads_get_a_friendly_line(capsys, answer, said):

@@ -172,6 +172,8 @@ def most_important_head(run, answer) -> str:
     cosine similarity of ``ABLATION_PAIR``'s embeddings most (in absolute value)."""
     if answer is None or answer is Ellipsis:
         raise NotImplementedYet("set most_important to a pair (layer, head).")
+    if isinstance(answer, np.ndarray) and answer.shape == (2,) and np.issubdtype(answer.dtype, np.integer):
+        answer = tuple(answer.tolist())  # np.array([5, 8]), as an argmax unravelled and stacked gives
     if (not isinstance(answer, (tuple, list)) or len(answer) != 2
             or not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
                        for v in answer)):
