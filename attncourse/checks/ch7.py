@@ -196,7 +196,7 @@ _budgeted_most_important_head = most_important_head
 
 
 @functools.wraps(_budgeted_most_important_head)
-def most_important_head(*answers, timeout: float | None = None) -> None:
+def _warm_then_check(*answers, timeout: float | None = None) -> None:
     """The learner's check of ch7-most-important-head: the model is loaded and the ablation
     run first, outside the time budget (on a cold kernel loading torch and the model alone
     can spend the budget's 10 s of processor time, and a right answer was told it looped);
@@ -206,5 +206,6 @@ def most_important_head(*answers, timeout: float | None = None) -> None:
     _budgeted_most_important_head(*answers, timeout=timeout)
 
 
-most_important_head.__wrapped__ = _budgeted_most_important_head.__wrapped__  # type: ignore[attr-defined]  # the grader judges the evaluate function itself
+_warm_then_check.__wrapped__ = _budgeted_most_important_head.__wrapped__  # the grader judges the evaluate function itself
+most_important_head = _warm_then_check
 CHECKS["ch7-most-important-head"] = most_important_head
