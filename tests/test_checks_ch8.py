@@ -103,6 +103,29 @@ def test_rope_names_the_mistake(capsys, answer, expected):
     assert "Not right yet." in line and expected in line, line
 
 
+def positions_cast_to_int(X, positions=None, base=10000.0):
+    seq = np.shape(X)[-2]
+    return rope(X, np.arange(seq) if positions is None else np.asarray(positions).astype(int), base)
+
+
+def test_a_wrong_rope_is_shown_the_row_that_differs(capsys):
+    """Sceptic ch7-8, finding 9: row 1 was always shown, here the same as expected (position
+    -1 is whole); the difference is in row 2, position 2.5."""
+    line = feedback(capsys, checks.rope, positions_cast_to_int)
+    assert "positions [3, -1, 2.5, 40]" in line and ": row 2 is " in line, line
+    shown, expected = line.split(": row 2 is ")[1].split(", expected ")
+    assert shown.split("...")[0] != expected.split("...")[0]
+
+
+def test_the_row_shown_in_a_batch_names_its_head():
+    output, expected = np.zeros((2, 3, 7, 4)), np.zeros((2, 3, 7, 4))
+    output[1, 2, 5, 3] = 0.5
+    output[0, 0, 1, 0] = 0.1
+    assert ch8._worst_row(output, expected) == (1, 2, 5)
+    output[0, 1, 2, 0] = np.nan
+    assert ch8._worst_row(output, expected) == (0, 1, 2)
+
+
 def test_the_rope_cases_cover_the_exercise():
     cases = ch8._rope_cases()
     assert any(not kwargs for _, _, kwargs in cases)  # default positions

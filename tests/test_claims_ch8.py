@@ -5,6 +5,10 @@ random; each test here redraws them under 10 seeds and checks the claim the pros
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -263,3 +267,97 @@ def test_the_chapter_names_the_layouts_and_the_context_extensions_with_sources()
     bib = (Path(__file__).resolve().parent.parent / "references.bib").read_text()
     for key in ("barbero2025round", "black2022gptneox", "chen2023extending"):
         assert f"{{{key}," in bib
+
+
+# --- sceptic ch7-8 review: bounds, rounded-away changes, float32 angles, the wave's turns ---
+
+BOUND_BEFORE_GLUE = re.compile(r"\b(at least|at most|up to|more than)\s+\{glue:text\}`(\w+)(:[^`]*)?`")
+
+
+@pytest.mark.parametrize("chapter", [7, 8])
+def test_every_number_stated_as_a_bound_is_glued_rounded_towards_it(chapter):
+    """Sceptic finding 3: a number after "at least" is glued through lower_bound, one after
+    "at most", "up to" or "more than" through upper_bound (rounded to nearest, 0.5654 read
+    "at least 0.57"); whole counts (``:d``) need no rounding."""
+    (path,) = (Path(__file__).resolve().parent.parent / "chapters").glob(f"{chapter:02d}_*.ipynb")
+    cells = json.loads(path.read_text())["cells"]
+    code = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+    bounds = BOUND_BEFORE_GLUE.findall(markdown_of(chapter))
+    assert len(bounds) >= 8
+    for phrase, name, spec in bounds:
+        if spec == ":d":
+            continue
+        rounding = "lower_bound(" if phrase == "at least" else "upper_bound("
+        glued = re.search(rf'(glue\("{name}", |"{name}": )(\w+\()?', code)
+        assert glued and glued.group(2) == rounding, f"{phrase} {name}: glued without {rounding}"
+
+
+def _smallest_causal_change(seed):
+    """The chapter's draw (embeddings and projections from ``seed``): the least change of a
+    word's causal output between the sentences, and the causal weights of both sentences."""
+    draw = np.random.default_rng(seed)
+    vectors = dict(zip(NO_NEWS, draw.standard_normal((3, 6))))
+    W_q, W_k, W_v = (draw.standard_normal((6, 4)) for _ in range(3))
+    runs = [scaled_dot_product_attention(*(np.stack([vectors[w] for w in s]) @ W for W in (W_q, W_k, W_v)),
+                                         mask=causal_mask(3)) for s in (NEWS, NO_NEWS)]
+    same_place = [NO_NEWS.index(word) for word in NEWS]
+    change = np.abs(runs[0][0] - runs[1][0][same_place]).max(axis=-1).min()
+    return change, runs[0][1], runs[1][1]
+
+
+def test_the_causal_change_is_rounded_away_only_where_a_weight_rounds_to_one():
+    """Sceptic finding 6: 'never by zero' held for the ten draws shown; over 1,000 float64
+    rounds the change to exactly 0 in a few, each where a word's weight on itself is 1.0."""
+    draws = [_smallest_causal_change(seed) for seed in range(1000)]
+    changes = np.array([change for change, _, _ in draws])
+    assert np.median(changes[:10]) > 0.5 and changes[:10].min() > 1e-9  # the ten the chapter shows
+    zero = np.flatnonzero(changes == 0)
+    assert 0 < len(zero) < (changes < 1e-6).sum() < 100
+    for seed in zero:
+        _, weights_news, weights_no_news = draws[seed]
+        assert (np.diagonal(weights_news) == 1.0).any() or (np.diagonal(weights_no_news)[1:] == 1.0).any()
+    assert "never by zero" not in markdown_of(8) and "In exact arithmetic the change is never zero" in markdown_of(8)
+
+
+def test_float32_angles_go_wrong_by_two_roundings_and_the_fastest_pair_is_exact():
+    """Sceptic finding 7: rounding the product to a multiple of 0.0625 gives at most 0.031
+    (0.022 here); theta_i rounded to float32 gives the rest; theta_0 = 1 is exact at 10^6."""
+    import torch
+
+    theta = sinusoidal_frequencies(128)
+    theta_32 = torch.tensor(theta, dtype=torch.float32)
+    angle_32 = (torch.tensor(1e6, dtype=torch.float32) * theta_32).double().numpy()
+    total = np.abs(angle_32 - 1e6 * theta)
+    from_product = np.abs(angle_32 - 1e6 * theta_32.double().numpy())
+    from_theta = np.abs(1e6 * theta_32.double().numpy() - 1e6 * theta)
+    assert total[0] == 0.0 and total.argmax() == 1
+    assert from_product.max() <= 0.0625 / 2 < total.max() and from_theta.max() < total.max()
+    assert total.max() <= from_product.max() + from_theta.max()
+    assert "and two roundings add up there" in markdown_of(8)
+
+
+def test_the_learned_tables_wave_turns_where_the_chapter_says_and_windows_are_relative():
+    """Sceptic finding 10: the mean cosine's dips and rises are at offsets 3, 5, 9 and 12
+    (the text said 8 and 11, one off); the offset explains more within each later window
+    of 128 positions than over the whole table."""
+    from attncourse.positions import learned_position_table
+
+    table = learned_position_table()
+
+    def by_offset(rows):
+        unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        cos = unit @ unit.T
+        return cos, np.array([np.diagonal(cos, k).mean() for k in range(len(cos))])
+
+    curve = by_offset(table[1:129])[1]
+    turns = [k for k in range(2, 20) if (curve[k] - curve[k - 1]) * (curve[k + 1] - curve[k]) < 0]
+    assert turns[:4] == [3, 5, 9, 12]
+    assert "dips at 8" not in markdown_of(8) and "{glue:text}`turn_3_offset:d`" in markdown_of(8)
+
+    def explained(rows):
+        cos, mean = by_offset(rows)
+        gap = np.abs(np.subtract.outer(np.arange(len(cos)), np.arange(len(cos))))
+        return 1 - (cos - mean[gap])[gap > 0].var() / cos[gap > 0].var()
+
+    whole, first = explained(table[1:]), explained(table[1:129])
+    assert all(explained(table[s:s + 128]) > first > whole for s in (129, 257, 385))

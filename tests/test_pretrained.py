@@ -1,5 +1,8 @@
 """attncourse.pretrained: the course's attention reproduces a real model's, to 1e-5."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -120,6 +123,33 @@ def test_bad_arguments_name_the_fault():
         pretrained.similarity(SENTENCE, None)
     with pytest.raises(ValueError, match="d_model=384"):
         layer_attention(np.zeros((3, 5)), layer_parameters(0))
+
+
+TOO_LONG = "word " * 600  # 602 tokens with [CLS] and [SEP]
+
+
+@pytest.mark.parametrize("call", [
+    lambda: pretrained.run_model(TOO_LONG), lambda: pretrained.attention_maps(TOO_LONG),
+    lambda: pretrained.recompute_attention(TOO_LONG), lambda: pretrained.value_weighted_norms(TOO_LONG),
+    lambda: pretrained.sentence_embedding(TOO_LONG), lambda: pretrained.occlusion_changes(TOO_LONG),
+    lambda: pretrained.similarity(SENTENCE, TOO_LONG), lambda: pretrained.head_ablation_changes(TOO_LONG, SENTENCE),
+], ids=["run_model", "attention_maps", "recompute_attention", "value_weighted_norms", "sentence_embedding",
+        "occlusion_changes", "similarity", "head_ablation_changes"])
+def test_a_text_longer_than_the_position_table_is_refused_naming_its_length(call):
+    """Sceptic ch7-8, finding 8: torch's RuntimeError about tensor sizes 602 and 512 was all
+    a learner got (occlusion_changes after building a 603 x 602 batch)."""
+    with pytest.raises(ValueError, match=r"is 602 tokens long .*reads at most 512"):
+        call()
+
+
+def test_the_limit_is_the_position_table_and_512_tokens_are_read():
+    config = json.loads((Path(pretrained.model_path()) / "config.json").read_text())
+    assert pretrained.MAX_TOKENS == config["max_position_embeddings"] == 512
+    assert pretrained._text("word " * 510) == "word " * 510  # 512 tokens: the whole table
+    with pytest.raises(ValueError, match="text is 513 tokens long"):
+        pretrained._text("word " * 511)
+    with pytest.raises(TypeError, match="text_b must be a string"):
+        pretrained.similarity(TOO_LONG, None)  # every type is checked before any length
 
 
 @pytest.mark.slow  # loads the real model

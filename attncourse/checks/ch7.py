@@ -1,15 +1,20 @@
 """Checks of chapter 7's exercises: attention in a real model (all-MiniLM-L6-v2).
 
 The predict exercise reads two weight matrices from the bundled safetensors file (numpy,
-no torch); only the ablation check runs the model, and only when it is called.
+no torch); only the ablation check runs the model, and only when it is called: before the
+learner's time budget starts, since loading torch and the model is the check's own work.
 """
 
 from __future__ import annotations
+
+import contextlib
+import functools
 
 import numpy as np
 
 from attncourse.attention import scaled_dot_product_attention
 from attncourse.checks.core import (
+    CHECKS,
     Failed,
     NotImplementedYet,
     close,
@@ -17,6 +22,7 @@ from attncourse.checks.core import (
     expect_array,
     expect_function,
     inputs,
+    precision_problem,
     short_repr,
 )
 from attncourse.checks.predict import predict_exercise
@@ -139,6 +145,8 @@ def layer_attention(run, candidate) -> str:
         for hint, variant in variants.items():
             if _close(weights, variant):
                 raise Failed(f"{what}: {hint}")
+        if precision_problem(weights, expected):
+            raise Failed(f"{what}: {precision_problem(weights, expected)}")
         raise Failed(f"{what}: the weights differ from the expected ones by up to "
                      f"{np.nanmax(np.abs(weights - expected)):.3g}. Hint: project with the biases, "
                      "split into heads, then use chapter 3's scaled_dot_product_attention.")
@@ -152,12 +160,20 @@ def layer_attention(run, candidate) -> str:
 ABLATION_PAIR = ("A man is playing a guitar.", "A woman is playing the violin.")
 
 
+def _ablation_changes() -> np.ndarray:
+    """(n_layers, n_heads): the exercise pair's similarity change per ablated head (cached
+    by ``attncourse.pretrained`` once run)."""
+    return head_ablation_changes(*ABLATION_PAIR)
+
+
 @exercise("ch7-most-important-head", points=2)
 def most_important_head(run, answer) -> str:
     """Exercise ch7-most-important-head: the (layer, head) whose zero ablation changes the
     cosine similarity of ``ABLATION_PAIR``'s embeddings most (in absolute value)."""
     if answer is None or answer is Ellipsis:
         raise NotImplementedYet("set most_important to a pair (layer, head).")
+    if isinstance(answer, np.ndarray) and answer.shape == (2,) and np.issubdtype(answer.dtype, np.integer):
+        answer = tuple(answer.tolist())  # np.array([5, 8]), as an argmax unravelled and stacked gives
     if (not isinstance(answer, (tuple, list)) or len(answer) != 2
             or not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
                        for v in answer)):
@@ -166,7 +182,7 @@ def most_important_head(run, answer) -> str:
     if not (0 <= layer < N_LAYERS and 0 <= head < N_HEADS):
         raise Failed(f"layers are numbered 0 to {N_LAYERS - 1} and heads 0 to {N_HEADS - 1}; "
                      f"got ({layer}, {head}).")
-    changes = head_ablation_changes(*ABLATION_PAIR)  # (n_layers, n_heads)
+    changes = _ablation_changes()  # (n_layers, n_heads)
     best = np.unravel_index(int(np.argmax(np.abs(changes))), changes.shape)
     if (layer, head) != tuple(int(b) for b in best):
         raise Failed(f"without head ({layer}, {head}) the similarity changes by "
@@ -174,3 +190,22 @@ def most_important_head(run, answer) -> str:
                      "every head in turn and compare the absolute changes.")
     return (f"without head ({layer}, {head}) the similarity changes by "
             f"{changes[layer, head]:+.4f}, more than without any other head.")
+
+
+_budgeted_most_important_head = most_important_head
+
+
+@functools.wraps(_budgeted_most_important_head)
+def _warm_then_check(*answers, timeout: float | None = None) -> None:
+    """The learner's check of ch7-most-important-head: the model is loaded and the ablation
+    run first, outside the time budget (on a cold kernel loading torch and the model alone
+    can spend the budget's 10 s of processor time, and a right answer was told it looped);
+    the budgeted check then reads the cached changes. It runs no code of the learner's."""
+    with contextlib.suppress(ImportError):  # no model installed: the budgeted check reports it
+        _ablation_changes()
+    _budgeted_most_important_head(*answers, timeout=timeout)
+
+
+_warm_then_check.__wrapped__ = _budgeted_most_important_head.__wrapped__  # the grader judges the evaluate function itself
+most_important_head = _warm_then_check
+CHECKS["ch7-most-important-head"] = most_important_head

@@ -83,6 +83,14 @@ def _rope_mistakes(X, kwargs) -> list[tuple[np.ndarray, str]]:
     ]
 
 
+def _worst_row(output: np.ndarray, expected: np.ndarray) -> tuple[int, ...]:
+    """The index of the row (a token's vector, the last axis) where ``output`` differs from
+    ``expected`` most, NaN counting as most: the row a message should show."""
+    with np.errstate(invalid="ignore"):
+        gap = np.nan_to_num(np.abs(output.astype(np.float64) - expected), nan=np.inf).max(axis=-1)  # (..., seq)
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(gap)), gap.shape))
+
+
 @exercise("ch8-rope", points=3)
 def rope(run, candidate) -> str:
     """Exercise ch8-rope: ``rope(X, positions=None, base=10000.0)`` rotates each interleaved
@@ -104,8 +112,10 @@ def rope(run, candidate) -> str:
         for mistake, message in _rope_mistakes(X, kwargs):
             if mistake is not None and close(output, mistake):
                 raise Failed(f"rope on {description}: {message}")
-        raise Failed(f"rope on {description}: row 1 is {show(output[..., 1, :].reshape(-1)[:6])}..., "
-                     f"expected {show(expected[..., 1, :].reshape(-1)[:6])}... "
+        row = _worst_row(output, expected)
+        where = f"row {row[-1]}" + (f" of X{list(row[:-1])}" if len(row) > 1 else "")
+        raise Failed(f"rope on {description}: {where} is {show(output[row][:6])}..., "
+                     f"expected {show(expected[row][:6])}... "
                      f"({difference(output, expected)}). Hint: theta_i = "
                      "base**(-2i/d); pair (2i, 2i+1) of row p turns by positions[p] * theta_i.")
     return (f"your rope agrees with the course's on {len(cases)} problems (default and given "
