@@ -144,3 +144,14 @@ def test_a_submission_time_is_shown_in_the_due_date_s_offset():
     """(The newcomer's finding: due at +01:00, eve's time was shown in UTC.)"""
     marked = late.lateness({"submitted_at": "2026-12-03T07:00:00+00:00", "source": "import"}, late.Policy(DUE))
     assert marked["submitted_at"].startswith("2026-12-03T08:00+01:00")
+
+
+def test_a_notebook_renamed_in_its_folder_keeps_the_import_s_time(tmp_path):
+    """Red team 10: mv ada/attention.ipynb ada/homework.ipynb made an on-time learner late."""
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "attention.ipynb").write_text("{}")
+    write_submission_times(tmp_path, [("ada", DUE - timedelta(hours=1), False, "")])
+    (tmp_path / IMPORT_RECORD).write_text(json.dumps({"files": file_digests(tmp_path)}))
+    (tmp_path / "ada" / "attention.ipynb").rename(tmp_path / "ada" / "homework.ipynb")
+    os.utime(tmp_path / "ada" / "homework.ipynb", (0, (DUE + timedelta(days=8)).timestamp()))
+    assert json.loads(late.recorded(tmp_path, late.Policy(DUE, 0.1)))["learners"]["ada"]["source"] == "import"

@@ -170,6 +170,13 @@ def test_a_name_with_any_default_ignorable_character_is_neither_graded_nor_merge
         assert showing_nothing not in report.shown_controls(f"ann{showing_nothing}")  # written out in reports
 
 
+def test_names_that_differ_by_a_space_between_words_are_two_learners(tmp_path):
+    """Red team 10: "jo ann" and "joann" read as one once all white space was removed."""
+    for name in ("jo ann", "joann"):
+        (tmp_path / f"{name}.ipynb").write_text("{}")
+    assert sorted(submissions.find_learners(tmp_path)[0]) == ["jo ann", "joann"]
+
+
 def test_an_out_that_is_a_dangling_link_is_refused_by_name(tmp_path, capsys):
     (tmp_path / "subs").mkdir()
     (tmp_path / "subs" / "ada.ipynb").write_text("{}")

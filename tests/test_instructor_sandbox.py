@@ -229,3 +229,19 @@ def test_a_message_holding_a_huge_whole_number_is_named_as_the_grader_s_reading_
         raised = error
     cell, why = _why_it_stopped(raised, client, 3, 1.0, 60.0, sandbox.DEFAULT_LIMITS)
     assert cell == 3 and why.startswith("sent, in cell 4, a message the grader cannot read: a whole number")
+
+
+def test_a_cell_nbclient_will_not_run_earns_no_reply_allowance():
+    """Red team 9 and 10: a blank cell, or one tagged to be skipped, never replies."""
+    from attncourse.instructor.run.execution import _OutputLimitedClient
+
+    class Kernel:
+        def kill_sandbox(self):
+            pass
+
+    client = _OutputLimitedClient(nbformat.v4.new_notebook(), Kernel(), output_limit=1000)
+    client.kc = object()  # nbclient asserts a kernel client; none of these cells reaches it
+    tagged = nbformat.v4.new_code_cell("x = 1", metadata={"tags": [client.skip_cells_with_tag]})
+    for cell in (nbformat.v4.new_code_cell("  \n"), tagged, nbformat.v4.new_markdown_cell("# notes")):
+        asyncio.run(client.async_execute_cell(cell, 0))
+    assert client.replies_due == 0

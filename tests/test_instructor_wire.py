@@ -94,6 +94,7 @@ def test_what_is_not_data_crosses_as_opaque_and_a_float_subclass_as_its_value():
     {"$array": {"dtype": "float64", "shape": [-1], "base64": ""}},
     {"$array": {"dtype": "float64", "shape": [2**40], "base64": ""}},
     {"$pickle": "gASV"}, {"a": 1}, float("nan"), {"$dict": [[1]]},
+    {"$dict": [[{"$tuple": [1, [2]]}, 3]]},  # a key of a dict subclass's own items(): a tuple holding a list
     {"$tuple": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]},
 ])
 def test_the_grader_refuses_data_outside_the_format(data):
@@ -460,3 +461,16 @@ def test_a_watch_that_cannot_finish_says_so():
         return right(scores)
 
     assert recorded(SOFTMAX, stuck_when_watched)["watch"] == "stopped short"
+
+
+def test_a_display_while_recording_costs_every_representation_it_sends(monkeypatch):
+    """Red team 10: a figure counted 1,000 characters, so nine calls that plot passed the
+    output limit and the notebook was stopped; the figure's PNG is counted now."""
+    sent = []
+    shell = SimpleNamespace(display_pub=SimpleNamespace(publish=lambda data=None, **kwargs: sent.append(data)))
+    monkeypatch.setattr(wire, "_shell", lambda: shell)
+    figure = {"text/plain": "<Figure size 640x480 with 1 Axes>", "image/png": "i" * 1_300_000}
+    with wire._capped_output(100_000):
+        for _ in range(9):
+            shell.display_pub.publish(figure)
+    assert len(sent) == 1  # the first passes on, its size spends the share, the rest are dropped

@@ -232,6 +232,10 @@ def decode(data: Any, depth: int = 0, functions: Callable[[str], Any] | None = N
             if not (isinstance(pair, list) and len(pair) == 2):
                 raise WireError("a dict entry that is not a pair")
             key = decode(pair[0], depth + 1)
+            try:
+                hash(key)  # a tuple holding a list is a tuple, and no key
+            except TypeError:
+                raise WireError("a dict key that cannot be a key") from None
             if not isinstance(key, (str, int, float, bool, tuple)) and key is not None:
                 raise WireError("a dict key that cannot be a key")
             pairs.append((key, decode(pair[1], depth + 1, functions)))
@@ -346,7 +350,7 @@ def _send(record: dict, label: str) -> None:
 def _capped_output(limit: int):
     """While the grader records, the learner's output (print, logging, display's messages,
     whichever thread makes them) is passed on up to ``limit`` characters (a display counts
-    its text, or 1,000), then counted and dropped: a function that prints its progress
+    every representation it sends, a figure's image too), then counted and dropped: a function that prints its progress
     thousands of times a call is recorded, not drowned. The streams' own ``write`` is
     replaced, so a handler that kept a reference to them (logging's) is capped too."""
     share, dropped = [limit], [0]
@@ -362,16 +366,16 @@ def _capped_output(limit: int):
             return len(data) if isinstance(data, str) else None
         return capped_send
 
-    def text_cost(data) -> int:
-        text = data.get("text/plain") if isinstance(data, dict) else None
-        return len(text) if isinstance(text, str) else 1000
+    def display_cost(data) -> int:  # every representation it sends: a figure's PNG too
+        values = data.values() if isinstance(data, dict) else [data]
+        return max(1, sum(len(value) if isinstance(value, (str, bytes)) else 1000 for value in values))
 
     def write_cost(data) -> int:
         return len(data) if isinstance(data, str) else 1000
 
     targets = [(stream, "write", write_cost) for stream in dict.fromkeys((sys.stdout, sys.stderr))]
     if shell is not None:
-        targets.append((shell.display_pub, "publish", text_cost))
+        targets.append((shell.display_pub, "publish", display_cost))
     saved = [(target, name, vars(target).get(name) if hasattr(target, "__dict__") else None)
              for target, name, _ in targets]
     try:

@@ -106,10 +106,10 @@ def _apart(by_learner: dict[str, list[Path]], skipped: list[str]) -> tuple[dict[
 
 def _as_read(name: str) -> str:
     """``name`` as a reader sees it: in compatibility form (NFKC: ｂ is b, é one character),
-    without the characters that show nothing (format characters, the Hangul fillers) and
-    with no white space (a thin or no-break space at its end is not seen, nor told from a
-    space inside it)."""
-    return "".join(c for c in unicodedata.normalize("NFKC", name) if not invisible(c) and not c.isspace())
+    without the characters that show nothing (format characters, the Hangul fillers), its
+    white space one space between words (a thin or no-break space at its end is not seen,
+    nor told from a space; "jo ann" and "joann" are two names)."""
+    return " ".join("".join(c for c in unicodedata.normalize("NFKC", name) if not invisible(c)).split())
 
 
 def submission_times(folder: Path) -> dict[str, tuple[datetime | None, bool | None]]:
@@ -146,9 +146,10 @@ def file_digests(folder: Path) -> dict[str, str]:
 
 
 def changed_since_import(folder: Path) -> dict[str, str]:
-    """Each file of ``folder`` not as ``import`` wrote it -> "added", "changed" or "removed"
-    (by hand since: a late notebook put in place), per the folder's IMPORT_RECORD; empty
-    where no import wrote the folder."""
+    """Each file of ``folder`` not as ``import`` wrote it -> "added", "changed", "removed" or
+    "renamed" (the same bytes under another name in the same folder) by hand since (a late
+    notebook put in place), per the folder's IMPORT_RECORD; empty where no import wrote the
+    folder."""
     try:
         written = json.loads((Path(folder) / IMPORT_RECORD).read_text(encoding="utf-8"))["files"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -157,7 +158,11 @@ def changed_since_import(folder: Path) -> dict[str, str]:
         return {}
     now = file_digests(folder)
     how = {path: "added" if path not in written else "changed" for path in now if now[path] != written.get(path)}
-    return dict(sorted({**how, **{path: "removed" for path in written if path not in now}}.items()))
+    removed = {path: "removed" for path in written if path not in now}
+    for path in [path for path, change in how.items() if change == "added"]:  # renamed, in its own folder
+        if any(written[gone] == now[path] and gone.split("/")[0] == path.split("/")[0] for gone in removed):
+            how[path] = "renamed"
+    return dict(sorted({**how, **removed}.items()))
 
 
 def write_submission_times(folder: Path, rows: list[tuple[str, datetime | None, bool | None, str]]) -> Path:

@@ -86,7 +86,8 @@ class _OutputLimitedClient(NotebookClient):
 
     async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
         self.running = cell_index
-        self.replies_due += cell.cell_type == "code" and bool(cell.source.strip())  # nbclient runs no blank cell
+        self.replies_due += (cell.cell_type == "code" and bool(cell.source.strip())  # as nbclient decides to run it
+                             and self.skip_cells_with_tag not in cell.metadata.get("tags", []))
         return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
 
     def process_message(self, msg, cell, cell_index):
@@ -114,8 +115,9 @@ def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, runni
                                   f"limit is {megabytes(limits.memory)} per process (--memory-limit)")
     where = f"in cell {running + 1}"
     if isinstance(error, _OutOfTime):  # the kernel dies as it is stopped
-        waited = "" if error.cpu_seconds >= time_limit else (
-            f", after {elapsed:.0f} s, most of them waiting for the processor")
+        waited = "" if error.cpu_seconds >= time_limit else (  # the clock's backstop: asleep, or a busy machine
+            f", by the clock after {elapsed:.0f} s, in which it used {error.cpu_seconds:.0f} s of processor time: "
+            "it slept or waited, for input or for a busy processor")
         return running, (f"did not finish within the time limit of {time_limit:g} s of processor time "
                          f"(stopped {where}{waited})")
     if isinstance(error, DeadKernelError) and group_out_of_memory:
@@ -214,6 +216,7 @@ def execute(nb, sandbox: Sandbox, scratch: Path, env: dict[str, str], time_limit
     current = {"cell": 0}
     client = _OutputLimitedClient(
         nb, km, limits.output, timeout=None, allow_errors=True, shutdown_kernel="immediate",
+        skip_cells_with_tag="",  # Jupyter runs a cell tagged skip-execution (a Jupyter Book tag): so does grade
         # nbclient gives a kernel 60 s to start: on a busy machine a sandboxed kernel can take
         # longer, and the learner would lose every grade. The clock below decides instead.
         startup_timeout=WALL_CLOCK_FACTOR * time_limit,
