@@ -209,3 +209,49 @@ def test_an_export_into_the_graded_submissions_folder_is_refused(tmp_path):
         with pytest.raises(ValueError, match="inside the submissions folder"):
             export.export("gradescope", report, out)
     export.export("gradescope", report, tmp_path / "gradescope")  # anywhere else
+
+
+def test_a_row_the_grader_failed_on_is_flagged_and_exported_by_no_one_until_decided(tmp_path):
+    """The third newcomer: a bug of the grader's own on one exercise reached Canvas as a 0,
+    unflagged, with exit 0."""
+    report = tmp_path / "report"
+    failed = Grade("kim", "ch1-stable-softmax", "error", "the grader failed on this exercise (KeyError: 'x'): not a "
+                   "grade; grade this learner again", "kim.ipynb", "", "2026-11-26T02:00:00+00:00")
+    ledger.Ledger(report, "").save("kim", "k", [failed], [])
+    rows, problems = ledger.Ledger(report, "").everything([])
+    write_report(rows, problems, report)
+    flagged = (report / "summary.md").read_text().split("## Flagged for review")[1].split("## ")[0]
+    assert "- kim, ch1-stable-softmax (error): the grader failed" in flagged
+    with pytest.raises(ValueError, match=r"1 row\(s\) of .* are no grade \(error\): 'kim'.*Nothing was exported"):
+        export.export("csv", report, tmp_path / "points.csv")
+    assert not (tmp_path / "points.csv").exists()
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text("learner,exercise,points,note\nkim,ch1-stable-softmax,3,graded by hand\n")
+    export.export("csv", report, tmp_path / "points.csv", overrides=overrides)  # decided: exported
+
+
+def test_an_override_given_twice_is_refused_naming_both_lines(tmp_path):
+    report = _one_row_report(tmp_path / "report")
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text("learner,exercise,points,note\ndee,ch1-stable-softmax,1,a\ndee,ch1-stable-softmax,2,b\n")
+    with pytest.raises(ValueError, match=r"line 3: 'dee', ch1-stable-softmax again \(line 2\).*Nothing was exported"):
+        export.export("csv", report, tmp_path / "points.csv", overrides=overrides)
+
+
+def test_a_csv_saved_in_another_encoding_is_named(tmp_path):
+    report = _one_row_report(tmp_path / "report")
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_bytes("learner,exercise,points,note\ndee,ch1-stable-softmax,1,Jos\u00e9 asked\n".encode("cp1252"))
+    with pytest.raises(ValueError, match=r"overrides.csv is not UTF-8 \(byte 0xe9 at \d+\): save it as UTF-8"):
+        export.export("csv", report, tmp_path / "points.csv", overrides=overrides)
+
+
+def test_changed_overrides_say_the_files_exported_before_disagree(tmp_path):
+    report = _one_row_report(tmp_path / "report")
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text("learner,exercise,points,note\ndee,ch1-stable-softmax,1,first\n")
+    _, problems = export.export("csv", report, tmp_path / "a.csv", overrides=overrides)
+    assert problems == []
+    overrides.write_text("learner,exercise,points,note\ndee,ch1-stable-softmax,1.5,second thoughts\n")
+    _, problems = export.export("csv", report, tmp_path / "b.csv", overrides=overrides)
+    assert any("the overrides differ from those of the last export" in problem for problem in problems)

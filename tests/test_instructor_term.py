@@ -4,12 +4,21 @@ succeeds and does what the guide says. The other gradebook tests read the files 
 
 from __future__ import annotations
 
+import subprocess
+
 import nbformat
 import pytest
 
 from attncourse.instructor.course.tags import exercise_labels
 from attncourse.instructor.gradebook import points
-from tests.gradebook_class import ASSIGNED, EXPECTED_POINTS, GUIDE, guide_commands, walkthrough
+from tests.gradebook_class import (
+    ASSIGNED,
+    EXPECTED_POINTS,
+    GUIDE,
+    ROOT,
+    guide_commands,
+    walkthrough,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gradebook-term")]
 
@@ -77,3 +86,12 @@ def test_the_guide_names_what_the_set_up_and_the_handout_need():
     assert "make system-packages" in set_up and "bubblewrap" in set_up
     assert "python -m site_ext.set_repository https://github.com/OWNER/NAME" in handout
 
+
+
+def test_what_the_term_writes_at_the_root_is_kept_out_of_git():
+    """The third newcomer: one `git add .` on a published fork would have committed the class."""
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "handout/x.ipynb", "submissions/ada/x.ipynb",
+                              "report/grades.csv", "feedback/ada.html", "gradescope/ada/results.json",
+                              "overrides.csv", "canvas_import.csv", "points.csv", "points.json", "autograder.zip"],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert len(ignored.stdout.split()) == 10, ignored.stdout

@@ -82,7 +82,8 @@ def judge_all(run: NotebookRun, course: Course) -> dict[str, Grade]:
             verdicts[placed.label] = judge(run, placed, course)
         except Exception as error:  # a bug of grade's own: this row's error, not the class's
             verdicts[placed.label] = Grade("", placed.label, ERROR,
-                                           f"the grader failed on this exercise: {core.describe(error)}", run.notebook)
+                                           f"the grader failed on this exercise ({core.describe(error)}): not a grade; "
+                                           "grade this learner again", run.notebook)
     return verdicts
 
 

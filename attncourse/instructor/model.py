@@ -20,6 +20,7 @@ CRASHED, ERROR = "notebook crashed", "error"
 STATUSES = (PASSED, FAILED, COMPLETED, NOT_ATTEMPTED, NEEDS_REVIEW, CRASHED, ERROR)
 EARNS_ALL = (PASSED, COMPLETED)  # the statuses that earn every point of an exercise
 UNGRADED = (CRASHED, ERROR)  # a notebook that did not run through, or a failure of the grader's own
+UNDECIDED = (NEEDS_REVIEW, CRASHED, ERROR)  # earn nothing until the instructor regrades or decides: flagged
 SKIPPED = ""  # the key of a grading's problems that lists the files of the submissions not graded
 RAISED = "error"  # Jupyter's output type of a cell that raised (nbformat's word, not a status)
 

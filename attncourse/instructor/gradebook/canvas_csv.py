@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attncourse.instructor.gradebook import points
+from attncourse.instructor.gradebook.instructor_csv import read_rows
 from attncourse.instructor.gradebook.report import csv_cell
 from attncourse.instructor.model import Grade
 
@@ -58,14 +59,11 @@ class Roster:
 def read_gradebook(path: Path) -> Roster:
     """``path``, a gradebook exported from Canvas (see the module doc); raises ValueError
     if it lacks Canvas's identifying columns."""
-    with open(path, newline="", encoding="utf-8-sig") as file:
-        reader = csv.DictReader(file)
-        columns = list(reader.fieldnames or [])
-        missing = [c for c in CANVAS_IDENTITY if c not in columns]
-        if missing:
-            raise ValueError(f"{path} is not a gradebook exported from Canvas: it lacks the column(s) "
-                             f"{', '.join(missing)} (expected {', '.join(CANVAS_IDENTITY)} first)")
-        rows = list(reader)
+    columns, rows = read_rows(path)
+    missing = [c for c in CANVAS_IDENTITY if c not in columns]
+    if missing:
+        raise ValueError(f"{path} is not a gradebook exported from Canvas: it lacks the column(s) "
+                         f"{', '.join(missing)} (expected {', '.join(CANVAS_IDENTITY)} first)")
     possible = next((row for row in rows if (row.get("Student") or "").strip() == POINTS_POSSIBLE), {})
     students = [row for row in rows if (row.get("Student") or "").strip() != POINTS_POSSIBLE
                 and (row.get("ID") or "").strip()]  # the "Manual Posting" row has no ID

@@ -44,7 +44,7 @@ from attncourse.instructor.gradebook.report import (
     write_overridden_summary,
 )
 from attncourse.instructor.judge import learner_message
-from attncourse.instructor.model import EARNS_ALL, FAILED, PASSED, Grade
+from attncourse.instructor.model import EARNS_ALL, ERROR, FAILED, PASSED, Grade
 
 # Canvas's names, from canvas_csv, are this module's too: an export is reached from here.
 __all__ = ["CANVAS_IDENTITY", "FORMATS", "GRADESCOPE_VISIBILITY", "MISSING", "canvas_gradebook", "export",
@@ -69,13 +69,20 @@ def load(report: Path, overrides: Path | None = None, allow_extra_credit: bool =
     grades, problems = Ledger(Path(report), "").everything([])
     if not grades:
         raise ValueError(f"{report} holds no grades: grade into it first (grade SUBMISSIONS --out {report})")
-    if not overrides:
-        return points.scored(grades)
-    try:
-        decided = points.read_overrides(overrides, grades, allow_extra_credit)
-    except ValueError as error:
-        raise ValueError(f"{error}. Nothing was exported.") from None
-    write_overridden_summary(Path(report), grades, problems, decided, overrides)
+    decided: points.Overrides = {}
+    if overrides:
+        try:
+            decided = points.read_overrides(overrides, grades, allow_extra_credit)
+        except ValueError as error:
+            raise ValueError(f"{error}. Nothing was exported.") from None
+    undecided = [row for row in grades if row.status == ERROR and (row.learner, row.exercise) not in decided]
+    if undecided:  # a failure of the grader's own, or two notebooks that disagree: no grade, and never a 0
+        listed = "; ".join(f"{row.learner!r}, {row.exercise}: {row.message}" for row in undecided[:5])
+        raise ValueError(f"{len(undecided)} row(s) of {report} are no grade ({ERROR}): {listed}"
+                         f"{' ...' if len(undecided) > 5 else ''}. Grade those learners again (grade --learners), "
+                         "or decide their points in the overrides. Nothing was exported.")
+    if overrides:
+        write_overridden_summary(Path(report), grades, problems, decided, overrides)
     return points.scored(grades, decided)
 
 
@@ -196,9 +203,13 @@ def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"),
     if fmt == "canvas" and (roster is None or not assignment):
         raise ValueError("canvas needs --roster (the gradebook CSV exported from Canvas) and "
                          "--assignment 'NAME (ID)' (the assignment's column title)")
+    used = Path(report) / OVERRIDES_USED
+    before = used.read_text(encoding="utf-8") if used.exists() else None
     rows = load(report, overrides, allow_extra_credit)
+    changed = bool(overrides) and before is not None and used.read_text(encoding="utf-8") != before
     titles = titles_of(chapters)
-    problems = stale_rows(rows)
+    problems = stale_rows(rows) + ([f"the overrides differ from those of the last export with them ({used}): the "
+                                     "files exported before disagree with this one; export them again"] if changed else [])
     if fmt == "csv":
         return [write_csv(rows, titles, out)], problems
     if fmt == "json":

@@ -16,7 +16,6 @@ Each exercise declares its points next to its check (``@exercise(label, points=3
 
 from __future__ import annotations
 
-import csv
 import decimal
 import difflib
 import math
@@ -25,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from attncourse.checks import core
+from attncourse.instructor.gradebook.instructor_csv import read_rows
 from attncourse.instructor.model import EARNS_ALL, FAILED, Grade
 
 OVERRIDE_COLUMNS = ("learner", "exercise", "points", "note")
@@ -89,31 +89,35 @@ def read_overrides(path: Path, grades: list[Grade] | None = None, allow_extra_cr
     them has (misspelt) is refused, naming the closest, and so is a learner's exercise
     they were not graded on: an override that would change nothing never passes unseen."""
     found: Overrides = {}
-    with open(path, newline="", encoding="utf-8-sig") as file:
-        reader = csv.DictReader(file)
-        reader.fieldnames = [" ".join(name.split()).lower() for name in reader.fieldnames or []]
-        missing = set(OVERRIDE_COLUMNS) - set(reader.fieldnames)
-        if missing:
-            raise ValueError(f"{path}: the overrides need the columns {', '.join(OVERRIDE_COLUMNS)}; "
-                             f"missing {', '.join(sorted(missing))}")
-        for number, row in enumerate(reader, start=2):
-            learner, label = (row["learner"] or "").strip(), (row["exercise"] or "").strip()
-            if grades is not None:
-                _known(f"{path}, line {number}", "exercise", label, [g.exercise for g in grades])
-                _known(f"{path}, line {number}", "learner", learner, [g.learner for g in grades])
-                if not any((g.learner, g.exercise) == (learner, label) for g in grades):
-                    raise ValueError(f"{path}, line {number}: {learner!r} has no row of {label} in the report "
-                                     "(graded on other exercises): nothing was exported")
-            try:
-                points = float(row["points"])
-            except (TypeError, ValueError):
-                raise ValueError(f"{path}, line {number}: points {row['points']!r} is not a number") from None
-            if not 0 <= points <= (float("inf") if allow_extra_credit else points_of(label)):
-                raise ValueError(f"{path}, line {number}: {label} is worth 0 to {points_of(label):g} points, "
-                                 f"not {points:g}" + ("" if points < 0 else " (extra credit: --allow-extra-credit)"))
-            if not (row["note"] or "").strip():
-                raise ValueError(f"{path}, line {number}: say why in the note column")
-            found[learner, label] = (points, row["note"].strip())
+    lines: dict[tuple[str, str], int] = {}
+    columns, rows = read_rows(path)
+    named = {column: " ".join(column.split()).lower() for column in columns}  # any capitals and spacing
+    missing = set(OVERRIDE_COLUMNS) - set(named.values())
+    if missing:
+        raise ValueError(f"{path}: the overrides need the columns {', '.join(OVERRIDE_COLUMNS)}; "
+                         f"missing {', '.join(sorted(missing))}")
+    for number, as_read in enumerate(rows, start=2):
+        row = {named[column]: value for column, value in as_read.items() if column in named}
+        learner, label = (row["learner"] or "").strip(), (row["exercise"] or "").strip()
+        if grades is not None:
+            _known(f"{path}, line {number}", "exercise", label, [g.exercise for g in grades])
+            _known(f"{path}, line {number}", "learner", learner, [g.learner for g in grades])
+            if not any((g.learner, g.exercise) == (learner, label) for g in grades):
+                raise ValueError(f"{path}, line {number}: {learner!r} has no row of {label} in the report "
+                                 "(graded on other exercises)")
+        try:
+            points = float(row["points"])
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}, line {number}: points {row['points']!r} is not a number") from None
+        if not 0 <= points <= (float("inf") if allow_extra_credit else points_of(label)):
+            raise ValueError(f"{path}, line {number}: {label} is worth 0 to {points_of(label):g} points, "
+                             f"not {points:g}" + ("" if points < 0 else " (extra credit: --allow-extra-credit)"))
+        if not (row["note"] or "").strip():
+            raise ValueError(f"{path}, line {number}: say why in the note column")
+        if (learner, label) in lines:
+            raise ValueError(f"{path}, line {number}: {learner!r}, {label} again (line {lines[learner, label]}): "
+                             "keep one decision")
+        found[learner, label], lines[learner, label] = (points, row["note"].strip()), number
     return found
 
 
@@ -141,7 +145,7 @@ def by_exercise(rows: list[Grade]) -> dict[str, tuple[float, float, int]]:
     found: dict[str, list[Grade]] = {}
     for row in rows:
         found.setdefault(row.exercise, []).append(row)
-    return {label: (round(statistics.fmean(r.points for r in group), 2), group[0].max_points,
+    return {label: (in_hundredths(statistics.fmean(r.points for r in group)), group[0].max_points,
                     sum(r.points == r.max_points for r in group)) for label, group in found.items()}
 
 

@@ -11,6 +11,7 @@ removes it, since it no longer holds the report's rows: the next export writes i
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import re
 import unicodedata
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from attncourse.instructor.gradebook import points
 from attncourse.instructor.gradebook.ledger import write_whole
 from attncourse.instructor.learner_text import invisible
-from attncourse.instructor.model import PASSED, SKIPPED, Grade
+from attncourse.instructor.model import PASSED, SKIPPED, UNDECIDED, Grade
 
 if TYPE_CHECKING:
     from attncourse.instructor.gradebook.points import Overrides
@@ -136,9 +137,10 @@ def summary(grades: list[Grade], problems: dict[str, list[str]], overrides: Over
     lines += [f"| {md(learner)} | " + " | ".join(status[learner, e].status if (learner, e) in status else ""
                                                    for e in exercises) + " |" for learner in learners]
     lines += points_section(grades, overrides)
-    flagged = [g for g in grades if g.review]
+    flagged = [g for g in grades if g.review or g.status in UNDECIDED]  # what earns nothing until you decide
     lines += ["", "## Flagged for review", ""]  # even when empty: one who looks for it reads that nothing is
-    lines += [f"- {md(g.learner)}, {md(g.exercise)} ({g.status}): {md(g.review)}" for g in flagged] or ["Nothing."]
+    lines += [f"- {md(g.learner)}, {md(g.exercise)} ({g.status}): {md(g.review or g.message)}" for g in flagged] or [
+        "Nothing."]
     late = {g.learner: g for g in grades if g.late}
     if late:
         lines += ["", "## Late work", ""]
@@ -202,8 +204,9 @@ def write_overridden_summary(out: Path, grades: list[Grade], problems: dict[str,
     ``out/OVERRIDDEN_SUMMARY``, mark the first line of ``out/SUMMARY`` as before them, and
     note in ``out/OVERRIDES_USED`` (which no grading removes) that the report's exports
     have overrides."""
-    write_whole(out / OVERRIDES_USED, f"exported with the overrides of {source}: an export without them needs "
-                                      "--as-graded\n")
+    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:16]
+    write_whole(out / OVERRIDES_USED, f"exported with the overrides of {source} (sha256 {digest}...): an export "
+                                      "without them needs --as-graded\n")
     overridden = out / OVERRIDDEN_SUMMARY
     write_whole(overridden, summary(grades, problems, overrides, f"{TITLE}, with the overrides of {markdown_text(str(source))} "
                                                                  f"({SUMMARY} is as graded)"))

@@ -34,8 +34,9 @@ What Canvas writes, from its source (instructure/canvas-lms, ``lib/content_zippe
 The file names carry no time. Canvas records each submission's ``submitted_at`` (and
 ``late``) on the submission itself, shown in SpeedGrader and returned by the Submissions
 API (``GET /api/v1/courses/:course_id/assignments/:assignment_id/submissions``,
-https://canvas.instructure.com/doc/api/submissions.html): ``--times`` reads a CSV of that
-API's ``user_id`` and ``submitted_at`` fields; without it the time is left empty and the
+https://canvas.instructure.com/doc/api/submissions.html): ``--times`` reads that address's
+JSON, as a browser signed in to Canvas saves it (``read_times``; a page per 100 students:
+``&page=2`` and on), or a CSV of its ``user_id`` and ``submitted_at`` fields; without it the time is left empty and the
 LATE mark kept. The Student View's "Test Student" (``Course#student_view_student``) is
 the instructor trying the assignment: skipped, with a note.
 """
