@@ -16,7 +16,7 @@ import pytest
 
 from attncourse import instructor
 from attncourse.checks.predict import ATTEMPTS_MIMETYPE
-from attncourse.instructor import COMPLETED, FAILED, NOT_ATTEMPTED, PASSED, grading
+from attncourse.instructor import COMPLETED, ERROR, FAILED, NOT_ATTEMPTED, PASSED, grading
 from attncourse.instructor.gradebook import ledger
 from attncourse.instructor.submissions import write_submission_times
 from tests.test_instructor_grading import (
@@ -266,3 +266,20 @@ def test_a_regrade_names_the_kept_rows_whose_late_penalty_it_changed():
         "'eve', a: passed (0 of 1) -> passed (0.7 of 1)",
         "'eve', b: kept as graded, but 0.8 -> 0.7 of 1: 3 days late (was: 2 days late)",
         "1 row(s) of earlier gradings kept as they were"]
+
+
+def test_grade_warns_of_every_row_that_is_no_grade(tmp_path, monkeypatch, capsys):
+    """The third newcomer: a failure of the grader's own on one exercise exited 0, silent."""
+    failed = instructor.Grade("kim", SOFTMAX, ERROR, "the grader failed on this exercise (KeyError: 'x'): not a grade",
+                              "kim.ipynb", "", "2026-11-26T02:00:00+00:00")
+
+    def graded_with_a_failure(out, *args, **kwargs):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "grades.csv").write_text("")
+        (out / "summary.md").write_text("# Grades\n")
+        return [failed], out / "grades.csv", out / "summary.md"
+
+    monkeypatch.setattr(grading, "grade_into", graded_with_a_failure)
+    (tmp_path / "submissions").mkdir()
+    assert instructor.main(["grade", str(tmp_path / "submissions"), "--out", str(tmp_path / "report")]) == 0
+    assert "warning: 'kim': row(s) that are no grade (error" in capsys.readouterr().err

@@ -33,6 +33,7 @@ from attncourse.instructor.gradebook.report import OVERRIDDEN_SUMMARY
 from attncourse.instructor.gradescope import GradingFailed, autograde, build_zip, self_test
 from attncourse.instructor.lms.archive import DEFAULT_MAX_BYTES
 from attncourse.instructor.lms.importing import KINDS, import_export
+from attncourse.instructor.model import ERROR
 from attncourse.instructor.run.sandbox import (
     DEFAULT_LIMITS,
     UNSAFE_MEANS,
@@ -361,6 +362,11 @@ def _grade(args, assign: list[str] | None) -> None:
     if late.unpenalised(grades):
         print(f"warning: {', '.join(map(repr, late.unpenalised(grades)))}: marked late by the learning platform "
               f"with no submission time, so no late penalty is applied (import with --times)", file=sys.stderr)
+    no_grade = list(dict.fromkeys(row.learner for row in grades if row.status == ERROR))
+    if no_grade:
+        print(f"warning: {', '.join(map(repr, no_grade))}: row(s) that are no grade ({ERROR}: a failure of the "
+              "grader's own, or two notebooks that disagree); grade them again (--learners) or decide them in the "
+              "overrides: no export writes this report until then", file=sys.stderr)
     print(f"wrote {table} and {text}")
 
 

@@ -151,8 +151,7 @@ def _run_safely(submissions: Path, relative: Path, *args, **kwargs) -> NotebookR
     try:
         return _run_notebook(submissions, relative, *args, **kwargs)
     except Exception as error:
-        return NotebookRun(shown(relative.as_posix()), problem=f"the grader failed on this notebook ({describe(error)}): "
-                                                               "not a grade; grade this learner again",
+        return NotebookRun(shown(relative.as_posix()), problem=f"the grader failed on this notebook: {describe(error)}",
                            grader_failed=True)
 
 
