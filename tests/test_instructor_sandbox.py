@@ -243,5 +243,5 @@ def test_a_cell_nbclient_will_not_run_earns_no_reply_allowance():
     client.kc = object()  # nbclient asserts a kernel client; none of these cells reaches it
     tagged = nbformat.v4.new_code_cell("x = 1", metadata={"tags": [client.skip_cells_with_tag]})
     for cell in (nbformat.v4.new_code_cell("  \n"), tagged, nbformat.v4.new_markdown_cell("# notes")):
-        asyncio.run(client.async_execute_cell(cell, 0))
+        run_in_own_thread(client.async_execute_cell(cell, 0))
     assert client.replies_due == 0
