@@ -252,6 +252,10 @@ def test_changed_overrides_say_the_files_exported_before_disagree(tmp_path):
     overrides.write_text("learner,exercise,points,note\ndee,ch1-stable-softmax,1,first\n")
     _, problems = export.export("csv", report, tmp_path / "a.csv", overrides=overrides)
     assert problems == []
+    copy = tmp_path / "same" / "overrides.csv"
+    copy.parent.mkdir()
+    copy.write_bytes(overrides.read_bytes())
+    assert export.export("csv", report, tmp_path / "c.csv", overrides=copy)[1] == []  # the same, elsewhere
     overrides.write_text("learner,exercise,points,note\ndee,ch1-stable-softmax,1.5,second thoughts\n")
     _, problems = export.export("csv", report, tmp_path / "b.csv", overrides=overrides)
     assert any("the overrides differ from those of the last export" in problem for problem in problems)

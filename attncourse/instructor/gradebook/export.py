@@ -40,6 +40,7 @@ from attncourse.instructor.gradebook.ledger import Ledger, file_name, graded_fro
 from attncourse.instructor.gradebook.report import (
     OVERRIDES_USED,
     csv_cell,
+    overrides_used,
     write_index,
     write_overridden_summary,
 )
@@ -178,38 +179,41 @@ def write_gradescope(rows: list[Grade], titles: dict[str, str], out: Path, learn
                                                            for name in learners])]
 
 
+def _refuse_out(out: Path, report: Path) -> None:
+    """Raise ValueError for an ``out`` inside ``report`` (a learner named "summary" would
+    replace its summary) or inside the submissions folder it was graded from (a file there
+    would be a learner's, and change their time)."""
+    for folder, what in ((report.resolve(), "the report folder"), (graded_from(report), "the submissions folder "
+                                                                                        "the report was graded from")):
+        if folder is not None and out.resolve().is_relative_to(folder):
+            raise ValueError(f"--out {out} is inside {what} ({folder}): write exports elsewhere")
+
+
 def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"), *, overrides: Path | None = None,
            roster: Path | None = None, assignment: str | None = None, match: str = "SIS Login ID",
            learner: str | None = None, visibility: str = "visible", missing: str = "empty", force: bool = False,
            allow_extra_credit: bool = False, as_graded: bool = False) -> tuple[list[Path], list[str]]:
     """Write ``report``'s grades as ``fmt`` (one of FORMATS) to ``out``: (files written, what
-    the instructor should know). Refuses an ``out`` inside ``report`` (a learner named
-    "summary" would overwrite its summary), and a report exported with overrides before
+    the instructor should know). Refuses an ``out`` where a learner's file could land
+    (``_refuse_out``), and a report exported with overrides before
     unless given them again or ``as_graded`` (one forgotten option would upload other
     totals than every other export's)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; the formats are {', '.join(FORMATS)}")
-    if Path(out).resolve().is_relative_to(Path(report).resolve()):
-        raise ValueError(f"--out {out} is inside the report folder {report}: write exports elsewhere "
-                         "(a learner's file could replace the report's own)")
-    submissions = graded_from(report)
-    if submissions is not None and Path(out).resolve().is_relative_to(submissions):
-        raise ValueError(f"--out {out} is inside the submissions folder {submissions} the report was graded from: "
-                         "write exports elsewhere (a file there would be a learner's, and change their time)")
-    if overrides is None and not as_graded and (Path(report) / OVERRIDES_USED).exists():
+    _refuse_out(Path(out), Path(report))
+    before = overrides_used(report)
+    if overrides is None and not as_graded and before is not None:
         raise ValueError(f"{report} was exported with overrides before ({Path(report) / OVERRIDES_USED}): "
                          "give --overrides again, or --as-graded to export the grades without them. "
                          "Nothing was exported.")
     if fmt == "canvas" and (roster is None or not assignment):
         raise ValueError("canvas needs --roster (the gradebook CSV exported from Canvas) and "
                          "--assignment 'NAME (ID)' (the assignment's column title)")
-    used = Path(report) / OVERRIDES_USED
-    before = used.read_text(encoding="utf-8") if used.exists() else None
     rows = load(report, overrides, allow_extra_credit)
-    changed = bool(overrides) and before is not None and used.read_text(encoding="utf-8") != before
+    changed = bool(overrides) and before is not None and overrides_used(report) != before
     titles = titles_of(chapters)
-    problems = stale_rows(rows) + ([f"the overrides differ from those of the last export with them ({used}): the "
-                                     "files exported before disagree with this one; export them again"] if changed else [])
+    problems = stale_rows(rows) + (["the overrides differ from those of the last export with them: the files "
+                                    "exported before disagree with this one; export them again"] if changed else [])
     if fmt == "csv":
         return [write_csv(rows, titles, out)], problems
     if fmt == "json":

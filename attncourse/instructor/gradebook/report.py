@@ -198,15 +198,21 @@ def write_report(grades: list[Grade], problems: dict[str, list[str]], out: Path)
     return table, text
 
 
+def overrides_used(out: Path) -> str | None:
+    """The digest of the overrides ``out`` was last exported with (None: never with any)."""
+    path = Path(out) / OVERRIDES_USED
+    return path.read_text(encoding="utf-8").split("\n", 1)[0] if path.exists() else None
+
+
 def write_overridden_summary(out: Path, grades: list[Grade], problems: dict[str, list[str]],
                              overrides: Overrides, source: Path) -> Path:
     """Write the summary of ``grades`` with ``overrides`` (read from ``source``) as
     ``out/OVERRIDDEN_SUMMARY``, mark the first line of ``out/SUMMARY`` as before them, and
     note in ``out/OVERRIDES_USED`` (which no grading removes) that the report's exports
     have overrides."""
-    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:16]
-    write_whole(out / OVERRIDES_USED, f"exported with the overrides of {source} (sha256 {digest}...): an export "
-                                      "without them needs --as-graded\n")
+    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()
+    write_whole(out / OVERRIDES_USED, f"{digest}\nthe sha256 of the overrides of {source}, which this report was "
+                                      "exported with: an export without them needs --as-graded\n")
     overridden = out / OVERRIDDEN_SUMMARY
     write_whole(overridden, summary(grades, problems, overrides, f"{TITLE}, with the overrides of {markdown_text(str(source))} "
                                                                  f"({SUMMARY} is as graded)"))
