@@ -11,7 +11,8 @@ the running maximum, the running sum and an unnormalised output, so that only on
 ``naive_traffic``, ``tiled_traffic`` and ``fast_memory_values`` are the memory model of the
 paper: how many values go between slow memory (a GPU's HBM) and fast memory (its on-chip
 SRAM) for the standard computation and for this loop, and how much fast memory one step of
-the loop occupies. Counts are in values (numbers), not bytes.
+the loop occupies. Counts are in values (numbers), not bytes. ``A100`` is the GPU the paper
+prices them on, and ``multiply_adds_per_value_read`` what one value read is worth on a chip.
 
 Conventions are those of ``attncourse.attention``: rows are tokens; Q (..., seq_q, d_k),
 K (..., seq_k, d_k), V (..., seq_k, d_v); leading dimensions broadcast. Inputs are never
@@ -21,13 +22,18 @@ wrong kind of thing, ``ValueError`` naming the values at fault.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from jaxtyping import Float
 
 from attncourse.validation import broadcastable, flag, integer, number, real_array, same_size
 
 __all__ = [
+    "A100",
+    "Chip",
     "fast_memory_values",
+    "multiply_adds_per_value_read",
     "naive_traffic",
     "online_softmax",
     "tile_order",
@@ -205,7 +211,7 @@ def _checked_problem(Q, K, V, block_q, block_k, causal, scale):
     broadcastable(queries.shape[:-2], values.shape[:-2], "Q", "V")
     broadcastable(keys.shape[:-2], values.shape[:-2], "K", "V")
     _check_causal_alignment(seq_q, seq_k, causal)
-    factor = 1.0 / np.sqrt(d_k) if scale is None else number(scale, "scale")
+    factor = d_k**-0.5 if scale is None else number(scale, "scale")  # a Python float: float32 stays float32
     return queries, keys, values, block_q, block_k, factor
 
 
@@ -329,3 +335,36 @@ def fast_memory_values(block_q: int, block_k: int, d: int) -> int:
     block_q, block_k = integer(block_q, "block_q", minimum=1), integer(block_k, "block_k", minimum=1)
     d = integer(d, "d", minimum=1)
     return 2 * block_q * d + 2 * block_k * d + block_q * block_k + 2 * block_q
+
+
+@dataclass(frozen=True)
+class Chip:
+    """A GPU as the traffic model sees it: ``operations_per_second`` (fp16, dense),
+    ``bytes_per_second`` read from slow memory (one figure per memory size, in GB),
+    ``processors`` and the ``fast_memory_bytes`` of each (its SRAM)."""
+
+    name: str
+    operations_per_second: float
+    bytes_per_second: dict[int, float]
+    processors: int
+    fast_memory_bytes: int
+
+
+# The chip of the FlashAttention paper: its datasheet (NVIDIA 2021) and Dao et al. 2022, section 2.1.
+A100 = Chip("A100", operations_per_second=312e12, bytes_per_second={40: 1.555e12, 80: 2.039e12},
+            processors=108, fast_memory_bytes=192 * 1024)
+
+
+def multiply_adds_per_value_read(chip: Chip, memory_gb: int) -> float:
+    """The fp16 multiply-adds ``chip`` can do in the time it reads one fp16 value from the
+    slow memory of its ``memory_gb`` version: a multiply-add is two operations and an fp16
+    value two bytes. A kernel doing fewer per value it reads waits for memory (memory-bound).
+
+    >>> round(multiply_adds_per_value_read(A100, 40))
+    201
+    """
+    if memory_gb not in chip.bytes_per_second:
+        raise ValueError(f"the {chip.name} comes with {sorted(chip.bytes_per_second)} GB of memory, "
+                         f"not {memory_gb!r}")
+    fp16_bytes = 2
+    return (chip.operations_per_second / 2) / (chip.bytes_per_second[memory_gb] / fp16_bytes)

@@ -22,7 +22,9 @@ from attncourse.checks import wire
 from attncourse.explorers.flash_explorer import default_problem
 from attncourse.explorers.kv_cache_explorer import PRESETS, KVCacheCalculator, preset_for
 from attncourse.flash import (
+    A100,
     fast_memory_values,
+    multiply_adds_per_value_read,
     naive_traffic,
     tile_order,
     tiled_attention,
@@ -310,6 +312,8 @@ def test_prefill_is_compute_bound_only_for_a_kernel_that_tiles_on_a_chip_that_al
     n, width = 4096, 128
     head_adds = width * n * (n + 1)  # causal: N (N + 1) / 2 scores and weighted values of width d
     ratios = [312e12 / bandwidth for bandwidth in (2.039e12, 1.555e12)]  # multiply-adds per fp16 value
+    assert [multiply_adds_per_value_read(A100, gb) for gb in (80, 40)] == pytest.approx(ratios, rel=1e-15)
+    assert A100.fast_memory_bytes == 192 * 1024
     block_q = max(b for b in range(1, n + 1) if fast_memory_values(b, 16, width) <= 192 * 1024 // 2)
     direct, tiled = head_adds / naive_traffic(n, width), head_adds / tiled_traffic(n, width, block_q, 16, causal=True)
     assert 30 < direct < ratios[0] < ratios[1] < tiled

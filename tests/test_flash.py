@@ -17,7 +17,12 @@ from hypothesis import strategies as st
 
 from attncourse.attention import causal_mask, scaled_dot_product_attention, softmax
 from attncourse.flash import (
+    A100,
+    Chip,
+    _checked_problem,
+    _tiles,
     fast_memory_values,
+    multiply_adds_per_value_read,
     naive_traffic,
     online_softmax,
     tile_order,
@@ -187,6 +192,19 @@ def test_a_custom_scale_equals_torch():
     np.testing.assert_allclose(tiled_attention(Q, K, V, 3, 4, scale=2.5), torch_sdpa(Q, K, V, scale=2.5), **EXACT)
 
 
+@pytest.mark.parametrize("scale", [None, 2.5])
+def test_a_float32_problem_is_computed_in_float32_throughout(scale):
+    rng = np.random.default_rng(5)
+    Q, K, V = (rng.standard_normal((9, 4)).astype(np.float32) for _ in range(3))
+    output, lse = tiled_attention(Q, K, V, 4, 3, causal=True, scale=scale, return_lse=True)
+    assert output.dtype == lse.dtype == np.float32
+    *problem, factor = _checked_problem(Q, K, V, 4, 3, True, scale)
+    for *_, running_max, running_sum, acc in _tiles(*problem, True, factor):
+        assert running_max.dtype == running_sum.dtype == acc.dtype == np.float32
+    reference = torch_sdpa(*(M.astype(np.float64) for M in (Q, K, V)), scale=scale, causal=True)
+    np.testing.assert_allclose(output, reference, rtol=1e-5, atol=1e-6)
+
+
 def traced_peak(function) -> int:
     tracemalloc.start()
     try:
@@ -352,3 +370,11 @@ def test_the_trace_shows_the_running_maximum_of_the_scores_seen():
 def test_the_trace_shows_one_head_only():
     with pytest.raises(ValueError, match=r"tiled_trace shows one head"):
         tiled_trace(np.zeros((2, 3, 4)), np.zeros((3, 4)), np.zeros((3, 4)), 2, 2)
+
+
+def test_a_value_read_is_worth_the_operations_per_byte_in_multiply_adds():
+    chip = Chip("toy", operations_per_second=8.0, bytes_per_second={1: 2.0}, processors=1, fast_memory_bytes=4)
+    assert multiply_adds_per_value_read(chip, 1) == 4.0  # 4 multiply-adds a second, 1 fp16 value read
+    assert multiply_adds_per_value_read(A100, 80) < multiply_adds_per_value_read(A100, 40)  # faster memory
+    with pytest.raises(ValueError, match=r"the A100 comes with \[40, 80\] GB of memory, not 60"):
+        multiply_adds_per_value_read(A100, 60)
