@@ -37,7 +37,7 @@ serve: book
 # Everything: lint and types, the build (which runs every chapter in "solved" mode: an
 # exercise check that does not pass fails it), every pytest test (unit, doctests, packaging,
 # browser) and the student version in "student" mode. Ends with the time each part took
-# (tools/clock.py), also when a part fails.
+# (tools/clock.py), also when a part fails, and every test's time in build/pytest-times.xml.
 test:
 	@rm -f build/make-test-clock.tsv
 	@export ATTNCOURSE_CLOCK="$(CURDIR)/build/make-test-clock.tsv"; \
@@ -45,7 +45,7 @@ test:
 
 test-parts: lint typecheck book system-packages
 	@$(CLOCK) start pytest
-	$(BIN)/pytest -n 2 --dist loadgroup --durations=30 tests attncourse
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=30 --junitxml=build/pytest-times.xml tests attncourse
 	@$(CLOCK) stop pytest
 	$(MAKE) --no-print-directory test-student
 
