@@ -54,6 +54,15 @@ def test_the_markdown_holds_the_same_content_escaped():
     assert "**2.5 of 4 points**" in text and "| 1.5 / 3 |" in text and "hidden test 1" in text
 
 
+def test_points_an_instructor_set_are_said_to_be_theirs_beside_what_the_grader_found():
+    nothing = Grade("a", "ch1-stable-softmax", "not attempted", "", "")
+    decided = points.scored([nothing], {("a", "ch1-stable-softmax"): (2.0, "answered on paper")})[0]
+    assert feedback.result(points.scored([nothing])[0]) == "not attempted"
+    assert feedback.result(decided) == "not attempted; points set by your instructor"
+    _, text = feedback.render("a", [decided], {}, "A course")
+    assert "**Result:** not attempted; points set by your instructor. **Points:** 2 of 3." in text
+
+
 def test_a_hidden_test_message_is_cut_where_no_feedback_was_recorded():
     grade = Grade("a", "ch1-stable-softmax", "failed",
                   "check message. hidden test: a hidden test raised AssertionError: secret text", "n")

@@ -52,8 +52,15 @@ def without_hint(message: str, hint: str) -> str:
     return " ".join(message.replace(f"Hint: {hint}", "").split()) if hint else message
 
 
+def result(row: Grade) -> str:
+    """What the grader found, and that the instructor set the points after it if they did
+    (an override always has a note: "not attempted" beside 2 of 3 points would puzzle)."""
+    found = RESULTS.get(row.status, row.status)
+    return f"{found}; points set by your instructor" if row.override else found
+
+
 def entries(rows: list[Grade], titles: dict[str, str]) -> list[Entry]:
-    return [Entry(row.exercise, titles.get(row.exercise, ""), RESULTS.get(row.status, row.status), row.points,
+    return [Entry(row.exercise, titles.get(row.exercise, ""), result(row), row.points,
                   row.max_points, without_hint(learner_message(row), row.hint), row.hint, row.override)
             for row in rows]
 
