@@ -52,13 +52,15 @@ from attncourse.instructor import (
     PASSED,
     SandboxUnavailable,
     grade_submissions,
+    gradescope,
     grading,
     make_student_notebook,
     write_report,
 )
 from attncourse.instructor.course.tags import exercise_of, role_of
+from attncourse.instructor.gradebook import export
 from attncourse.instructor.gradebook.report import csv_cell, markdown_text
-from attncourse.instructor.model import SKIPPED
+from attncourse.instructor.model import SKIPPED, Grade
 from attncourse.instructor.run import cgroups, sandbox
 from attncourse.instructor.run import execution as grading_execution
 from attncourse.instructor.run.sandbox import DEFAULT_LIMITS, NOBODY, Limits, MiB
@@ -989,6 +991,18 @@ def test_duplicate_submissions_are_reported_not_merged(graded):
     for notebook in ("twice.ipynb", "twice/ch1.ipynb", "twice/resubmit/ch1.ipynb"):  # each kept apart
         assert (graded["report"] / "executed" / notebook).exists()
     assert "submitted both as a file and as a folder" in graded["text"].read_text(encoding="utf-8")
+
+
+def test_duplicates_tell_the_learner_to_keep_one_and_are_no_failure_of_the_gradescope_grader(graded):
+    twice = graded["grades"]["twice", SOFTMAX]
+    assert twice.feedback == ("Your notebooks hold this exercise with different results: ch1.ipynb (failed), "
+                              "resubmit/ch1.ipynb (not attempted), twice.ipynb (passed). It is not graded until "
+                              "one of them holds it: keep one and submit again.")
+    assert gradescope.grader_failures([twice]) == []  # results.json is written: the learner reads why
+    broken = Grade("twice", SOFTMAX, ERROR, "the sandbox could not start", "twice.ipynb")
+    assert gradescope.grader_failures([twice, broken]) == [f"{SOFTMAX}: the sandbox could not start"]
+    (test,) = export.gradescope_results([twice], {})["tests"]
+    assert test["score"] == 0 and test["status"] == "failed" and "keep one and submit again" in test["output"]
 
 
 def test_every_learner_has_a_row_for_every_exercise(graded):

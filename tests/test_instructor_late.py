@@ -35,7 +35,28 @@ def test_late_work_is_flagged_and_penalised_only_when_the_instructor_gives_a_pen
     unpenalised = late.lateness(learner(timedelta(days=2)), late.Policy(DUE))
     assert unpenalised["late"] == "2 days late" and unpenalised["late_penalty"] == 0.0
     assert late.lateness(learner(None, flagged=True), late.Policy(DUE))["late"].startswith("marked late by")
-    assert late.lateness(learner(None, flagged=False), late.Policy(DUE)) == {"late": ""}  # not late, says the LMS
+    unknown = late.lateness(learner(None, flagged=False), late.Policy(DUE))  # not late, says the LMS: listed
+    assert unknown == {"late": "submission time unknown (the import recorded none): not marked late by the "
+                               "learning platform"}
+
+
+def test_a_learner_reads_nothing_of_a_time_nobody_recorded_and_what_a_platform_marked():
+    from attncourse.instructor.gradebook import export, feedback
+
+    def row(after, flagged):
+        return Grade("jo", SOFTMAX, "passed", "", "", points=3.0, max_points=3.0,
+                     **late.lateness(learner(after, flagged), late.Policy(DUE, 0.1)))
+
+    for flagged in (None, False):
+        unknown = row(None, flagged)
+        assert unknown.late.startswith("submission time unknown") and late.for_the_learner(unknown) == ""
+        assert feedback.assignment_line([unknown], None) == "Exercises ch1-stable-softmax."
+        assert "Late" not in export.gradescope_results([unknown], {})["tests"][0]["output"]
+    marked = row(None, True)
+    assert feedback.assignment_line([marked], None) == (
+        "Exercises ch1-stable-softmax. Marked late by the learning platform, with no submission time: no penalty "
+        "without it (import with --times).")
+    assert "Late: marked late by" in export.gradescope_results([marked], {})["tests"][0]["output"]
 
 
 def test_a_penalty_takes_its_share_of_what_each_row_earned():

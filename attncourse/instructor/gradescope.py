@@ -28,7 +28,7 @@ from pathlib import Path
 import attncourse
 from attncourse.instructor.course.tags import exercise_labels, labels_assigned, read_chapters
 from attncourse.instructor.gradebook import export
-from attncourse.instructor.model import ERROR
+from attncourse.instructor.model import DUPLICATES, ERROR
 from attncourse.instructor.run.sandbox import DEFAULT_LIMITS, Limits, MiB
 
 CONFIG = "autograder.json"
@@ -128,7 +128,8 @@ def autograde(submission: Path, results: Path, chapters: Path, options: dict, co
     (``grading.grade_into``), into a report folder of root's alone. ``options``: the zip's
     ``autograder.json`` (``assign``, ``time_limit``, ``memory_limit`` in MiB,
     ``check_timeout``, ``score_predictions``, ``visibility``). Raises ``GradingFailed``,
-    writing nothing, when the grader itself fails (a sandbox that cannot start, an error row)."""
+    writing nothing, when the grader itself fails (a sandbox that cannot start, an error row of the
+    grader's own: ``grader_failures``)."""
     rows = _graded(submission, chapters, options, contained)
     data = export.gradescope_results(rows, export.titles_of(chapters), options.get("visibility", "visible"))
     temporary = Path(results).with_suffix(".tmp")
@@ -169,10 +170,18 @@ def _graded(submission: Path, chapters: Path, options: dict, contained: bool) ->
         raise GradingFailed(f"{type(error).__name__}: {error}") from error
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    broken = [f"{row.exercise}: {row.message}" for row in rows if row.status == ERROR]
+    broken = grader_failures(rows)
     if broken or not rows:
         raise GradingFailed("the grader failed on " + ("; ".join(broken) or "every exercise: no rows"))
     return rows
+
+
+def grader_failures(rows: list) -> list[str]:
+    """"exercise: message" for each row that is the grader's own failure. A learner's
+    notebooks that disagree on an exercise are theirs: results.json tells them to keep one
+    and submit again (Gradescope lets them), where a failed run would tell them nothing."""
+    return [f"{row.exercise}: {row.message}" for row in rows
+            if row.status == ERROR and not row.message.startswith(DUPLICATES)]
 
 
 def _seconds(value) -> float | None:

@@ -39,6 +39,7 @@ from attncourse.instructor.gradebook.ledger import Ledger, foreign_files, lock, 
 from attncourse.instructor.gradebook.report import write_report
 from attncourse.instructor.model import (
     CRASHED,
+    DUPLICATES,
     ERROR,
     NOT_ATTEMPTED,
     PASSED,
@@ -178,9 +179,11 @@ def _grade_learner(learner: str, runs: list[NotebookRun], expected: list[str], c
         unreadable = [run for run in runs if run.submitted is None]
         if len(outcomes) > 1:
             listed = ", ".join(f"{notebook} ({status})" for notebook, status, *_ in outcomes)
-            grades.append(Grade(learner, label, ERROR,
-                                f"duplicate submissions hold this exercise: {listed}; keep one and grade again",
-                                " ".join(o[0] for o in outcomes), "", now))
+            theirs = ", ".join(f"{notebook.removeprefix(learner + '/')} ({status})" for notebook, status, *_ in outcomes)
+            grades.append(Grade(learner, label, ERROR, f"{DUPLICATES}: {listed}; keep one and grade again",
+                                " ".join(o[0] for o in outcomes), "", now,
+                                feedback=f"Your notebooks hold this exercise with different results: {theirs}. "
+                                         "It is not graded until one of them holds it: keep one and submit again."))
         elif outcomes:
             notebook, *_, review = outcomes[0]
             grades.append(replace(verdicts[notebook], learner=learner, review=f"{notebook}: {review}" if review else "",

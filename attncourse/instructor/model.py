@@ -21,6 +21,9 @@ STATUSES = (PASSED, FAILED, COMPLETED, NOT_ATTEMPTED, NEEDS_REVIEW, CRASHED, ERR
 EARNS_ALL = (PASSED, COMPLETED)  # the statuses that earn every point of an exercise
 UNGRADED = (CRASHED, ERROR)  # a notebook that did not run through, or a failure of the grader's own
 UNDECIDED = (NEEDS_REVIEW, CRASHED, ERROR)  # earn nothing until the instructor regrades or decides: flagged
+# How an error row whose cause is the learner's begins: notebooks of theirs that disagree on
+# an exercise (not the grader's failure: on Gradescope the learner reads it and resubmits).
+DUPLICATES = "duplicate submissions hold this exercise"
 SKIPPED = ""  # the key of a grading's problems that lists the files of the submissions not graded
 RAISED = "error"  # Jupyter's output type of a cell that raised (nbformat's word, not a status)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from attncourse.instructor.course.tags import exercise_titles
-from attncourse.instructor.gradebook import points
+from attncourse.instructor.gradebook import late, points
 from attncourse.instructor.gradebook.canvas_csv import (
     CANVAS_IDENTITY,
     MISSING,
@@ -142,7 +142,7 @@ def gradescope_results(rows: list[Grade], titles: dict[str, str], visibility: st
         label = row.exercise
         title = titles.get(label, "")
         output = learner_message(row)
-        if row.late:
+        if late.for_the_learner(row):
             output += f" Late: {row.late}."
         if row.override:
             output += f" Your instructor's note: {row.override}"

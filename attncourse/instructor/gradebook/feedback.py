@@ -20,6 +20,7 @@ from pathlib import Path
 import jinja2
 
 from attncourse.instructor import model
+from attncourse.instructor.gradebook import late
 from attncourse.instructor.gradebook.ledger import file_name
 from attncourse.instructor.gradebook.report import markdown_text, write_index
 from attncourse.instructor.judge import learner_message
@@ -73,8 +74,10 @@ def assignment_line(rows: list[Grade], assignment: str | None) -> str:
     name = re.sub(r"\s*\(\d+\)$", "", (assignment or "").strip())
     what = f"{name} (exercises {labels})" if name else f"Exercises {labels}"
     days = sorted(row.graded_at[:10] for row in rows if row.graded_at)
-    late = next((f" Submitted {row.submitted_at.split(' (')[0]}: {row.late}." for row in rows if row.late), "")
-    return (f"{what}, graded on {days[-1]}." if days else f"{what}.") + late
+    shown = next((row for row in rows if late.for_the_learner(row)), None)
+    when = shown.submitted_at.split(" (")[0] if shown else ""
+    lateness = "" if shown is None else f" Submitted {when}: {shown.late}." if when else f" {shown.late.capitalize()}."
+    return (f"{what}, graded on {days[-1]}." if days else f"{what}.") + lateness
 
 
 def _environment(autoescape: bool) -> jinja2.Environment:

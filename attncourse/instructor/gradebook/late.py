@@ -27,6 +27,7 @@ from attncourse.instructor.submissions import changed_since_import, find_learner
 LATE = "late.json"
 DAY = 86400.0
 UNPENALISED = "no penalty without it (import with --times)"
+UNKNOWN = "submission time unknown (the import recorded none): not marked late"
 CHANGED_SINCE_IMPORT = "file time, changed since the import"
 
 
@@ -98,7 +99,7 @@ def lateness(learner: dict, policy: Policy) -> dict:
     if not text:
         unpenalised = f": {UNPENALISED}" if policy.per_day else ""
         return {"late": f"marked late by the learning platform, with no submission time{unpenalised}" if flagged else
-                "" if flagged is False else "submission time unknown (the import recorded none): not marked late"}
+                UNKNOWN + (" by the learning platform" if flagged is False else "")}
     submitted = datetime.fromisoformat(text)
     days = math.ceil((submitted - policy.due).total_seconds() / DAY)
     shown = f"{submitted.astimezone(policy.due.tzinfo).isoformat(timespec='minutes')} ({learner.get('source', '')})"
@@ -108,6 +109,12 @@ def lateness(learner: dict, policy: Policy) -> dict:
     return {"submitted_at": shown, "late_penalty": penalty,
             "late": f"{days} day{'s' if days > 1 else ''} late" + (f": -{penalty:.0%} of each exercise's points"
                                                                   if penalty else "")}
+
+
+def for_the_learner(row: Grade) -> str:
+    """What ``row``'s learner reads of its lateness: nothing where no time was recorded and
+    nothing marked it late (the report lists them for the instructor, step 4)."""
+    return "" if row.late.startswith(UNKNOWN) else row.late
 
 
 def unpenalised(rows: list[Grade]) -> list[str]:
