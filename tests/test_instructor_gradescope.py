@@ -183,6 +183,21 @@ def test_run_autograder_grades_a_hostile_submission_in_an_autograder_layout(tmp_
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
+def test_two_notebooks_that_disagree_reach_results_json_with_what_to_do_not_a_failed_run(tmp_path):
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    nbformat.write(student_notebook(), submission / CHAPTER_1.name)  # the handout, untouched
+    nbformat.write(student_notebook(*LEARNERS["ada"]), submission / f"Copy of {CHAPTER_1.name}")  # Colab's copy
+    data = gradescope.autograde(submission, tmp_path / "results.json", ROOT / "chapters",
+                                {"assign": list(ASSIGNED)}, contained=False)
+    check_results(data)
+    assert data["score"] == 0 and len(data["tests"]) == len(ASSIGNED)
+    for test in data["tests"]:
+        assert test["status"] == "failed" and "keep one and submit again" in test["output"], test
+        assert f"{CHAPTER_1.name} (not attempted), Copy of {CHAPTER_1.name} (" in test["output"]
+
+
 def autograder_layout(tmp_path, options: dict) -> Path:
     """Gradescope's /autograder as the harness leaves it (under /tmp, reachable by every
     user), with ada's submission; removed by the caller."""

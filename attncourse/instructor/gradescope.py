@@ -27,7 +27,8 @@ from pathlib import Path
 
 import attncourse
 from attncourse.instructor.course.tags import exercise_labels, labels_assigned, read_chapters
-from attncourse.instructor.gradebook import export
+from attncourse.instructor.gradebook import export, points
+from attncourse.instructor.gradebook.ledger import Ledger
 from attncourse.instructor.model import DUPLICATES, ERROR
 from attncourse.instructor.run.sandbox import DEFAULT_LIMITS, Limits, MiB
 
@@ -165,7 +166,8 @@ def _graded(submission: Path, chapters: Path, options: dict, contained: bool) ->
                    time_limit=float(options.get("time_limit") or 120.0), check_timeout=_seconds(options.get("check_timeout")),
                    limits=Limits(memory=int(memory) * MiB) if memory is not None else DEFAULT_LIMITS,
                    score_predictions=bool(options.get("score_predictions")), contained=contained)
-        rows = [row for row in export.load(work / "report") if row.learner == "submission"]
+        graded, _ = Ledger(work / "report", "").everything([])  # error rows too (export.load refuses them)
+        rows = [row for row in points.scored(graded) if row.learner == "submission"]
     except Exception as error:  # whatever failed, it is the grader's, not the learner's
         raise GradingFailed(f"{type(error).__name__}: {error}") from error
     finally:
