@@ -177,6 +177,28 @@ def test_a_crash_mid_class_leaves_finished_grades_and_a_rerun_continues(class_of
     assert ran == ["bob.ipynb"] and set(rows(tmp_path)) == {(n, e) for n in ("ada", "bob") for e in (SOFTMAX, DOUBLING)}
 
 
+def test_a_failure_of_the_grader_s_own_is_tried_again_by_the_next_grading(class_of_two, monkeypatch):
+    """The fourth newcomer: "grade them again (--learners)" skipped bob, whose notebooks had
+    not changed, and kept his error rows."""
+    tmp_path = class_of_two
+    grade_learner = grading._grade_learner
+
+    def fails_on_bob(learner, *args, **kwargs):
+        if learner == "bob":
+            raise MemoryError("the machine ran out of memory")  # a failure that may pass
+        return grade_learner(learner, *args, **kwargs)
+
+    monkeypatch.setattr(grading, "_grade_learner", fails_on_bob)
+    assert grade(tmp_path) == 0
+    assert {rows(tmp_path)["bob", label]["status"] for label in (SOFTMAX, DOUBLING)} == {ERROR}
+    monkeypatch.setattr(grading, "_grade_learner", grade_learner)
+    ran = counting_runs(monkeypatch)
+    assert grade(tmp_path, "--learners", "bob") == 0
+    assert ran == ["bob.ipynb"] and rows(tmp_path)["bob", DOUBLING]["status"] == COMPLETED
+    ran.clear()
+    assert grade(tmp_path) == 0 and ran == []  # graded now: nothing to try again
+
+
 def test_rerunning_unchanged_grades_nothing_again_and_changed_options_regrade(graded_class_of_two, monkeypatch):
     tmp_path = graded_class_of_two
     assert grade(tmp_path) == 0

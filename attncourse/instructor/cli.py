@@ -365,8 +365,9 @@ def _grade(args, assign: list[str] | None) -> None:
     no_grade = list(dict.fromkeys(row.learner for row in grades if row.status == ERROR))
     if no_grade:
         print(f"warning: {', '.join(map(repr, no_grade))}: row(s) that are no grade ({ERROR}: a failure of the "
-              "grader's own, or two notebooks that disagree); grade them again (--learners) or decide them in the "
-              "overrides: no export writes this report until then", file=sys.stderr)
+              "grader's own, which grading them again tries again, or two notebooks that disagree: keep one first); "
+              "grade them again (--learners) or decide them in the overrides: no export writes this report until then",
+              file=sys.stderr)
     print(f"wrote {table} and {text}")
 
 

@@ -29,7 +29,7 @@ import attncourse
 from attncourse.instructor.course.tags import exercise_labels, labels_assigned, read_chapters
 from attncourse.instructor.gradebook import export, points
 from attncourse.instructor.gradebook.ledger import Ledger
-from attncourse.instructor.model import DUPLICATES, ERROR
+from attncourse.instructor.model import grader_failed
 from attncourse.instructor.run.sandbox import DEFAULT_LIMITS, Limits, MiB
 
 CONFIG = "autograder.json"
@@ -182,8 +182,7 @@ def grader_failures(rows: list) -> list[str]:
     """"exercise: message" for each row that is the grader's own failure. A learner's
     notebooks that disagree on an exercise are theirs: results.json tells them to keep one
     and submit again (Gradescope lets them), where a failed run would tell them nothing."""
-    return [f"{row.exercise}: {row.message}" for row in rows
-            if row.status == ERROR and not row.message.startswith(DUPLICATES)]
+    return [f"{row.exercise}: {row.message}" for row in rows if grader_failed(row)]
 
 
 def _seconds(value) -> float | None:

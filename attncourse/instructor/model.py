@@ -117,6 +117,12 @@ class Grade:
     late_penalty: float = 0.0  # the fraction of the points the lateness takes
 
 
+def grader_failed(grade: Grade) -> bool:
+    """Whether ``grade`` is a failure of the grader's own (an error row that is not the
+    learner's notebooks disagreeing): grading the learner again tries it again."""
+    return grade.status == ERROR and not grade.message.startswith(DUPLICATES)
+
+
 @dataclass(frozen=True)
 class Progress:
     """Where a grading is, once as its notebooks start and after each learner: enough for a

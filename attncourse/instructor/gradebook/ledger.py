@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from attncourse.instructor.gradebook import late
-from attncourse.instructor.model import SKIPPED, Grade
+from attncourse.instructor.model import SKIPPED, Grade, grader_failed
 
 FOLDER = "learners"
 LAST = "last_grading.json"  # the last grading's options and learners
@@ -54,9 +54,12 @@ class Ledger:
         return digest.hexdigest()
 
     def finished(self, learner: str, key: str) -> bool:
+        """Whether ``learner`` was graded on ``key`` with no failure of the grader's own (a
+        memory or disk failure may pass: grading again tries it again)."""
         try:
-            return json.loads(self._path(learner).read_text(encoding="utf-8")).get("key") == key
-        except (OSError, ValueError):
+            entry = json.loads(self._path(learner).read_text(encoding="utf-8"))
+            return entry.get("key") == key and not any(grader_failed(Grade(**row)) for row in entry["grades"])
+        except (OSError, ValueError, KeyError, TypeError):
             return False
 
     def _options_digest(self) -> str:
