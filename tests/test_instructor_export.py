@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from attncourse import instructor
 from attncourse.instructor.gradebook import export, ledger, points
 from attncourse.instructor.gradebook.report import OVERRIDDEN_SUMMARY, write_report
 from attncourse.instructor.model import Grade
@@ -228,6 +229,20 @@ def test_a_row_the_grader_failed_on_is_flagged_and_exported_by_no_one_until_deci
     overrides = tmp_path / "overrides.csv"
     overrides.write_text("learner,exercise,points,note\nkim,ch1-stable-softmax,3,graded by hand\n")
     export.export("csv", report, tmp_path / "points.csv", overrides=overrides)  # decided: exported
+
+
+def test_no_message_lets_a_learner_s_file_name_drive_the_instructor_s_terminal(tmp_path, capsys):
+    """Red team 11: an export's refusal quoted a notebook named with a terminal's escape
+    sequences raw on standard error (its title changed, the screen cleared)."""
+    report = tmp_path / "report"
+    name = "\x1b]0;OWNED-TITLE\x07\x1b[2J\x1b[41mREAD-ME.ipynb"
+    twice = Grade("mal", "ch1-stable-softmax", "error", f"duplicate submissions hold this exercise: mal/{name} "
+                  "(passed), mal/ch1.ipynb (failed); keep one and grade again", f"mal/{name} mal/ch1.ipynb")
+    ledger.Ledger(report, "").save("mal", "k", [twice], [])
+    assert instructor.main(["export", "csv", "--report", str(report), "--out", str(tmp_path / "points.csv")]) == 2
+    printed = capsys.readouterr().err
+    assert "\x1b" not in printed and "\x07" not in printed
+    assert "mal/\\x1b]0;OWNED-TITLE\\x07\\x1b[2J\\x1b[41mREAD-ME.ipynb (passed)" in printed
 
 
 def test_an_override_given_twice_is_refused_naming_both_lines(tmp_path):

@@ -305,3 +305,4 @@ def test_grade_warns_of_every_row_that_is_no_grade(tmp_path, monkeypatch, capsys
     (tmp_path / "submissions").mkdir()
     assert instructor.main(["grade", str(tmp_path / "submissions"), "--out", str(tmp_path / "report")]) == 0
     assert "warning: 'kim': row(s) that are no grade (error" in capsys.readouterr().err
+

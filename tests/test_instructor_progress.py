@@ -35,3 +35,9 @@ def test_the_bar_is_silent_where_the_output_is_not_a_terminal():
 
 def test_the_status_before_the_first_learner_names_none():
     assert status(Progress(0, 5, 0, 0.0)) == "0 failed, 5 remaining"
+
+
+def test_a_learner_s_name_reaches_the_terminal_with_its_escape_sequences_written_out():
+    """Red team 11: a file or folder name may retitle, clear or recolour the terminal."""
+    shown = status(Progress(1, 2, 0, 1.0, "\x1b]0;OWNED\x07\x1b[2Jmal"))
+    assert "\x1b" not in shown and "\x07" not in shown and shown.startswith("\\x1b]0;OWNED\\x07\\x1b[2Jmal: done")

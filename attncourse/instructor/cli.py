@@ -29,7 +29,7 @@ from attncourse.instructor.gradebook.export import (
 )
 from attncourse.instructor.gradebook.ledger import Ledger, regraded, stale_rows
 from attncourse.instructor.gradebook.points import in_words, points_of, scored
-from attncourse.instructor.gradebook.report import OVERRIDDEN_SUMMARY
+from attncourse.instructor.gradebook.report import OVERRIDDEN_SUMMARY, shown_controls
 from attncourse.instructor.gradescope import GradingFailed, autograde, build_zip, self_test
 from attncourse.instructor.lms.archive import DEFAULT_MAX_BYTES
 from attncourse.instructor.lms.importing import KINDS, import_export
@@ -75,6 +75,14 @@ Workflow:
      Or let Gradescope grade each submission in a container of its own (large classes):
        python -m attncourse.instructor autograder --out autograder.zip --assign ...
 """
+
+
+def say(message: str, error: bool = False) -> None:
+    """Print ``message`` on the instructor's terminal (standard error if ``error``), its
+    control characters written out (``report.shown_controls``): a learner's file or folder
+    name may hold a terminal's escape sequences, which printed raw would retitle, clear or
+    recolour the terminal."""
+    print(shown_controls(message), file=sys.stderr if error else sys.stdout)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -340,8 +348,8 @@ def _grade(args, assign: list[str] | None) -> None:
     if policy is None and not args.no_due and args.out.is_dir():
         policy = late.kept_policy(args.out)  # a regrade of a few keeps the class's policy
         if policy is not None:
-            print(f"late work: the last grading's policy is kept (due {policy.due.isoformat()}, "
-                  f"{policy.per_day:.0%} a day, at most {policy.cap:.0%}); --no-due drops it", file=sys.stderr)
+            say(f"late work: the last grading's policy is kept (due {policy.due.isoformat()}, "
+                  f"{policy.per_day:.0%} a day, at most {policy.cap:.0%}); --no-due drops it", error=True)
     before = Ledger(args.out, "").everything([])[0] if args.out.is_dir() else []
     with ProgressBar() as bar:
         grades, table, text = grade_into(
@@ -350,33 +358,33 @@ def _grade(args, assign: list[str] | None) -> None:
             learners=[name for names in args.learners for name in names] if args.learners else None,
             score_predictions=args.score_predictions, unsafe_no_sandbox=args.unsafe_no_sandbox,
             contained=args.container, progress=bar, late_policy=policy)
-    print(text.read_text(encoding="utf-8"))
+    say(text.read_text(encoding="utf-8"))
     for line in regraded(scored(before), scored(grades)):  # the points as the report shows them
-        print(f"regraded: {line}")
+        say(f"regraded: {line}")
     for warning in stale_rows(grades):
-        print(f"warning: {warning}", file=sys.stderr)
+        say(f"warning: {warning}", error=True)
     if late.timed_by_hand(grades):
-        print(f"warning: {', '.join(map(repr, late.timed_by_hand(grades)))}: a notebook put in place since the import, "
+        say(f"warning: {', '.join(map(repr, late.timed_by_hand(grades)))}: a notebook put in place since the import, "
               "timed by its file (a copy sets it to the moment of copying; touch -d sets the time it was sent)",
-              file=sys.stderr)
+              error=True)
     if late.unpenalised(grades):
-        print(f"warning: {', '.join(map(repr, late.unpenalised(grades)))}: marked late by the learning platform "
-              f"with no submission time, so no late penalty is applied (import with --times)", file=sys.stderr)
+        say(f"warning: {', '.join(map(repr, late.unpenalised(grades)))}: marked late by the learning platform "
+              f"with no submission time, so no late penalty is applied (import with --times)", error=True)
     no_grade = list(dict.fromkeys(row.learner for row in grades if row.status == ERROR))
     if no_grade:
-        print(f"warning: {', '.join(map(repr, no_grade))}: row(s) that are no grade ({ERROR}: a failure of the "
+        say(f"warning: {', '.join(map(repr, no_grade))}: row(s) that are no grade ({ERROR}: a failure of the "
               "grader's own, which grading them again tries again, or two notebooks that disagree: keep one first); "
               "grade them again (--learners) or decide them in the overrides: no export writes this report until then",
-              file=sys.stderr)
-    print(f"wrote {table} and {text}")
+              error=True)
+    say(f"wrote {table} and {text}")
 
 
 def _list(chapters: Path) -> None:
     for path, nb in read_chapters(chapters).items():
-        print(path.name)
+        say(path.name)
         for label in exercise_labels(nb):
             worth = f"{points_of(label):g} pt" + ("s" if points_of(label) != 1 else "")
-            print(f"  {label:36} {worth:>6}  {exercise_title(nb, label)}")
+            say(f"  {label:36} {worth:>6}  {exercise_title(nb, label)}")
 
 
 def _export(args) -> None:
@@ -386,10 +394,10 @@ def _export(args) -> None:
                                force=args.force, allow_extra_credit=args.allow_extra_credit,
                                as_graded=args.as_graded)
     for problem in problems:
-        print(f"warning: {problem}", file=sys.stderr)
+        say(f"warning: {problem}", error=True)
     if args.overrides:
-        print(f"wrote {args.report / OVERRIDDEN_SUMMARY}: the report's summary with the overrides")
-    print(f"wrote {len(written)} file(s): {', '.join(map(str, written[:4]))}{' ...' if len(written) > 4 else ''}")
+        say(f"wrote {args.report / OVERRIDDEN_SUMMARY}: the report's summary with the overrides")
+    say(f"wrote {len(written)} file(s): {', '.join(map(str, written[:4]))}{' ...' if len(written) > 4 else ''}")
 
 
 def _import(args) -> None:
@@ -397,9 +405,9 @@ def _import(args) -> None:
                          keep_latest=args.keep_latest, skip_unmatched=args.skip_unmatched,
                          max_bytes=args.max_size * MiB)
     for line in [*(f"not imported: {why}" for why in done.skipped), *done.notes]:
-        print(f"warning: {line}", file=sys.stderr)
+        say(f"warning: {line}", error=True)
     notebooks = sum(len(names) for names in done.learners.values())
-    print(f"wrote {args.out}: {len(done.learners)} learner(s), {notebooks} notebook(s), and "
+    say(f"wrote {args.out}: {len(done.learners)} learner(s), {notebooks} notebook(s), and "
           f"{args.out / SUBMITTED_TIMES}")
 
 
@@ -407,7 +415,7 @@ def _autograder(args, assign: list[str] | None) -> None:
     options = {"time_limit": args.time_limit, "score_predictions": args.score_predictions,
                "visibility": args.visibility}
     out = build_zip(args.chapters, args.out, assign, options, args.chapters.resolve().parent)
-    print(f"wrote {out}: upload it as the autograder of a Gradescope programming assignment")
+    say(f"wrote {out}: upload it as the autograder of a Gradescope programming assignment")
 
 
 def _autograde(args, assign: list[str] | None) -> None:
@@ -419,10 +427,10 @@ def _autograde(args, assign: list[str] | None) -> None:
     if assign:
         options["assign"] = assign
     if args.self_test:
-        print(f"self-test passed: {self_test(args.chapters, options, args.container)}")
+        say(f"self-test passed: {self_test(args.chapters, options, args.container)}")
         return
     data = autograde(args.submission, args.results, args.chapters, options, args.container)
-    print(f"wrote {args.results}: {in_words(data['score'])}")
+    say(f"wrote {args.results}: {in_words(data['score'])}")
 
 
 def _student(args, assign: list[str] | None) -> int:
@@ -434,11 +442,11 @@ def _student(args, assign: list[str] | None) -> int:
     try:
         written = write_student_version(args.chapters, args.out, assign)
     except SolutionLeak as leak:
-        print(f"error: {leak}", file=sys.stderr)
+        say(f"error: {leak}", error=True)
         return 1
     for path in written:
         labels = exercise_labels(nbformat.read(path, as_version=4))
-        print(f"wrote {path}  ({', '.join(labels) or 'no exercises'})")
+        say(f"wrote {path}  ({', '.join(labels) or 'no exercises'})")
     return 0
 
 
@@ -465,13 +473,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _autograde(args, assign)
     except GradingFailed as failure:
-        print(f"error: the autograder itself failed, so this submission has no grade (nothing was written): "
-              f"{failure}", file=sys.stderr)
+        say(f"error: the autograder itself failed, so this submission has no grade (nothing was written): "
+              f"{failure}", error=True)
         return 3
     except SandboxUnavailable as error:
-        print(f"error: {error}\nNothing was graded. To grade anyway: --unsafe-no-sandbox.", file=sys.stderr)
+        say(f"error: {error}\nNothing was graded. To grade anyway: --unsafe-no-sandbox.", error=True)
         return 2
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+        say(f"error: {error}", error=True)
         return 2
     return 0

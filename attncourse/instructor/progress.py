@@ -9,6 +9,7 @@ from typing import TextIO
 
 from tqdm import tqdm
 
+from attncourse.instructor.gradebook.report import shown_controls
 from attncourse.instructor.model import Progress
 
 
@@ -42,5 +43,5 @@ class ProgressBar:
 def status(progress: Progress) -> str:
     """What the bar says beside its count: the learner just graded, how many failed (a
     notebook that crashed, an error of the grader's) and how many remain."""
-    last = f"{progress.learner}: done, " if progress.learner else ""
+    last = f"{shown_controls(progress.learner)}: done, " if progress.learner else ""  # a name is the learner's
     return f"{last}{progress.failed} failed, {progress.remaining} remaining"
