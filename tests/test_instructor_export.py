@@ -12,7 +12,7 @@ import pytest
 
 from attncourse import instructor
 from attncourse.instructor.gradebook import export, ledger, points
-from attncourse.instructor.gradebook.report import OVERRIDDEN_SUMMARY, write_report
+from attncourse.instructor.gradebook.report import OVERRIDDEN_SUMMARY, OVERRIDES_USED, write_report
 from attncourse.instructor.model import Grade
 from tests.gradebook_class import (
     ASSIGNED,
@@ -274,3 +274,28 @@ def test_changed_overrides_say_the_files_exported_before_disagree(tmp_path):
     overrides.write_text("learner,exercise,points,note\ndee,ch1-stable-softmax,1.5,second thoughts\n")
     _, problems = export.export("csv", report, tmp_path / "b.csv", overrides=overrides)
     assert any("the overrides differ from those of the last export" in problem for problem in problems)
+    named = next(problem for problem in problems if "the overrides differ" in problem)
+    assert str(tmp_path / "a.csv") in named and str(tmp_path / "c.csv") in named  # which files to export again
+
+
+def test_a_refused_export_changes_nothing_and_a_return_to_the_old_overrides_says_nothing(tmp_path):
+    """Red team 11 and the fourth newcomer: a Canvas export refused for its assignment had
+    recorded its overrides, and the next one lost the warning; going back to the overrides
+    every other file was exported with warned that those files disagreed."""
+    report = _one_row_report(tmp_path / "report")
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    first.write_text("learner,exercise,points,note\ndee,ch1-stable-softmax,1,first\n")
+    second.write_text("learner,exercise,points,note\ndee,ch1-stable-softmax,2,second\n")
+    assert export.export("json", report, tmp_path / "points.json", overrides=first)[1] == []
+    marker = (report / OVERRIDES_USED).read_bytes()
+    with pytest.raises(ValueError, match=r"missing\.csv cannot be read: No such file or directory"):
+        export.export("canvas", report, tmp_path / "canvas.csv", overrides=second, roster=tmp_path / "missing.csv",
+                      assignment="Homework (1)")
+    with pytest.raises(ValueError, match="the roster has no column .Not the homework"):
+        export.export("canvas", report, tmp_path / "canvas.csv", overrides=second,
+                      roster=write_roster(tmp_path / "roster.csv"), assignment="Not the homework (1)")
+    assert (report / OVERRIDES_USED).read_bytes() == marker  # as the last export that was written left it
+    _, problems = export.export("csv", report, tmp_path / "points.csv", overrides=second)
+    assert any(str(tmp_path / "points.json") in problem for problem in problems)  # the warning is kept
+    _, problems = export.export("csv", report, tmp_path / "points.csv", overrides=first)  # back: json agrees
+    assert not any("the overrides differ" in problem for problem in problems)

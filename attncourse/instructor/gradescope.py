@@ -166,7 +166,7 @@ def _graded(submission: Path, chapters: Path, options: dict, contained: bool) ->
                    time_limit=float(options.get("time_limit") or 120.0), check_timeout=_seconds(options.get("check_timeout")),
                    limits=Limits(memory=int(memory) * MiB) if memory is not None else DEFAULT_LIMITS,
                    score_predictions=bool(options.get("score_predictions")), contained=contained)
-        graded, _ = Ledger(work / "report", "").everything([])  # error rows too (export.load refuses them)
+        graded, _ = Ledger(work / "report", "").everything([])  # error rows too (export.graded_rows refuses them)
         rows = [row for row in points.scored(graded) if row.learner == "submission"]
     except Exception as error:  # whatever failed, it is the grader's, not the learner's
         raise GradingFailed(f"{type(error).__name__}: {error}") from error

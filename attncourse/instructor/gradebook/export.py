@@ -17,6 +17,9 @@ Formats, as their publishers document them:
 
 With overrides, every export also writes the report's summary with them
 (``report.OVERRIDDEN_SUMMARY``): every total an instructor reads comes from the same rows.
+It does so once its own files are written (a refused export changes nothing), and notes
+which overrides each file was exported with, so that an export with other overrides names
+the files that now disagree with it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from attncourse.instructor.gradebook.ledger import Ledger, file_name, graded_fro
 from attncourse.instructor.gradebook.report import (
     OVERRIDES_USED,
     csv_cell,
+    exported_with,
+    overrides_digest,
     overrides_used,
     write_index,
     write_overridden_summary,
@@ -49,7 +54,7 @@ from attncourse.instructor.model import EARNS_ALL, ERROR, FAILED, PASSED, Grade
 
 # Canvas's names, from canvas_csv, are this module's too: an export is reached from here.
 __all__ = ["CANVAS_IDENTITY", "FORMATS", "GRADESCOPE_VISIBILITY", "MISSING", "canvas_gradebook", "export",
-           "gradescope_results", "load", "plain_title", "read_roster", "titles_of", "write_csv",
+           "gradescope_results", "graded_rows", "plain_title", "read_roster", "titles_of", "write_csv",
            "write_gradescope", "write_json"]
 
 FORMATS = {
@@ -64,9 +69,10 @@ FORMATS = {
 GRADESCOPE_VISIBILITY = ("visible", "hidden", "after_due_date", "after_published")
 
 
-def load(report: Path, overrides: Path | None = None, allow_extra_credit: bool = False) -> list[Grade]:
-    """Every row graded into ``report`` (``grade --out``), with its points; with
-    ``overrides``, the summary with them is written into ``report`` too (the module doc)."""
+def graded_rows(report: Path, overrides: Path | None = None,
+                allow_extra_credit: bool = False) -> tuple[list[Grade], dict[str, list[str]], points.Overrides]:
+    """Every row graded into ``report`` (``grade --out``), its problems and the decisions of
+    ``overrides``; refuses a report with a row that is no grade and no decision."""
     grades, problems = Ledger(Path(report), "").everything([])
     if not grades:
         raise ValueError(f"{report} holds no grades: grade into it first (grade SUBMISSIONS --out {report})")
@@ -82,9 +88,14 @@ def load(report: Path, overrides: Path | None = None, allow_extra_credit: bool =
         raise ValueError(f"{len(undecided)} row(s) of {report} are no grade ({ERROR}): {listed}"
                          f"{' ...' if len(undecided) > 5 else ''}. Grade those learners again (grade --learners), "
                          "or decide their points in the overrides. Nothing was exported.")
-    if overrides:
-        write_overridden_summary(Path(report), grades, problems, decided, overrides)
-    return points.scored(grades, decided)
+    return grades, problems, decided
+
+
+def _written_with_other_overrides(report: Path, overrides: Path, out: Path) -> list[str]:
+    """The files and folders exported from ``report`` with overrides other than ``overrides``
+    (``out``, about to be replaced, aside): they disagree with what is exported now."""
+    digest = overrides_digest(overrides)
+    return [path for path, used in exported_with(report).items() if used != digest and path != str(Path(out).resolve())]
 
 
 def titles_of(chapters: Path) -> dict[str, str]:
@@ -209,22 +220,33 @@ def export(fmt: str, report: Path, out: Path, chapters: Path = Path("chapters"),
     if fmt == "canvas" and (roster is None or not assignment):
         raise ValueError("canvas needs --roster (the gradebook CSV exported from Canvas) and "
                          "--assignment 'NAME (ID)' (the assignment's column title)")
-    rows = load(report, overrides, allow_extra_credit)
-    changed = bool(overrides) and before is not None and overrides_used(report) != before
-    titles = titles_of(chapters)
-    problems = stale_rows(rows) + (["the overrides differ from those of the last export with them: the files "
-                                    "exported before disagree with this one; export them again"] if changed else [])
+    grades, problems_of, decided = graded_rows(report, overrides, allow_extra_credit)
+    rows = points.scored(grades, decided)
+    stale = _written_with_other_overrides(report, overrides, out) if overrides else []
+    problems = stale_rows(rows) + ([f"the overrides differ from those of the last export with them: {', '.join(stale)} "
+                                    "disagree with this export; export them again with these"] if stale else [])
+    written, notes = _write(fmt, rows, titles_of(chapters), Path(out), roster=roster, assignment=assignment,
+                            match=match, learner=learner, visibility=visibility, missing=missing, force=force)
+    if overrides:  # only once the export is written: a refused one changes nothing
+        write_overridden_summary(Path(report), grades, problems_of, decided, overrides, Path(out))
+    return written, problems + notes
+
+
+def _write(fmt: str, rows: list[Grade], titles: dict[str, str], out: Path, *, roster: Path | None,
+           assignment: str | None, match: str, learner: str | None, visibility: str, missing: str,
+           force: bool) -> tuple[list[Path], list[str]]:
+    """Write ``rows`` as ``fmt`` to ``out``: (files written, what the instructor should know)."""
     if fmt == "csv":
-        return [write_csv(rows, titles, out)], problems
+        return [write_csv(rows, titles, out)], []
     if fmt == "json":
-        return [write_json(rows, titles, out)], problems
+        return [write_json(rows, titles, out)], []
     if fmt == "gradescope":
-        return write_gradescope(rows, titles, out, learner, visibility), problems
+        return write_gradescope(rows, titles, out, learner, visibility), []
     if fmt == "feedback":
         # Imported here: jinja2 and the templates, for this format alone.
         from attncourse.instructor.gradebook.feedback import write_feedback
 
-        return write_feedback(rows, titles, out, assignment=assignment), problems
-    assert roster is not None and assignment  # canvas, checked above
-    return [Path(out)], problems + write_canvas(rows, roster, assignment, out, match, missing, force)
+        return write_feedback(rows, titles, out, assignment=assignment), []
+    assert roster is not None and assignment  # canvas, checked by export
+    return [out], write_canvas(rows, roster, assignment, out, match, missing, force)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import re
 import unicodedata
 from dataclasses import astuple, fields
@@ -204,15 +205,34 @@ def overrides_used(out: Path) -> str | None:
     return path.read_text(encoding="utf-8").split("\n", 1)[0] if path.exists() else None
 
 
+def overrides_digest(source: Path) -> str:
+    """What tells one overrides file from another, wherever it is: its content's sha256."""
+    return hashlib.sha256(Path(source).read_bytes()).hexdigest()
+
+
+def exported_with(out: Path) -> dict[str, str]:
+    """Every file or folder exported from ``out`` with overrides (its absolute path) -> the
+    digest of those overrides, as its latest export with them left it."""
+    path = Path(out) / OVERRIDES_USED
+    lines = path.read_text(encoding="utf-8").split("\n") if path.exists() else []
+    try:
+        found = json.loads(lines[2]) if len(lines) > 2 and lines[2] else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 def write_overridden_summary(out: Path, grades: list[Grade], problems: dict[str, list[str]],
-                             overrides: Overrides, source: Path) -> Path:
+                             overrides: Overrides, source: Path, written: Path) -> Path:
     """Write the summary of ``grades`` with ``overrides`` (read from ``source``) as
     ``out/OVERRIDDEN_SUMMARY``, mark the first line of ``out/SUMMARY`` as before them, and
     note in ``out/OVERRIDES_USED`` (which no grading removes) that the report's exports
-    have overrides."""
-    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()
+    have overrides, and which (``written``, the file or folder just exported, among them)."""
+    digest = overrides_digest(source)
+    exports = {**exported_with(out), str(Path(written).resolve()): digest}
     write_whole(out / OVERRIDES_USED, f"{digest}\nthe sha256 of the overrides of {source}, which this report was "
-                                      "exported with: an export without them needs --as-graded\n")
+                                      f"exported with: an export without them needs --as-graded\n"
+                                      f"{json.dumps(exports)}\n")
     overridden = out / OVERRIDDEN_SUMMARY
     write_whole(overridden, summary(grades, problems, overrides, f"{TITLE}, with the overrides of {markdown_text(str(source))} "
                                                                  f"({SUMMARY} is as graded)"))
