@@ -112,12 +112,22 @@ def in_precision(dtype, w_o_dtype=None):
 
 
 @pytest.mark.parametrize(("answer", "said"), [
-    (in_precision(np.float32, np.float64), "agree with the reference to float32's precision only"),
+    (in_precision(np.float32, np.float64), "agree with the reference only to about float32's precision"),
     (in_precision(np.float16), "computed in float16, whose 11 bits"),
 ])
 def test_an_answer_that_lost_precision_is_told_so_not_given_a_hint_about_w_o(capsys, answer, said):
     line = feedback(capsys, checks.multi_head_attention, answer)
     assert "Not right yet" in line and said in line and "multiply by W_o" not in line
+
+
+def test_a_float64_answer_with_a_small_slip_is_not_told_only_that_it_ran_in_float32(capsys):
+    """Second sceptic of chapter 4: a scale a little off (an epsilon under the square root,
+    say), all in float64, agrees to about 1e-5; the message blamed float32 alone."""
+    def my_multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads, mask=None):
+        return reference(X, W_q * (1 + 1e-4), W_k, W_v, W_o, n_heads, mask)  # scores 1e-4 too large
+
+    line = feedback(capsys, checks.multi_head_attention, my_multi_head_attention)
+    assert "Not right yet" in line and "a small step differs from the formula (an added epsilon" in line
 
 
 def test_multi_head_attention_reports_the_stub_as_not_implemented(capsys):

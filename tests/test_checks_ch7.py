@@ -101,7 +101,7 @@ def float32_projections_float64_scores(X, W_q, b_q, W_k, b_k, W_v, b_v, n_heads)
 def test_a_right_answer_partly_in_float32_is_told_it_lost_precision(capsys):
     """Sceptic ch7-8, finding 5: it was given the hint about biases and heads."""
     line = feedback(capsys, checks.layer_attention, float32_projections_float64_scores)
-    assert "Not right yet." in line and "float32's precision only" in line and "biases" not in line
+    assert "Not right yet." in line and "only to about float32's precision" in line and "biases" not in line
 
 
 def test_stub_and_nonsense_answers(capsys):

@@ -179,12 +179,15 @@ def test_wider_identical_heads_come_apart_by_rounding_and_the_gap_grows():
     rounded differently by one matrix product, and training amplifies the difference."""
     train = make_role_task(256, seed=0)
 
-    def gap(steps):
-        twins = train_heads(train, n_heads=2, d_head=8, seed=0, identical_heads=True, steps=steps)
+    def gap(seed, steps):
+        twins = train_heads(train, n_heads=2, d_head=8, seed=seed, identical_heads=True, steps=steps)
         return max(float(np.abs(W[:, :8] - W[:, 8:]).max()) for W in (twins.W_q, twins.W_k, twins.W_v))
 
-    early, late = gap(100), gap(300)
-    assert early > 0 and 100 * early < late
+    for seed in SEEDS:  # "more than fiftyfold ... on each of ten seeds" (seed 4: 92 times)
+        early, late = gap(seed, 100), gap(seed, 300)
+        assert early > 0 and 50 * early < late, (seed, early, late)
+    text = " ".join(paragraphs(4))
+    assert "the gap grows a hundredfold" not in text and "a random start to tell them apart" not in text
 
 
 def test_summed_heads_wide_enough_learn_the_task():

@@ -518,7 +518,8 @@ def close(answer, expected, like=None, *, equal_nan: bool = False) -> bool:
 def precision_problem(answer, expected) -> str:
     """For an ``answer`` that :func:`close` refuses but that is ``expected`` rounded, a
     sentence saying which precision it lost (empty otherwise): one computed partly in
-    float32 and handed back in float64 agrees to float32's precision only; one computed in
+    float32 and handed back in float64 agrees to float32's precision only, and so does one
+    with a small slip (an epsilon of 1e-5), which the sentence names too; one computed in
     float16 (11 bits) to about 1e-3. A hint about the algorithm would mislead either."""
     answer, expected = np.asarray(answer, dtype=np.float64), np.asarray(expected, dtype=np.float64)
     if answer.shape != expected.shape or not np.isfinite(answer).all() or close(answer, expected):
@@ -529,10 +530,11 @@ def precision_problem(answer, expected) -> str:
         return (f"your answer was computed in float16, whose 11 bits cannot hold this check's precision "
                 f"({difference(answer, expected)}): compute in float32 or float64.")
     if not computed_in_float32(answer) and close(answer, expected, like=like_float32):
-        return (f"your numbers agree with the reference to float32's precision only "
-                f"({difference(answer, expected)}): part of your computation ran in float32 (an array "
-                "cast to float32, a float32 tensor) and the rest in float64. Compute every step in float64 "
-                "(numpy's default), or every step in float32.")
+        return (f"your numbers agree with the reference only to about float32's precision "
+                f"({difference(answer, expected)}): either part of your computation ran in float32 (an "
+                "array cast to float32, a float32 tensor) and the rest in float64, or a small step differs "
+                "from the formula (an added epsilon, a slightly different scale). Compute every step in "
+                "float64 (numpy's default) or every step in float32, and check each constant.")
     return ""
 
 
