@@ -164,6 +164,18 @@ def test_the_summary_shows_the_points():
     assert f"- {SOFTMAX}: 1.5 of 3, 1 with every point" in text
 
 
+def test_a_sum_holding_a_row_to_decide_says_it_is_not_final_until_an_override_decides_it(tmp_path):
+    """The fourth newcomer: "- ada: 4 of 6" counted an error row as 0 with no mark."""
+    broken = Grade("ada", "ch1-predict-doubling", "error", "the grader failed: not a grade", "ada.ipynb")
+    rows = [grade("ada", SOFTMAX, "passed"), broken, grade("bob", SOFTMAX, "passed")]
+    text = summary(rows, {})
+    assert "- ada: 3 of 4 (not final: 1 row to decide, under Flagged for review)" in text
+    assert "- bob: 3 of 3\n" in text and "- ch1-predict-doubling: 0 of 1, 0 with every point (not final: 1 row" in text
+    path = tmp_path / "overrides.csv"
+    path.write_text("learner,exercise,points,note\nada,ch1-predict-doubling,1,graded by hand\n")
+    assert "not final" not in summary(rows, {}, points.read_overrides(path, rows))
+
+
 def test_each_learner_s_section_gives_every_exercise_s_points_and_an_override_in_words(tmp_path):
     path = tmp_path / "overrides.csv"
     path.write_text('learner,exercise,points,note\nbob,ch1-stable-softmax,1,"regraded by hand"\n')

@@ -174,13 +174,23 @@ def points_section(grades: list[Grade], overrides: Overrides | None = None) -> l
     if not rows:
         return []
     md = markdown_text
+    # A row that is no grade yet counts 0 in a sum: say so beside the sum, never a silent 0.
+    open_rows = [row for row in rows if row.status in UNDECIDED and not row.override]
     lines = ["", "## Points", "", "Each learner's total:", ""]
-    lines += [f"- {md(learner)}: {got:g} of {worth:g}" for learner, (got, worth) in points.totals(rows).items()]
+    lines += [f"- {md(learner)}: {got:g} of {worth:g}" + _not_final([r for r in open_rows if r.learner == learner])
+              for learner, (got, worth) in points.totals(rows).items()]
     lines += ["", "Each exercise's mean, and the learners with every point:", ""]
     lines += [f"- {md(label)}: {mean:g} of {worth:g}, {full} with every point"
+              + _not_final([r for r in open_rows if r.exercise == label])
               for label, (mean, worth, full) in points.by_exercise(rows).items()]
     lines += ["", "Distribution of the totals: " + ", ".join(f"{band}: {n}" for band, n in points.distribution(rows)) + "."]
     return lines
+
+
+def _not_final(undecided: list[Grade]) -> str:
+    """What a sum holding ``undecided`` rows (counted 0) says beside it."""
+    count = len(undecided)
+    return f" (not final: {count} row{'s' if count > 1 else ''} to decide, under Flagged for review)" if count else ""
 
 
 def write_report(grades: list[Grade], problems: dict[str, list[str]], out: Path) -> tuple[Path, Path]:
