@@ -290,6 +290,18 @@ def test_a_regrade_names_the_kept_rows_whose_late_penalty_it_changed():
         "1 row(s) of earlier gradings kept as they were"]
 
 
+def test_a_regraded_exercise_keeps_its_place_among_the_learner_s_rows(tmp_path):
+    """The newcomers: a one-exercise regrade moved its row last in grades.csv and the feedback."""
+    def row(exercise, status):
+        return instructor.Grade("eve", exercise, status, "", "eve.ipynb")
+
+    book = ledger.Ledger(tmp_path / "report", "")
+    book.save("eve", "k1", [row("a", FAILED), row("b", FAILED), row("c", FAILED)], [])
+    book.save("eve", "k2", [row("a", PASSED), row("d", PASSED)], [])
+    rows, _ = book.everything([])
+    assert [(r.exercise, r.status) for r in rows] == [("a", PASSED), ("b", FAILED), ("c", FAILED), ("d", PASSED)]
+
+
 def test_grade_warns_of_every_row_that_is_no_grade(tmp_path, monkeypatch, capsys):
     """The third newcomer: a failure of the grader's own on one exercise exited 0, silent."""
     failed = instructor.Grade("kim", SOFTMAX, ERROR, "the grader failed on this exercise (KeyError: 'x'): not a grade",

@@ -77,16 +77,18 @@ class Ledger:
     def save(self, learner: str, key: str, grades: list[Grade], problems: list[str]) -> None:
         """Write the learner's file whole or not at all (a rename is atomic): ``grades``, and
         their earlier rows of every other exercise, kept as they were (a regrading of some
-        exercises leaves the others)."""
+        exercises leaves the others), each row where the earlier one of its exercise was (the
+        report and the feedback keep their order through a regrade)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         earlier = self._entry(learner)
-        graded = {g.exercise for g in grades}
+        graded = {g.exercise: dataclasses.asdict(g) for g in grades}
         kept = [row for row in earlier["grades"] if row["exercise"] not in graded]
         digests = {**{row["exercise"]: earlier["options_of"].get(row["exercise"], earlier["options"]) for row in kept},
                    **dict.fromkeys(graded, self._options_digest())}
+        rows = [graded.pop(row["exercise"], row) for row in earlier["grades"]] + list(graded.values())
         write_whole(self._path(learner), json.dumps({
             "learner": learner, "key": key, "options": self._options_digest(), "options_of": digests,
-            "problems": problems, "grades": kept + [dataclasses.asdict(g) for g in grades]}))
+            "problems": problems, "grades": rows}))
 
     def _entry(self, learner: str) -> dict:
         """The learner's file as saved, or an empty one (none, or not the ledger's)."""
