@@ -176,3 +176,30 @@ def test_a_notebook_renamed_in_its_folder_keeps_the_import_s_time(tmp_path):
     (tmp_path / "ada" / "attention.ipynb").rename(tmp_path / "ada" / "homework.ipynb")
     os.utime(tmp_path / "ada" / "homework.ipynb", (0, (DUE + timedelta(days=8)).timestamp()))
     assert json.loads(late.recorded(tmp_path, late.Policy(DUE, 0.1)))["learners"]["ada"]["source"] == "import"
+
+
+@pytest.mark.parametrize("copy", ["ada/attention-Copy1.ipynb", "ada/original/attention.ipynb"])
+def test_a_copy_of_an_imported_notebook_keeps_the_import_s_time(tmp_path, copy):
+    """Red team 11: cp ada/attention.ipynb ada/original/ (a backup), or Jupyter's -Copy1
+    beside it, timed an on-time learner by the moment of copying: 8 days late, -80%."""
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "attention.ipynb").write_text("{}")
+    write_submission_times(tmp_path, [("ada", DUE - timedelta(hours=1), False, "")])
+    (tmp_path / IMPORT_RECORD).write_text(json.dumps({"files": file_digests(tmp_path)}))
+    (tmp_path / copy).parent.mkdir(exist_ok=True)
+    (tmp_path / copy).write_bytes((tmp_path / "ada" / "attention.ipynb").read_bytes())
+    os.utime(tmp_path / copy, (0, (DUE + timedelta(days=8)).timestamp()))
+    assert json.loads(late.recorded(tmp_path, late.Policy(DUE, 0.1)))["learners"]["ada"]["source"] == "import"
+
+
+def test_a_notebook_with_new_content_beside_the_imported_one_is_timed_by_its_file(tmp_path):
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "attention.ipynb").write_text("{}")
+    write_submission_times(tmp_path, [("ada", DUE - timedelta(hours=1), False, "")])
+    (tmp_path / IMPORT_RECORD).write_text(json.dumps({"files": file_digests(tmp_path)}))
+    (tmp_path / "ada" / "original").mkdir()
+    (tmp_path / "ada" / "original" / "attention.ipynb").write_text('{"cells": []}')  # not what the import wrote
+    os.utime(tmp_path / "ada" / "original" / "attention.ipynb", (0, (DUE + timedelta(days=8)).timestamp()))
+    kept = json.loads(late.recorded(tmp_path, late.Policy(DUE, 0.1)))["learners"]["ada"]
+    assert kept["source"] == late.CHANGED_SINCE_IMPORT
+    assert late.lateness(kept, late.Policy(DUE, 0.1))["late"].startswith("8 days late")

@@ -146,10 +146,11 @@ def file_digests(folder: Path) -> dict[str, str]:
 
 
 def changed_since_import(folder: Path) -> dict[str, str]:
-    """Each file of ``folder`` not as ``import`` wrote it -> "added", "changed", "removed" or
-    "renamed" (the same bytes under another name in the same folder) by hand since (a late
-    notebook put in place), per the folder's IMPORT_RECORD; empty where no import wrote the
-    folder."""
+    """Each file of ``folder`` not as ``import`` wrote it -> "added", "changed", "removed",
+    "renamed" (the bytes of a file the import wrote, and removed, in the same learner's
+    folder: moved, in a subfolder too) or "copied" (the same, the file the import wrote
+    still there: an instructor's backup, Jupyter's -Copy1) by hand since (a late notebook
+    put in place), per the folder's IMPORT_RECORD; empty where no import wrote the folder."""
     try:
         written = json.loads((Path(folder) / IMPORT_RECORD).read_text(encoding="utf-8"))["files"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -159,9 +160,11 @@ def changed_since_import(folder: Path) -> dict[str, str]:
     now = file_digests(folder)
     how = {path: "added" if path not in written else "changed" for path in now if now[path] != written.get(path)}
     removed = {path: "removed" for path in written if path not in now}
-    for path in [path for path, change in how.items() if change == "added"]:  # renamed, in its own folder
-        if any(written[gone] == now[path] and gone.split("/")[0] == path.split("/")[0] for gone in removed):
-            how[path] = "renamed"
+    for path in [path for path, change in how.items() if change == "added"]:  # the import's bytes, in its own folder
+        originals = [was for was, digest in written.items()
+                     if digest == now[path] and was.split("/")[0] == path.split("/")[0]]
+        if originals:
+            how[path] = "renamed" if any(was in removed for was in originals) else "copied"
     return dict(sorted({**how, **removed}.items()))
 
 

@@ -4,7 +4,8 @@ instructor chose (none unless they give one).
 ``grade --due WHEN`` records the policy and each learner's submission time in the report
 folder (``late.json``, ``recorded``): the time ``import`` recorded (``submitted.csv``), else (a
 learner put in place by hand, or one of whose graded notebooks was added or changed since
-the import; not a file removed, nor one grade passes over) the newest
+the import; not a file removed, nor one grade passes over, nor a notebook holding the bytes
+the import wrote for that learner: renamed, moved into a subfolder or copied) the newest
 modification time of the learner's notebooks, which copying a folder may change (the
 report says which). Every reader of the report's rows (the report itself, each export)
 marks them from that file (``marked``), so a changed policy needs no notebook run again.
@@ -51,7 +52,7 @@ def recorded(submissions: Path, policy: Policy) -> str:
     imported = submission_times(submissions)
     changed = changed_since_import(submissions)
     learners, _ = find_learners(submissions)
-    by_hand = {learner for learner, notebooks in learners.items()  # a graded notebook put in, or changed
+    by_hand = {learner for learner, notebooks in learners.items()  # a graded notebook new since the import
                if any(changed.get(path.as_posix()) in ("added", "changed") for path in notebooks)}
     times = {}
     for learner, notebooks in learners.items():
