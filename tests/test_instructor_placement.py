@@ -177,6 +177,26 @@ def test_names_that_differ_by_a_space_between_words_are_two_learners(tmp_path):
     assert sorted(submissions.find_learners(tmp_path)[0]) == ["jo ann", "joann"]
 
 
+@pytest.mark.parametrize(("name", "rename"), [
+    ("zed ", "the folder 'zed ' to 'zed'"), (" zed", "the folder ' zed' to 'zed'"),
+    ("jo  ann", "the folder 'jo  ann' to 'jo ann'"), ("jo\u00a0ann.ipynb", "the notebook 'jo\\xa0ann.ipynb' to 'jo ann.ipynb'")])
+def test_a_learner_name_with_white_space_no_one_could_type_is_refused_saying_how_to_rename_it(
+        tmp_path, capsys, name, rename):
+    """Red team 11: "zed " was graded, but --learners, the overrides and export --learner
+    read "zed" and found no such learner, and the summary showed "zed"."""
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    (tmp_path / "subs" / "ada" / "ch1.ipynb").write_text("{}")
+    if name.endswith(".ipynb"):
+        (tmp_path / "subs" / name).write_text("{}")
+    else:
+        (tmp_path / "subs" / name).mkdir()
+        (tmp_path / "subs" / name / "ch1.ipynb").write_text("{}")
+    for only in ([], ["--learners", name.removesuffix(".ipynb").strip()]):
+        assert instructor.main(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out"), *only]) == 2
+        assert f"rename {rename}; nothing was graded" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "grades.csv").exists()
+
+
 def test_an_out_that_is_a_dangling_link_is_refused_by_name(tmp_path, capsys):
     (tmp_path / "subs").mkdir()
     (tmp_path / "subs" / "ada.ipynb").write_text("{}")

@@ -62,6 +62,7 @@ from attncourse.instructor.run.sandbox import (
     prepared_sandbox,
 )
 from attncourse.instructor.submissions import (
+    badly_spaced,
     find_learners,
     learners_in,
     read_submitted,
@@ -325,6 +326,11 @@ def grade_submissions(
     if not submissions.is_dir():
         raise ValueError(f"{submissions} is not a folder")
     found, skipped = find_learners(submissions)
+    renames = badly_spaced(found)
+    if renames:  # refused, not matched loosely: every place that names a learner then has the folder's name
+        raise ValueError(f"learner names in {submissions} with white space at either end, or other than one space "
+                         "between words, cannot be typed (--learners, the overrides) nor seen (the summary): rename "
+                         + "; ".join(renames) + "; nothing was graded")
     if learners is not None:
         unknown = sorted(set(learners) - set(found))
         if unknown:  # a misspelt name would be left as it was, silently
