@@ -5,23 +5,34 @@ made here by the sandbox's own recorder, as in tests/test_instructor_points.py).
 
 from __future__ import annotations
 
+import json
+
 import nbformat
 import pytest
 
 from attncourse.checks import wire
 from attncourse.instructor import grading, judge, replay
-from attncourse.instructor.model import FAILED, Course, Execution, Exercise, NotebookRun, Placed
+from attncourse.instructor.model import (
+    ERROR,
+    FAILED,
+    NEEDS_REVIEW,
+    Course,
+    Execution,
+    Exercise,
+    NotebookRun,
+    Placed,
+)
 from attncourse.instructor.run.sandbox import DEFAULT_LIMITS
 from tests.test_instructor_points import HIDDEN, HIDDEN_INPUTS, SOFTMAX, naive, recorded
 
 
-def executed_with(record: dict) -> NotebookRun:
+def executed_with(record: dict, label: str = SOFTMAX) -> NotebookRun:
     """A learner's notebook as grade ran it: the answer, then the grader's cell that sent ``record``."""
     submitted = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def stable_softmax(s): ...")])
     executed = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("def stable_softmax(s): ..."),
                                                nbformat.v4.new_code_cell("# the grader's")])
     executed.cells[1].outputs = [nbformat.v4.new_output("display_data", data={wire.RECORD_MIMETYPE: record})]
-    return NotebookRun("ada.ipynb", submitted, Execution(executed), [Placed(1, SOFTMAX, "")])
+    return NotebookRun("ada.ipynb", submitted, Execution(executed), [Placed(1, label, "")])
 
 
 COURSE = Course(order=[SOFTMAX], exercises={SOFTMAX: Exercise(SOFTMAX, ("stable_softmax",), ("stable_softmax",))},
@@ -92,3 +103,34 @@ def test_what_escapes_the_memory_measure_or_the_watch_is_flagged(source, note):
 def test_a_watch_that_stopped_short_is_said_in_the_review():
     record = {**recorded(naive), "watch": "stopped short"}
     assert "whether it calls them is not known" in judge.judge_all(executed_with(record), COURSE)[SOFTMAX].review
+
+
+DOUBLING = "ch1-predict-doubling"
+
+
+class _HugeReal(complex):
+    real = property(lambda self: 10**400)
+
+
+def test_a_prediction_no_float_holds_is_a_malformed_record_for_review_not_the_graders_failure():
+    """Red team 11: ``prediction = C(0.4053)``, a complex whose ``real`` is 10**400, was
+    "the grader failed (OverflowError): grade this learner again" on every regrade, and that
+    error row stopped every export of the class. Its record cannot be read: the learner's."""
+    record = {"schema": wire.SCHEMA, "exercise": DOUBLING, "answers": [wire.encode(_HugeReal(0.4053))], "missing": "",
+              "names": {}, "calls": [], "references": []}
+    course = Course(order=[DOUBLING], exercises={DOUBLING: Exercise(DOUBLING, ("prediction",), ("prediction",))},
+                    hidden={}, inputs={})
+    verdict = judge.judge_all(executed_with(json.loads(json.dumps(record)), DOUBLING), course)[DOUBLING]
+    assert verdict.status == NEEDS_REVIEW
+    assert verdict.message.startswith("its record cannot be read: a complex number whose parts are not numbers a float holds")
+
+
+@pytest.mark.parametrize("forged", [{"references": {"attncourse.attention.softmax": 1}}, {"references": 7},
+                                    {"names": {"stable_softmax": 5}}])
+def test_a_record_forged_in_its_other_fields_is_judged_not_the_graders_failure(forged):
+    """The notes' list of the course's functions, or the names a hidden test reads, forged as
+    another type: the judge read them as lists and dicts and failed (TypeError), an error row."""
+    record = recorded(naive)
+    record.update(forged)
+    verdict = judge.judge_all(executed_with(record), COURSE)[SOFTMAX]
+    assert verdict.status != ERROR, verdict.message

@@ -5,6 +5,7 @@ the sandbox's own recorder, then judged, forged or cut as a learner might."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import json
@@ -13,6 +14,8 @@ from types import SimpleNamespace
 import nbformat
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attncourse import checks
 from attncourse.checks import wire
@@ -474,3 +477,182 @@ def test_a_display_while_recording_costs_every_representation_it_sends(monkeypat
         for _ in range(9):
             shell.display_pub.publish(figure)
     assert len(sent) == 1  # the first passes on, its size spends the share, the rest are dropped
+
+
+# --- red team 11: whatever a learner's value makes the reading raise is a malformed record -----
+
+
+class _HugeReal(complex):
+    real = property(lambda self: 10**400)  # red team 11's prediction: encoded as a JSON int no float holds
+
+
+class _HugeImag(complex):
+    imag = property(lambda self: -(10**400))
+
+
+class _TextReal(complex):
+    real = property(lambda self: "0.5")
+
+
+class _SelfReal(complex):
+    real = property(lambda self: self)  # its part is itself, without end
+
+
+class _LyingFloat(float):
+    def __float__(self):
+        return 10**400
+
+    def __repr__(self):
+        return "1e400"
+
+
+class _LyingInt(int):
+    def __index__(self):
+        return 10**400
+
+    def __int__(self):
+        return 10**400
+
+    def __float__(self):
+        raise OverflowError("no")
+
+
+class _LyingStr(str):
+    def __len__(self):
+        return -1
+
+    def __str__(self):
+        return 10**400  # type: ignore[return-value]
+
+
+class _LyingBytes(bytes):
+    def __len__(self):
+        return 10**400  # type: ignore[return-value]
+
+
+class _LyingList(list):
+    def __len__(self):
+        return 10**18
+
+    def __iter__(self):
+        return iter([10**400, _HugeReal(1), float("inf")])
+
+
+class _LyingDict(dict):
+    def items(self):
+        return [((1, [2]), 3), (10**400, _HugeReal(1))]
+
+
+class _ArrayOfHugeInts:
+    def __array__(self, dtype=None, copy=None):
+        return np.array([10**400, 1], dtype=object)
+
+    def __len__(self):
+        return 10**400  # type: ignore[return-value]
+
+
+class _ArrayThatRaises:
+    def __array__(self, dtype=None, copy=None):
+        raise OverflowError("no array")
+
+
+HOSTILE = [
+    _HugeReal(0.4053), _HugeImag(1), _TextReal(1), _SelfReal(1), _LyingFloat(0.25), _LyingInt(3), _LyingStr("a"),
+    _LyingBytes(b"ab"), _LyingList([1]), _LyingDict({1: 2}), _ArrayOfHugeInts(), _ArrayThatRaises(),
+    10**400, -(10**4000), [10**400, _HugeReal(1)], (_HugeImag(2), {"k": _HugeReal(3)}), {10**400: 1},
+    np.array([10**400], dtype=object), np.array([_HugeReal(1)], dtype=object), SimpleNamespace(w=_HugeReal(1)),
+    float("nan"), complex(float("inf"), float("nan")), np.complex128(complex(float("inf"), 1)),
+]
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=lambda value: type(value).__name__)
+def test_a_learners_value_crosses_as_data_or_is_refused_as_malformed_never_breaks_the_reading(value):
+    """Red team 11: a complex whose ``real`` is 10**400 crossed as a JSON int; the grader's
+    reading accepted it and then raised OverflowError, the grader's own failure on every
+    regrade. Whatever a learner's value (a subclass lying in its methods, a huge int in any
+    place) makes of the record, the reading gives a value or refuses it as malformed."""
+    data = json.loads(json.dumps(wire.encode(value)))
+    with contextlib.suppress(wire.WireError):  # refused as malformed: the learner's; any other error fails here
+        wire.decode(data)
+
+
+def test_a_complex_no_float_holds_is_a_malformed_record_that_names_its_parts():
+    with pytest.raises(wire.WireError, match=r"complex number whose parts are not numbers a float holds: '\[1000"):
+        wire.decode(json.loads(json.dumps(wire.encode(_HugeReal(0.4053)))))
+    assert wire.decode({"$complex": [{"$float": "inf"}, 2]}) == complex(float("inf"), 2)  # a float's own infinity
+    assert wire.decode({"$complex": [2**1023, -(2**1023)]}) == complex(2.0**1023, -(2.0**1023))  # a float holds these
+
+
+@pytest.mark.parametrize("shape", [[0, 10**400], [0, 2**63], [0, 2**31, 2**31]])
+def test_an_empty_array_of_a_shape_numpy_cannot_hold_is_a_malformed_record(shape):
+    with pytest.raises(wire.WireError, match="a shape numpy cannot hold"):
+        wire.decode({"$array": {"dtype": "float64", "shape": shape, "base64": ""}})
+
+
+_JSON_NUMBERS = (st.integers(min_value=-(10**4000), max_value=10**4000) | st.sampled_from([2**1024, -(2**1024), 2**63])
+                 | st.floats(allow_nan=True, allow_infinity=True))
+_JSON_LEAVES = st.none() | st.booleans() | _JSON_NUMBERS | st.text(max_size=8) | st.sampled_from(
+    ["nan", "inf", "-inf", "$float", "float64", "AAAAAAAAAAA=", ""])
+
+
+def _tagged(children):
+    """What a record may hold, forged: every tag with a body of any shape, the right ones often."""
+    return st.one_of(
+        children, st.lists(children, max_size=4),
+        st.builds(lambda tag, body: {tag: body},
+                  st.sampled_from(["$float", "$complex", "$tuple", "$dict", "$array", "$object", "$function",
+                                   "$iterator", "$opaque", "$other"]), children),
+        st.builds(lambda a, b: {"$complex": [a, b]}, children, children),
+        st.builds(lambda pairs: {"$dict": pairs}, st.lists(st.lists(children, min_size=2, max_size=2), max_size=3)),
+        st.builds(lambda dtype, shape, text, scalar: {"$array": {"dtype": dtype, "shape": shape, "base64": text,
+                                                                 "scalar": scalar}},
+                  st.sampled_from([*wire.DTYPES, "object"]) | children, st.lists(_JSON_NUMBERS, max_size=4) | children,
+                  st.sampled_from(["", "AAAAAAAAAAA=", "AA==", "!!"]) | children, children),
+        st.builds(lambda name, fields: {"$object": name, "fields": fields}, children,
+                  st.dictionaries(st.sampled_from(["w", "__class__", "__dict__", "1x", ""]), children, max_size=3)),
+        st.dictionaries(st.text(max_size=3), children, max_size=3),
+    )
+
+
+@given(st.recursive(_JSON_LEAVES, _tagged, max_leaves=12))
+@settings(max_examples=400, deadline=None)
+def test_the_reading_of_any_json_gives_a_value_or_wire_error_and_nothing_else(data):
+    """Any JSON a record can carry (a learner may forge every byte of it, numbers no float
+    holds included): ``decode`` returns a value or raises WireError, never another error,
+    which would be the grader's own failure on every regrade of that learner."""
+    with contextlib.suppress(wire.WireError):
+        wire.decode(data)
+
+
+def test_an_answer_that_returns_what_the_reading_refuses_fails_for_what_it_returned_not_as_raising():
+    """Red team 11: a softmax returning ``[C(1)]`` (``C.real`` is 10**400) failed, rightly,
+    but the message said it "raised OverflowError": it returned."""
+    def returns_a_complex_no_float_holds(scores):
+        return [_HugeReal(1)]
+
+    result = verdict.judge_check(SOFTMAX, recorded(SOFTMAX, returns_a_complex_no_float_holds))
+    assert result.status == checks.FAILED
+    assert result.message.startswith("returns_a_complex_no_float_holds() returned a value the grader cannot read (a complex number whose "
+                                     "parts are not numbers a float holds: '[1000")
+    assert "raised" not in result.message
+
+
+@pytest.mark.parametrize(("forged", "why"), [
+    ({"outcome": {"stopped": 10**400}}, "a time budget that is not a number of seconds: '1000"),
+    ({"outcome": {"stopped": "soon"}}, "a time budget that is not a number of seconds: 'soon'"),
+    ({"peak": 10**400}, "a memory peak that is not a number of bytes: '1000"),
+    ({"changed": 5}, "the arguments it changed, not as a list"),
+    ({"changed": [{"$complex": [10**400, 0]}]}, "a complex number whose parts are not numbers a float holds"),
+    ({"outcome": None}, "a call without an outcome"),
+])
+def test_a_call_whose_record_cannot_be_read_fails_and_says_so(forged, why):
+    """A call's record forged so that replaying it raised (``float(10**400)``, ``zip`` over
+    an int): the check said the function "raised OverflowError", and a forged peak broke
+    the check itself. The record is the learner's: a fail that says what could not be read."""
+    record = recorded(SOFTMAX, right)
+    for call in record["calls"]:
+        call.update(forged)
+    result = verdict.judge_check(SOFTMAX, record)
+    assert result.status == checks.FAILED
+    assert result.message.startswith(f"right() left a record of its call the grader cannot read ({why}")
+

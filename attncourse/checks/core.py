@@ -62,11 +62,16 @@ class Replayed(Exception):
     (``attncourse.instructor.replay``) where the function itself would have raised."""
 
     def __init__(self, function: str, raised: str = "", not_implemented: bool = False,
-                 stopped: float | None = None):
-        super().__init__(raised)
+                 stopped: float | None = None, unreadable: str = ""):
+        """``unreadable``: what the function did, where the record of it cannot be read
+        ("returned a value the grader cannot read (...)"): a fail, as its own words."""
+        super().__init__(raised or unreadable)
         self.function, self.raised, self.not_implemented, self.stopped = function, raised, not_implemented, stopped
+        self.unreadable = unreadable
 
     def verdict(self, label_of_call: str) -> Exception:
+        if self.unreadable:  # what the function itself did, whatever the call's label (a hidden test's)
+            return Failed(f"{self.function}() {self.unreadable}.")
         if self.stopped is not None:
             return Failed(f"{self.function}() did not return within the time budget of {self.stopped:g} s "
                           "(an endless loop?).")

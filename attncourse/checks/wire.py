@@ -130,7 +130,8 @@ def _encode(value: Any, depth: int) -> Any:
         number = float.__float__(value)  # never a subclass's __float__
         return number if math.isfinite(number) else {"$float": repr(number)}
     if isinstance(value, complex):
-        return {"$complex": [encode(value.real), encode(value.imag)]}
+        # its parts one level down: a part that is the number itself (a subclass's property) ends at MAX_DEPTH
+        return {"$complex": [encode(value.real, depth + 1), encode(value.imag, depth + 1)]}
     if isinstance(value, fractions.Fraction):  # a number to the checks, which take any real number
         return _encode(fractions.Fraction.__float__(value), depth)
     if isinstance(value, decimal.Decimal):  # so is a Decimal (not a numbers.Real)
@@ -202,7 +203,32 @@ class Function:
 
 def decode(data: Any, depth: int = 0, functions: Callable[[str], Any] | None = None) -> Any:
     """The value ``data`` encodes, built only of plain types, numpy arrays, ``Opaque`` and
-    ``Function`` (made by ``functions(name)``) and ``core.Opaque``. Raises WireError on anything else."""
+    ``Function`` (made by ``functions(name)``) and ``core.Opaque``. Raises WireError on
+    anything else, and nothing but WireError: whatever in the data makes the reading fail is
+    a malformed record (the learner's to answer for), never a failure of the grader's own.
+    Numbers are checked before they are converted (``float_of``); what a check here missed
+    is caught as WireError all the same."""
+    try:
+        return _decode(data, depth, functions)
+    except WireError:
+        raise
+    except Exception as error:  # noqa: BLE001 (the data is the learner's: whatever it makes the reading raise)
+        raise WireError(f"a value the grader cannot read ({core.describe(error)})") from None
+
+
+def float_of(number: Any) -> float | None:
+    """A JSON number as a float: a float as it is (NaN and infinities too), an int a float
+    holds (``10**400`` does not: None), None for anything else (a bool among them). Never
+    raises: an int of any size compares with a float exactly, and is converted only once it
+    fits."""
+    if isinstance(number, float):
+        return number
+    if isinstance(number, int) and not isinstance(number, bool) and -sys.float_info.max <= number <= sys.float_info.max:
+        return float(number)
+    return None
+
+
+def _decode(data: Any, depth: int, functions: Callable[[str], Any] | None) -> Any:
     if depth > MAX_DEPTH:
         raise WireError("nested too deeply")
     if data is None or isinstance(data, (bool, str, int)):
@@ -212,46 +238,55 @@ def decode(data: Any, depth: int = 0, functions: Callable[[str], Any] | None = N
             raise WireError("a bare non-finite float")
         return data
     if isinstance(data, list):
-        return [decode(item, depth + 1, functions) for item in data]
+        return [_decode(item, depth + 1, functions) for item in data]
     if not isinstance(data, dict) or len(data) not in (1, 2):
-        raise WireError(f"not a value: {str(data)[:60]!r}")
+        raise WireError(f"not a value: {_glimpse(data)}")
     tag = next(iter(data))
     body = data[tag]
     if tag == "$float" and body in ("nan", "inf", "-inf"):
         return float(body)
     if tag == "$complex" and isinstance(body, list) and len(body) == 2:
-        real, imag = (decode(part, depth + 1) for part in body)
-        if not all(isinstance(part, float | int) and not isinstance(part, bool) for part in (real, imag)):
-            raise WireError("a complex number of non-numbers")
+        real, imag = (float_of(_decode(part, depth + 1, None)) for part in body)
+        if real is None or imag is None:
+            raise WireError(f"a complex number whose parts are not numbers a float holds: {_glimpse(body)}")
         return complex(real, imag)
     if tag == "$tuple" and isinstance(body, list):
-        return tuple(decode(item, depth + 1, functions) for item in body)
+        return tuple(_decode(item, depth + 1, functions) for item in body)
     if tag == "$dict" and isinstance(body, list):
         pairs = []
         for pair in body:
             if not (isinstance(pair, list) and len(pair) == 2):
                 raise WireError("a dict entry that is not a pair")
-            key = decode(pair[0], depth + 1)
+            key = _decode(pair[0], depth + 1, None)
             try:
                 hash(key)  # a tuple holding a list is a tuple, and no key
             except TypeError:
                 raise WireError("a dict key that cannot be a key") from None
             if not isinstance(key, (str, int, float, bool, tuple)) and key is not None:
                 raise WireError("a dict key that cannot be a key")
-            pairs.append((key, decode(pair[1], depth + 1, functions)))
+            pairs.append((key, _decode(pair[1], depth + 1, functions)))
         return dict(pairs)
     if tag == "$array" and isinstance(body, dict):
         return _decode_array(body)
     if tag == "$object" and isinstance(body, str) and isinstance(data.get("fields"), dict):
-        return types.SimpleNamespace(**{str(k): decode(v, depth + 1, functions) for k, v in data["fields"].items()
+        return types.SimpleNamespace(**{str(k): _decode(v, depth + 1, functions) for k, v in data["fields"].items()
                                         if str(k).isidentifier()})
     if tag == "$function" and isinstance(body, str):
         return functions(body) if functions else Function(body)
     if tag == "$iterator" and isinstance(body, list):
-        return iter([decode(item, depth + 1, functions) for item in body])
+        return iter([_decode(item, depth + 1, functions) for item in body])
     if tag == "$opaque" and isinstance(body, str):
         return core.Opaque(body[:200])
     raise WireError(f"an unknown value tag {tag[:40]!r}")
+
+
+def _glimpse(data: Any) -> str:
+    """The start of ``data`` as the record holds it, for a message (JSON's own text: no
+    number there is too long to write)."""
+    try:
+        return repr(json.dumps(data)[:60])
+    except Exception:  # noqa: BLE001 (not JSON at all)
+        return f"a {type(data).__name__}"
 
 
 def _decode_array(body: dict):
@@ -260,7 +295,12 @@ def _decode_array(body: dict):
         raise WireError("a malformed array")
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape) or len(shape) > 32:
         raise WireError("an array of a malformed shape")
-    size = math.prod(shape) * np.dtype(dtype).itemsize
+    itemsize = np.dtype(dtype).itemsize
+    # numpy holds no dimension, and no product of the others than 0, beyond its index type
+    # (an empty array of shape [0, 10**400] is none it can make)
+    if math.prod(n for n in shape if n) * itemsize > sys.maxsize or any(n > sys.maxsize for n in shape):
+        raise WireError(f"an array of a shape numpy cannot hold: {_glimpse(shape)}")
+    size = math.prod(shape) * itemsize
     if size > MAX_BYTES or len(text) > 4 * MAX_BYTES // 3 + 4:
         raise WireError("an array larger than the grader reads")
     try:

@@ -106,8 +106,10 @@ def judge(run: NotebookRun, placed: Placed, course: Course) -> Grade:
                   for m in [UNMEASURED_MEMORY.search(c.source)] if m]
     if unmeasured:
         notes.append(f"its memory is measured with tracemalloc, which does not see what `{unmeasured[0]}` allocates")
-    if record.get("references"):
-        notes.append(f"its answer called the course's own {', '.join(map(str, record['references'][:3]))}")
+    references = record.get("references")
+    if references:  # a list, as the grader's cell writes it (a forged one is read as its text)
+        called = references[:3] if isinstance(references, list) else [references]
+        notes.append(f"its answer called the course's own {', '.join(str(name)[:200] for name in called)}")
     elif record.get("watch") == "stopped short":  # a sleep, a wait, or an answer far slower when watched
         notes.append("the watch for the course's own functions stopped before the answer's calls ended: "
                      "whether it calls them is not known")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import builtins
 import functools
 import importlib
+import math
+import sys
 import threading
 import types
 from collections import defaultdict, deque
@@ -55,28 +57,56 @@ class Replay:
                 f"{fn.__name__}() was called on inputs whose output the notebook did not record "
                 "(the grader's cell did not run to its end, or the notebook changed what it records)")
         call = recorded.popleft() if len(recorded) > 1 else recorded[0]
+        try:
+            outcome = self._redo(call, args)
+        except wire.WireError as error:  # a forged or broken record: the learner's, so a fail
+            return self._raise(core.Replayed(fn.__name__, unreadable=f"left a record of its call the grader "
+                                                                     f"cannot read ({error})"))
+        if "returned" in outcome:
+            try:
+                return wire.decode(outcome["returned"])
+            except wire.WireError as error:  # it returned, so it did not raise: say what it did
+                return self._raise(core.Replayed(fn.__name__, unreadable=f"returned a value the grader "
+                                                                         f"cannot read ({error})"))
+        if "stopped" in outcome:
+            return self._raise(core.Replayed(fn.__name__, stopped=outcome["stopped"]))
+        return self._raise(core.Replayed(fn.__name__, raised=str(outcome.get("raised", ""))[:300],
+                                         not_implemented=bool(outcome.get("not_implemented"))))
+
+    @staticmethod
+    def _redo(call: dict, args: tuple) -> dict:
+        """What the recorded ``call`` did besides its outcome, done again to the check's
+        ``args`` (the streams it read, the arrays it changed, the memory it held), and its
+        outcome, its time budget read as seconds. Raises WireError where the record cannot
+        be read."""
         drawn = call.get("drawn")
         for argument, asked in zip(args, drawn if isinstance(drawn, list) else ()):
             if isinstance(argument, Iterator) and isinstance(asked, int) and not isinstance(asked, bool):
                 for _ in range(min(asked, MAX_DRAWN)):  # read the check's stream as the function did
                     if next(argument, _END) is _END:
                         break
-        for argument, after in zip(args, call.get("changed") or ()):
+        changed = call.get("changed", [])
+        if not isinstance(changed, list):
+            raise wire.WireError("the arguments it changed, not as a list")
+        for argument, after in zip(args, changed):
             if after is not None and isinstance(argument, np.ndarray):
-                changed = wire.decode(after)
-                if isinstance(changed, np.ndarray) and changed.shape == argument.shape:
-                    np.copyto(argument, changed, casting="unsafe")
+                became = wire.decode(after)
+                if isinstance(became, np.ndarray) and became.shape == argument.shape:
+                    np.copyto(argument, became, casting="unsafe")
         peak = call.get("peak")
-        core.replayed_peak(peak if isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0 else None)
+        # a size tracemalloc can measure: a check divides it, and a float holds no 10**400
+        if peak is not None and not (isinstance(peak, int) and not isinstance(peak, bool) and 0 <= peak <= sys.maxsize):
+            raise wire.WireError(f"a memory peak that is not a number of bytes: {str(peak)[:40]!r}")
+        core.replayed_peak(peak)
         outcome = call.get("outcome")
         if not isinstance(outcome, dict):
             raise wire.WireError("a call without an outcome")
-        if "returned" in outcome:
-            return wire.decode(outcome["returned"])
-        if "stopped" in outcome:
-            return self._raise(core.Replayed(fn.__name__, stopped=float(outcome["stopped"])))
-        return self._raise(core.Replayed(fn.__name__, raised=str(outcome.get("raised", ""))[:300],
-                                         not_implemented=bool(outcome.get("not_implemented"))))
+        if "returned" not in outcome and "stopped" in outcome:
+            seconds = wire.float_of(outcome["stopped"])
+            if seconds is None or not math.isfinite(seconds):
+                raise wire.WireError(f"a time budget that is not a number of seconds: {str(outcome['stopped'])[:40]!r}")
+            return {"stopped": seconds}
+        return outcome
 
     @staticmethod
     def _raise(error: Exception):
@@ -152,7 +182,8 @@ def judge_hidden(label: str, source: str, inputs: dict, record: dict) -> list[co
         scope[name] = wire.decode(names.get(name, {"$opaque": "not recorded"}))
     for name in dict.fromkeys(call["function"] for call in inputs.get("calls", [])):
         value = names.get(name, {"$opaque": "not recorded"})
-        scope[name] = replay.function(f"name:{name}", name) if "$function" in value else _missing(name, value)
+        scope[name] = replay.function(f"name:{name}", name) if isinstance(value, dict) and "$function" in value \
+            else _missing(name, value)
     results: list[core.Result] = []
 
     def hidden_test(test_label: str, *, timeout: float | None = None):
