@@ -656,3 +656,59 @@ def test_a_call_whose_record_cannot_be_read_fails_and_says_so(forged, why):
     assert result.status == checks.FAILED
     assert result.message.startswith(f"right() left a record of its call the grader cannot read ({why}")
 
+
+@pytest.mark.parametrize(("data", "metadata"), [
+    ({"application/json": {f"k{i}": "v" * 100 for i in range(12_000)}, "text/plain": "<IPython.core.display.JSON object>"},
+     {"application/json": {"expanded": False, "root": "root"}}),  # red team 11's JSON view of a 1.3 MB table
+    ({"text/plain": "<VegaLite 5 object>"}, {"application/vnd.vegalite.v5+json": {"spec": "s" * 1_300_000}}),
+])
+def test_a_display_while_recording_costs_its_serialised_size_a_json_view_and_its_metadata_too(monkeypatch, data, metadata):
+    """Red team 11: a JSON view (a dict, not text) counted 1,000 characters and metadata
+    nothing, so a softmax that showed a 1.3 MB table at every call, which passes its own
+    check, was stopped at the output limit while recording: "notebook crashed"."""
+    sent = []
+    shell = SimpleNamespace(display_pub=SimpleNamespace(
+        publish=lambda data=None, metadata=None, **kwargs: sent.append((data, metadata))))
+    monkeypatch.setattr(wire, "_shell", lambda: shell)
+    with wire._capped_output(100_000):
+        for _ in range(9):
+            shell.display_pub.publish(data=data, metadata=metadata)
+    assert len(sent) == 1  # as a figure: the first passes on, its size spends the share, the rest are dropped
+
+
+@pytest.mark.parametrize(("data", "metadata"), [
+    ({"text/plain": "é" * 1000, "application/json": {"rows": [[1.5, None, True]] * 300}}, {"isolated": True}),
+    ({"image/png": b"\x89PNG" + bytes(30_000), "text/plain": "<Figure>"}, {"image/png": {"width": 640}}),
+    ({"text/plain": ""}, {}),
+])
+def test_a_displays_cost_is_the_size_of_the_message_the_kernel_sends(data, metadata):
+    """What ``display_size`` counts is what the kernel's session sends for the display (its
+    content serialised, bytes as base64, and the message's envelope), within a little."""
+    from jupyter_client.session import Session
+
+    session = Session(key=b"0" * 64, username="learner")
+    content = {"data": data, "metadata": metadata, "transient": {}}
+    parent = session.msg("execute_request", {"code": "stable_softmax(x)"})["header"]
+    sent = sum(len(frame) for frame in session.serialize(session.msg("display_data", content, parent=parent)))
+    assert sent <= wire.display_size(data, metadata) <= 1.05 * sent + 200
+
+
+def test_output_while_recording_is_counted_by_what_it_sends_not_by_what_it_says_of_itself(monkeypatch, capsys):
+    """A str whose ``__len__`` lies is written as in the learner's own run (its characters
+    counted), and each clearing of a cell's output, a message of its own, spends the share."""
+    import sys
+
+    class Lying(str):
+        def __len__(self):
+            return -1
+
+    cleared = []
+    shell = SimpleNamespace(display_pub=SimpleNamespace(publish=lambda data=None, **kwargs: None,
+                                                        clear_output=lambda wait=False: cleared.append(wait)))
+    monkeypatch.setattr(wire, "_shell", lambda: shell)
+    with wire._capped_output(10 * wire.DISPLAY_ENVELOPE):
+        sys.stdout.write(Lying("shown"))
+        for _ in range(1000):
+            shell.display_pub.clear_output(True)
+    assert "shown" in capsys.readouterr().out
+    assert 0 < len(cleared) <= 10

@@ -389,33 +389,36 @@ def _send(record: dict, label: str) -> None:
 @contextlib.contextmanager
 def _capped_output(limit: int):
     """While the grader records, the learner's output (print, logging, display's messages,
-    whichever thread makes them) is passed on up to ``limit`` characters (a display counts
-    every representation it sends, a figure's image too), then counted and dropped: a function that prints its progress
-    thousands of times a call is recorded, not drowned. The streams' own ``write`` is
-    replaced, so a handler that kept a reference to them (logging's) is capped too."""
+    whichever thread makes them) is passed on up to ``limit`` characters, then counted and
+    dropped: a function that prints its progress thousands of times a call is recorded, not
+    drowned. A display costs the bytes it sends (``display_size``: every representation, a
+    JSON view's dict as much as a figure's image, and its metadata), so the recording sends
+    ``limit`` and at most one message more, whatever the learner shows. The
+    streams' own ``write`` is replaced, so a handler that kept a reference to them (logging's)
+    is capped too."""
     share, dropped = [limit], [0]
     shell = _shell()
 
     def capped(send, cost_of):
         def capped_send(data=None, *args, **kwargs):
-            cost = cost_of(data)
+            cost = cost_of(data, *args, **kwargs)
             if share[0] > 0:
                 share[0] -= cost
                 return send(data, *args, **kwargs)
             dropped[0] += cost
-            return len(data) if isinstance(data, str) else None
+            return str.__len__(data) if isinstance(data, str) else None
         return capped_send
 
-    def display_cost(data) -> int:  # every representation it sends: a figure's PNG too
-        values = data.values() if isinstance(data, dict) else [data]
-        return max(1, sum(len(value) if isinstance(value, (str, bytes)) else 1000 for value in values))
+    def display_cost(data=None, metadata=None, *_, transient=None, **__) -> int:  # publish's own signature
+        return display_size(data, metadata, transient)
 
-    def write_cost(data) -> int:
-        return len(data) if isinstance(data, str) else 1000
+    def write_cost(data, *_, **__) -> int:  # str's own length: a subclass's __len__ may say -1
+        return str.__len__(data) if isinstance(data, str) else 1000
 
     targets = [(stream, "write", write_cost) for stream in dict.fromkeys((sys.stdout, sys.stderr))]
     if shell is not None:
-        targets.append((shell.display_pub, "publish", display_cost))
+        targets += [(shell.display_pub, "publish", display_cost),
+                    (shell.display_pub, "clear_output", lambda *_, **__: DISPLAY_ENVELOPE)]  # a message of its own
     saved = [(target, name, vars(target).get(name) if hasattr(target, "__dict__") else None)
              for target, name, _ in targets]
     try:
@@ -432,6 +435,32 @@ def _capped_output(limit: int):
                     delattr(target, name)  # the class's own again
         if dropped[0]:
             print(f"[grade: about {dropped[0]:,} more characters of output while recording were not shown]", flush=True)
+
+
+DISPLAY_ENVELOPE = 600  # bytes of a display's message besides its content: its header, its parent's, its signature
+
+
+def display_size(data: Any, metadata: Any = None, transient: Any = None) -> int:
+    """The bytes a display sends: its content (``data``, a representation per MIME type,
+    a JSON view's dict or a figure's PNG alike, with its ``metadata`` and ``transient``)
+    serialised as the kernel serialises it, and its message's envelope. 0 for a content
+    the kernel cannot serialise either: sending it raises, as in the learner's own run."""
+    content = {"data": data, "metadata": metadata if metadata is not None else {},
+               "transient": transient if transient is not None else {}}
+    try:
+        return DISPLAY_ENVELOPE + len(_packed(content))
+    except Exception:  # noqa: BLE001 (the learner's objects, serialised: whatever they raise)
+        return 0
+
+
+def _packed(content: dict) -> bytes:
+    """``content`` as the kernel's session packs it (UTF-8 JSON, bytes as base64)."""
+    try:
+        from jupyter_client.session import json_packer
+    except ImportError:  # outside a kernel's environment: the same JSON, near enough
+        return json.dumps(content, ensure_ascii=False, default=lambda value: base64.b64encode(value).decode()
+                          if isinstance(value, bytes) else str(value)).encode("utf-8", "surrogateescape")
+    return json_packer(content)
 
 
 def _shell():
