@@ -78,6 +78,14 @@ def canvas(tmp_path):
             write_roster(tmp_path / "roster.csv"))
 
 
+def test_the_import_names_the_students_of_the_roster_who_submitted_nothing(canvas, tmp_path):
+    """The fourth newcomer: import said nothing of fay, who first showed as an empty Canvas cell."""
+    archive, _ = canvas
+    roster = write_roster(tmp_path / "with_fay.csv", [*ROSTER, ["Fay, Ann", "104", "S104", "fay", "A", ""]])
+    notes = import_export("canvas", archive, tmp_path / "out", roster=roster).notes
+    assert "1 student(s) of the roster submitted nothing: fay" in notes  # and not the Test Student
+
+
 def nowhere_else(root: Path, out: Path) -> list[Path]:
     """Files under ``root`` named evil, or written outside ``out`` beside the zips."""
     return [p for p in root.rglob("*") if "evil" in p.name or p.name == "passwd"]

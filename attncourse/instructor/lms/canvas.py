@@ -215,6 +215,10 @@ def canvas_submissions(entries: list[zipfile.ZipInfo], roster: Path, match: str 
         reading.submissions.append(Submission(source, (login,), tuple(notebooks), (times or {}).get(user_id),
                                               any(parsed.late for _, parsed in theirs)))
         imported.append(user_id)
+    absent = [(row.get(match) or "").strip() or (row.get("Student") or "").strip() for user_id, row in students.items()
+              if user_id and user_id not in files and (row.get("Student") or "").strip() not in TEST_STUDENT]
+    if absent:  # known now, not first when export canvas leaves their cells empty
+        reading.notes.append(f"{len(absent)} student(s) of the roster submitted nothing: {', '.join(absent)}")
     if times is not None:
         reading.notes += [f"Canvas user id {user_id} ({files[user_id][0][0].filename}) has no row in --times: "
                           "submitted_at left empty" for user_id in imported if user_id not in times]
