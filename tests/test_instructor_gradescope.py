@@ -67,16 +67,6 @@ def test_results_refuse_a_visibility_gradescope_does_not_know():
         export.gradescope_results([], {}, "public")
 
 
-def test_the_tests_follow_the_course_s_order_whichever_order_the_rows_came_in():
-    """The fourth newcomer: autograde's results listed predict, pool, softmax; export gradescope's
-    softmax, predict, pool."""
-    titles = export.titles_of(ROOT / "chapters")
-    rows = [Grade("ada", label, "passed", "", "", points=1.0, max_points=1.0) for label in ASSIGNED]
-    names = [[test["name"].split(":")[0] for test in export.gradescope_results(order, titles)["tests"]]
-             for order in (rows, rows[::-1])]
-    assert names[0] == names[1] == [label for label in titles if label in ASSIGNED]
-
-
 @pytest.mark.parametrize("visibility", sorted(VISIBILITY - {"visible"}))
 def test_results_shown_later_hide_their_total_too(visibility):
     rows = [Grade("ada", "ch1-stable-softmax", "failed", "", "", points=1.5, max_points=3.0),

@@ -145,13 +145,11 @@ def write_json(rows: list[Grade], titles: dict[str, str], out: Path) -> Path:
 
 
 def gradescope_results(rows: list[Grade], titles: dict[str, str], visibility: str = "visible") -> dict:
-    """One learner's ``rows`` as Gradescope's results.json (see the module doc), one test per row in
-    the order of ``titles`` (the course's), whichever order the rows were graded in."""
+    """One learner's ``rows`` as Gradescope's results.json (see the module doc)."""
     if visibility not in GRADESCOPE_VISIBILITY:
         raise ValueError(f"visibility must be one of {', '.join(GRADESCOPE_VISIBILITY)}, not {visibility!r}")
     tests: list[dict[str, Any]] = []
-    place = {label: index for index, label in enumerate(titles)}  # the course's order: every route shows one
-    for row in sorted(rows, key=lambda row: place.get(row.exercise, len(place))):
+    for row in rows:
         label = row.exercise
         title = titles.get(label, "")
         output = learner_message(row)
