@@ -67,6 +67,14 @@ def test_results_refuse_a_visibility_gradescope_does_not_know():
         export.gradescope_results([], {}, "public")
 
 
+def test_the_zip_keeps_the_exercises_in_the_order_given_as_grade_does(tmp_path):
+    """The fourth newcomer: autograde's results listed predict, pool, softmax (the zip's config
+    in the course's order); export gradescope softmax, predict, pool (as graded)."""
+    given = [ASSIGNED[2], ASSIGNED[0], ASSIGNED[1]]
+    with zipfile.ZipFile(gradescope.build_zip(ROOT / "chapters", tmp_path / "a.zip", given, {}, ROOT)) as z:
+        assert json.loads(z.read(gradescope.CONFIG))["assign"] == given
+
+
 @pytest.mark.parametrize("visibility", sorted(VISIBILITY - {"visible"}))
 def test_results_shown_later_hide_their_total_too(visibility):
     rows = [Grade("ada", "ch1-stable-softmax", "failed", "", "", points=1.5, max_points=3.0),
