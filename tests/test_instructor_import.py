@@ -257,16 +257,6 @@ def test_a_learner_in_two_gradescope_submissions_is_refused_unless_the_latest_is
     assert find_learners(tmp_path / "out")[0]["ada"] == [Path("ada/late.ipynb")]
 
 
-def test_a_learner_name_grade_would_refuse_for_its_white_space_is_not_imported(canvas, tmp_path):
-    """(Red team 11: grade refuses a learner named "Lovelace,  Ada"; an import would have written it.)"""
-    archive, _ = canvas
-    roster = write_roster(tmp_path / "spaced.csv", [[cell.replace("Lovelace, Ada", "Lovelace,  Ada") for cell in row]
-                                                    for row in ROSTER])
-    with pytest.raises(ValueError, match=r"'Lovelace,  Ada' \(.*\): its white space is other than one space"):
-        import_export("canvas", archive, tmp_path / "out", roster=roster, match="Student")
-    assert not (tmp_path / "out").exists()
-
-
 def test_a_gradescope_submitter_without_an_email_names_no_learner(tmp_path):
     metadata = METADATA.replace("    :email: dee@uni.edu\n", "")
     archive = write_zip(tmp_path / "gs.zip", {**GRADESCOPE_FILES, "assignment_77_export/submission_metadata.yml":

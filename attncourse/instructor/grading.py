@@ -37,6 +37,7 @@ from attncourse.instructor.course.tags import chapter_of, exercise_labels, for_i
 from attncourse.instructor.gradebook import late, points
 from attncourse.instructor.gradebook.ledger import Ledger, foreign_files, lock, write_whole
 from attncourse.instructor.gradebook.report import write_report
+from attncourse.instructor.learner_text import the_learner
 from attncourse.instructor.model import (
     CRASHED,
     DUPLICATES,
@@ -62,7 +63,6 @@ from attncourse.instructor.run.sandbox import (
     prepared_sandbox,
 )
 from attncourse.instructor.submissions import (
-    badly_spaced,
     find_learners,
     learners_in,
     read_submitted,
@@ -326,16 +326,13 @@ def grade_submissions(
     if not submissions.is_dir():
         raise ValueError(f"{submissions} is not a folder")
     found, skipped = find_learners(submissions)
-    renames = badly_spaced(found)
-    if renames:  # refused, not matched loosely: every place that names a learner then has the folder's name
-        raise ValueError(f"learner names in {submissions} with white space at either end, or other than one space "
-                         "between words, cannot be typed (--learners, the overrides) nor seen (the summary): rename "
-                         + "; ".join(renames) + "; nothing was graded")
     if learners is not None:
-        unknown = sorted(set(learners) - set(found))
+        named = {typed: the_learner(typed, found) for typed in learners}  # 'zed' names the folder 'zed '
+        unknown = sorted(typed for typed, learner in named.items() if learner is None)
         if unknown:  # a misspelt name would be left as it was, silently
             raise ValueError(f"no learner {', '.join(map(repr, unknown))} in {submissions}; it has: "
-                             + ", ".join(sorted(found)))
+                             + ", ".join(map(repr, sorted(found))))
+        learners = [learner for learner in named.values() if learner is not None]
         found = {name: paths for name, paths in found.items() if name in set(learners)}
     if not found:
         raise ValueError(f"no submissions in {submissions}: expected LEARNER.ipynb files or LEARNER/ folders")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 REPLACEMENT = "\ufffd"  # what a UTF-8 decoder shows for bytes it cannot read
@@ -63,3 +64,20 @@ def invisible(character: str) -> bool:
     blank letter, or another of Unicode's default-ignorable code points."""
     code = ord(character)
     return unicodedata.category(character) == "Cf" or any(low <= code <= high for low, high in _SHOWING_NOTHING)
+
+
+def spaced(name: str) -> str:
+    """``name`` with its white space as the grader compares names: one space between
+    words, none at either end."""
+    return " ".join(name.split())
+
+
+def the_learner(typed: str, learners: Iterable[str]) -> str | None:
+    """The learner of ``learners`` that ``typed`` (what an instructor typed: ``--learners``,
+    the overrides, ``--learner``) names: itself, or else the one name that differs from it
+    in white space alone (a folder 'zed ' is typed 'zed'); None where none or several do."""
+    known = list(dict.fromkeys(learners))
+    if typed in known:
+        return typed
+    alike = [name for name in known if spaced(name) == spaced(typed)]
+    return alike[0] if len(alike) == 1 else None

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from attncourse.instructor.course.tags import exercise_labels
-from attncourse.instructor.learner_text import cleaned, invisible
+from attncourse.instructor.learner_text import cleaned, invisible, spaced
 from attncourse.instructor.run.sandbox import Limits, megabytes
 
 SAVED_OUTPUTS_FACTOR = 5  # a notebook file may be this many output limits: saved outputs are not run
@@ -110,26 +110,6 @@ def _as_read(name: str) -> str:
     white space one space between words (a thin or no-break space at its end is not seen,
     nor told from a space; "jo ann" and "joann" are two names)."""
     return spaced("".join(c for c in unicodedata.normalize("NFKC", name) if not invisible(c)))
-
-
-def spaced(name: str) -> str:
-    """``name`` with its white space as the grader compares it: one space between words,
-    none at either end."""
-    return " ".join(name.split())
-
-
-def badly_spaced(found: dict[str, list[Path]]) -> list[str]:
-    """For each learner of ``found`` (``find_learners``) whose name is not ``spaced``, how
-    to rename its folder or notebook: the name would be graded, but no one could type it
-    (``--learners``, the overrides) nor see it (the summary shows "zed " as "zed")."""
-    renames = []
-    for learner, notebooks in found.items():
-        if learner != spaced(learner):
-            alone = len(notebooks) == 1 and len(notebooks[0].parts) == 1  # LEARNER.ipynb, not LEARNER/
-            suffix = notebooks[0].suffix if alone else ""
-            renames.append(f"the {'notebook' if alone else 'folder'} {learner + suffix!r} "
-                           f"to {spaced(learner) + suffix!r}")
-    return renames
 
 
 def submission_times(folder: Path) -> dict[str, tuple[datetime | None, bool | None]]:

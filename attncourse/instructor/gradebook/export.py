@@ -50,6 +50,7 @@ from attncourse.instructor.gradebook.report import (
     write_overridden_summary,
 )
 from attncourse.instructor.judge import learner_message
+from attncourse.instructor.learner_text import the_learner
 from attncourse.instructor.model import EARNS_ALL, ERROR, FAILED, PASSED, Grade
 
 # Canvas's names, from canvas_csv, are this module's too: an export is reached from here.
@@ -173,6 +174,8 @@ def write_gradescope(rows: list[Grade], titles: dict[str, str], out: Path, learn
                      visibility: str = "visible") -> list[Path]:
     """results.json for ``learner`` at ``out``, or for every learner at ``out/LEARNER/results.json``
     with ``out``'s INDEX of whose each folder is."""
+    if learner:  # as typed: 'zed' for a folder 'zed '
+        learner = the_learner(learner, (row.learner for row in rows)) or learner
     learners = [learner] if learner else list(dict.fromkeys(row.learner for row in rows))
     written = []
     for name in learners:

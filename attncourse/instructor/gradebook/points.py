@@ -25,6 +25,7 @@ from pathlib import Path
 
 from attncourse.checks import core
 from attncourse.instructor.gradebook.instructor_csv import read_rows
+from attncourse.instructor.learner_text import the_learner
 from attncourse.instructor.model import EARNS_ALL, FAILED, Grade
 
 OVERRIDE_COLUMNS = ("learner", "exercise", "points", "note")
@@ -100,6 +101,7 @@ def read_overrides(path: Path, grades: list[Grade] | None = None, allow_extra_cr
         row = {named[column]: value for column, value in as_read.items() if column in named}
         learner, label = (row["learner"] or "").strip(), (row["exercise"] or "").strip()
         if grades is not None:
+            learner = the_learner(learner, (g.learner for g in grades)) or learner  # 'zed' for a folder 'zed '
             _known(f"{path}, line {number}", "exercise", label, [g.exercise for g in grades])
             _known(f"{path}, line {number}", "learner", learner, [g.learner for g in grades])
             if not any((g.learner, g.exercise) == (learner, label) for g in grades):

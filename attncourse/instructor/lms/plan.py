@@ -10,7 +10,7 @@ import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from attncourse.instructor.submissions import GRADERS_OWN, spaced
+from attncourse.instructor.submissions import GRADERS_OWN
 
 _LONGEST_STEM = 80  # characters of a learner's own file name kept (a disk allows 255 bytes)
 
@@ -82,8 +82,6 @@ def login_problem(login: str) -> str | None:
         return "it starts with a dot (grade passes over hidden folders)"
     if re.search(r"[/\\\x00]", login) or not login.isprintable():
         return "it holds a slash, a backslash or a control character"
-    if login != spaced(login):  # grade refuses such a folder: no one could type the name
-        return "its white space is other than one space between words"
     if login in GRADERS_OWN:
         return "it is the name of a file import writes beside the learners' folders"
     if len(login.encode()) > 200:
