@@ -331,7 +331,7 @@ def grade_submissions(
         unknown = sorted(typed for typed, learner in named.items() if learner is None)
         if unknown:  # a misspelt name would be left as it was, silently
             raise ValueError(f"no learner {', '.join(map(repr, unknown))} in {submissions}; it has: "
-                             + ", ".join(map(repr, sorted(found))))
+                             + ", ".join(sorted(found)))
         learners = [learner for learner in named.values() if learner is not None]
         found = {name: paths for name, paths in found.items() if name in set(learners)}
     if not found:
