@@ -231,6 +231,23 @@ def test_a_message_holding_a_huge_whole_number_is_named_as_the_grader_s_reading_
     assert cell == 3 and why.startswith("sent, in cell 4, a message the grader cannot read: a whole number")
 
 
+def test_a_message_nested_past_python_s_stack_is_named_as_the_grader_s_reading_it():
+    """Red team 12: a display of JSON nested 700 deep read as "could not run in cell 50: RecursionError"."""
+    from attncourse.instructor.run.execution import _OutputLimitedClient, _why_it_stopped
+
+    class Kernel:
+        def kill_sandbox(self):
+            pass
+
+    client = _OutputLimitedClient(nbformat.v4.new_notebook(), Kernel(), output_limit=1000)
+    try:
+        json.loads("[" * 100_000 + "]" * 100_000)
+    except RecursionError as error:
+        raised = error
+    cell, why = _why_it_stopped(raised, client, 49, 1.0, 60.0, sandbox.DEFAULT_LIMITS)
+    assert cell == 49 and why.startswith("sent, in cell 50, a message the grader cannot read: nested deeper")
+
+
 def test_a_cell_nbclient_will_not_run_earns_no_reply_allowance():
     """Red team 9 and 10: a blank cell, or one tagged to be skipped, never replies."""
     from attncourse.instructor.run.execution import _OutputLimitedClient

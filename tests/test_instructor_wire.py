@@ -5,8 +5,10 @@ the sandbox's own recorder, then judged, forged or cut as a learner might."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
+import decimal
 import itertools
 import json
 from types import SimpleNamespace
@@ -18,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attncourse import checks
-from attncourse.checks import wire
+from attncourse.checks import core, wire
 from attncourse.instructor import replay as verdict
 from attncourse.instructor.model import Exercise
 from attncourse.instructor.notebook.placement import notebook_to_run
@@ -77,6 +79,33 @@ def test_values_cross_the_wire_unchanged(value):
         assert back.dtype == value.dtype and np.array_equal(back, value)
     else:
         assert back == value
+
+
+def test_a_namedtuple_crosses_as_a_tuple_that_keeps_its_names():
+    """Red team 12: a namedtuple crossed as a namespace, which no check can unpack (0 of 3
+    for an online softmax returning Running(m, l), its own check said Passed)."""
+    Running = collections.namedtuple("Running", ["m", "l"])
+    back = wire.decode(json.loads(json.dumps(wire.encode(Running(np.float64(3.0), np.array([1.5]))))))
+    m, total = back
+    assert isinstance(back, tuple) and back.m == m == 3.0 and np.array_equal(back.l, [1.5]) and total is back.l
+    forged = {"$namedtuple": "class", "fields": {"_x": 1, "def": 2, "3": 3}}  # names no namedtuple takes
+    assert wire.decode(forged) == (1, 2, 3)
+
+
+class _WithArray:
+    def __array__(self, dtype=None, copy=None):
+        return np.array([0.25, 0.75])
+
+
+@pytest.mark.parametrize("value", [
+    collections.deque([0.25, 0.75]), memoryview(np.array([0.25, 0.75])), _WithArray(),
+    np.array([decimal.Decimal("0.25"), decimal.Decimal("0.75")], dtype=object),
+])
+def test_what_the_checks_read_as_numbers_crosses_as_numbers(value):
+    """Red team 12: right softmaxes returning a deque, a memoryview, an object with
+    __array__ or an array of Decimals passed their own check and crossed as "not data"."""
+    back = wire.decode(json.loads(json.dumps(wire.encode(value))))
+    assert np.array_equal(back, core.expect_array(value, (2,), "it"))
 
 
 def test_what_is_not_data_crosses_as_opaque_and_a_float_subclass_as_its_value():

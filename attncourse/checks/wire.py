@@ -17,8 +17,8 @@ What travels, as JSON (``SCHEMA``; the grader refuses anything else):
   ``{"$tuple": [...]}``, ``{"$dict": [[key, value], ...]}``,
   ``{"$array": {"dtype": "float64", "shape": [2, 3], "base64": "..."}}`` (C order; dtypes
   in ``DTYPES``; a numpy scalar is an array of shape ``[]`` with ``"scalar": true``),
-  ``{"$object": "TypeName", "fields": {...}}`` (a dataclass, namedtuple or namespace of
-  values), ``{"$function": "name"}`` (a callable: the grader replays its recorded calls),
+  ``{"$object": "TypeName", "fields": {...}}`` (a dataclass or namespace of values),
+  ``{"$namedtuple": "TypeName", "fields": {...}}`` (a tuple whose items have names), ``{"$function": "name"}`` (a callable: the grader replays its recorded calls),
   ``{"$iterator": [value, ...]}`` (a stream of values, read once: only in the inputs file,
   for a hidden test that passes a generator), ``{"$opaque": "a description"}`` (anything
   else: not data, so never a pass).
@@ -59,6 +59,7 @@ without another run.
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import copy
 import dataclasses
@@ -67,6 +68,7 @@ import fractions
 import functools
 import hashlib
 import json
+import keyword
 import math
 import numbers
 import symtable
@@ -140,8 +142,11 @@ def _encode(value: Any, depth: int) -> Any:
         return _encode_array(value)
     if isinstance(value, numbers.Real) and not callable(value):  # sympy's Float, mpmath's mpf: a number to the checks
         return _encode(float(value), depth)
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
-        return _object(value, {name: getattr(value, name) for name in value._fields}, depth)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple: a tuple to the checks, named
+        names = [str.__str__(name) if isinstance(name, str) else f"field{k}" for k, name in enumerate(value._fields)]
+        items = list(tuple.__iter__(value))  # never its own __iter__
+        return {"$namedtuple": type(value).__name__,
+                "fields": {name: encode(item, depth + 1) for name, item in zip(names, items)}}
     if isinstance(value, tuple):
         return {"$tuple": [encode(item, depth + 1) for item in value]}
     if isinstance(value, list):
@@ -156,7 +161,26 @@ def _encode(value: Any, depth: int) -> Any:
         return _object(value, {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, depth)
     if isinstance(value, types.SimpleNamespace):
         return _object(value, vars(value), depth)
-    return {"$opaque": f"a {type(value).__name__}"}
+    as_array = _as_numbers(value)  # a deque, a memoryview, an object with __array__: numbers to the checks
+    return _encode_array(as_array) if as_array is not None else {"$opaque": f"a {type(value).__name__}"}
+
+
+def _as_numbers(value) -> np.ndarray | None:
+    """``value`` as an array of numbers, read as the checks read an answer
+    (``core.expect_array``: ``np.asarray``, then float, or complex, which they refuse by
+    name), or None where they could not read one either."""
+    try:
+        array = np.asarray(value)
+        if array.dtype.name in DTYPES and array.dtype != np.dtype(object):
+            return array
+        for kind in (np.float64, np.complex128):
+            try:
+                return array.astype(kind)
+            except (TypeError, ValueError, OverflowError):
+                continue
+    except Exception:  # noqa: BLE001 (the value is the learner's: whatever reading it raises)
+        return None
+    return None
 
 
 def _object(value, fields: dict, depth: int) -> dict:
@@ -172,8 +196,11 @@ def _encode_array(value) -> dict:
     array = np.asarray(value)
     if array.dtype in _EXTENDED:
         array = array.astype(_EXTENDED[array.dtype])
-    if array.dtype.name not in DTYPES:
-        return {"$opaque": f"an array of {array.dtype}"}
+    if array.dtype.name not in DTYPES:  # an array of Decimals or mpmath numbers: numbers to the checks
+        as_numbers = _as_numbers(array)
+        if as_numbers is None or as_numbers.dtype.name not in DTYPES:
+            return {"$opaque": f"an array of {array.dtype}"}
+        array = as_numbers
     if not array.dtype.isnative:  # the bytes cross in the machine's order, which decode assumes
         array = array.astype(array.dtype.newbyteorder("="))
     if array.nbytes > MAX_BYTES:
@@ -271,6 +298,10 @@ def _decode(data: Any, depth: int, functions: Callable[[str], Any] | None) -> An
     if tag == "$object" and isinstance(body, str) and isinstance(data.get("fields"), dict):
         return types.SimpleNamespace(**{str(k): _decode(v, depth + 1, functions) for k, v in data["fields"].items()
                                         if str(k).isidentifier()})
+    if tag == "$namedtuple" and isinstance(body, str) and isinstance(data.get("fields"), dict):
+        typename = body if body.isidentifier() and not keyword.iskeyword(body) else "Record"
+        made = collections.namedtuple(typename, [str(k) for k in data["fields"]], rename=True)  # type: ignore[misc]
+        return made(*(_decode(v, depth + 1, functions) for v in data["fields"].values()))
     if tag == "$function" and isinstance(body, str):
         return functions(body) if functions else Function(body)
     if tag == "$iterator" and isinstance(body, list):

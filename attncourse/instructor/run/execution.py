@@ -129,6 +129,9 @@ def _why_it_stopped(error: Exception | None, client: _OutputLimitedClient, runni
     if isinstance(error, ValueError) and "integer string conversion" in str(error):  # raised reading its message
         return running, (f"sent, {where}, a message the grader cannot read: a whole number of more digits than "
                          f"Python reads ({describe(error)}); shown as text, or as a float, it would be read")
+    if isinstance(error, RecursionError):  # raised reading its message: JSON nested past Python's stack
+        return running, (f"sent, {where}, a message the grader cannot read: nested deeper than Python reads "
+                         f"({describe(error)}); flattened, or shown as text, it would be read")
     return running, f"could not run {where}: {describe(error) if error else 'no reason given'}"
 
 
