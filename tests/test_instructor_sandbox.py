@@ -214,8 +214,8 @@ def test_each_cell_s_own_reply_is_no_output_but_any_more_are():
     assert client.received == 1100 + 19_000_000 - 4096
 
 
-def test_a_message_holding_a_huge_whole_number_is_named_as_the_grader_s_reading_it():
-    """Red team 8: `10**5000` displayed after sys.set_int_max_str_digits(0) read as "could not run: ValueError"."""
+def why_reading_stopped(message: str, running: int) -> tuple[int, str]:
+    """Where and why a run stopped once reading the kernel's ``message`` raised."""
     from attncourse.instructor.run.execution import _OutputLimitedClient, _why_it_stopped
 
     class Kernel:
@@ -224,27 +224,21 @@ def test_a_message_holding_a_huge_whole_number_is_named_as_the_grader_s_reading_
 
     client = _OutputLimitedClient(nbformat.v4.new_notebook(), Kernel(), output_limit=1000)
     try:
-        json.loads("1" * 5000)
-    except ValueError as error:
-        raised = error
-    cell, why = _why_it_stopped(raised, client, 3, 1.0, 60.0, sandbox.DEFAULT_LIMITS)
+        json.loads(message)
+    except (ValueError, RecursionError) as error:
+        return _why_it_stopped(error, client, running, 1.0, 60.0, sandbox.DEFAULT_LIMITS)
+    raise AssertionError("the message was read")
+
+
+def test_a_message_holding_a_huge_whole_number_is_named_as_the_grader_s_reading_it():
+    """Red team 8: `10**5000` displayed after sys.set_int_max_str_digits(0) read as "could not run: ValueError"."""
+    cell, why = why_reading_stopped("1" * 5000, 3)
     assert cell == 3 and why.startswith("sent, in cell 4, a message the grader cannot read: a whole number")
 
 
 def test_a_message_nested_past_python_s_stack_is_named_as_the_grader_s_reading_it():
     """Red team 12: a display of JSON nested 700 deep read as "could not run in cell 50: RecursionError"."""
-    from attncourse.instructor.run.execution import _OutputLimitedClient, _why_it_stopped
-
-    class Kernel:
-        def kill_sandbox(self):
-            pass
-
-    client = _OutputLimitedClient(nbformat.v4.new_notebook(), Kernel(), output_limit=1000)
-    try:
-        json.loads("[" * 100_000 + "]" * 100_000)
-    except RecursionError as error:
-        raised = error
-    cell, why = _why_it_stopped(raised, client, 49, 1.0, 60.0, sandbox.DEFAULT_LIMITS)
+    cell, why = why_reading_stopped("[" * 100_000 + "]" * 100_000, 49)
     assert cell == 49 and why.startswith("sent, in cell 50, a message the grader cannot read: nested deeper")
 
 
