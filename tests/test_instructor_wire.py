@@ -92,6 +92,26 @@ def test_a_namedtuple_crosses_as_a_tuple_that_keeps_its_names():
     assert wire.decode(forged) == (1, 2, 3)
 
 
+def test_a_namedtuple_of_many_fields_costs_the_grader_memory_in_proportion_to_its_record():
+    """Red team 13: 700,000 field names in a 7 MB record made the grader build a namedtuple
+    class of them, 2.1 GB in grade's own process, outside every sandbox limit."""
+    import tracemalloc
+
+    class Pretends(tuple):
+        _fields = tuple(f"f{k}" for k in range(200_000))
+
+    record = json.dumps(wire.encode(Pretends([0] * 200_000)))
+    read = json.loads(record)
+    tracemalloc.start()
+    try:
+        back = wire.decode(read)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(back) == 200_000 and back.f199999 == 0
+    assert peak < 25 * len(record), (peak, len(record))
+
+
 class _WithArray:
     def __array__(self, dtype=None, copy=None):
         return np.array([0.25, 0.75])

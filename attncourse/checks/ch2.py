@@ -13,6 +13,7 @@ from attncourse.checks.core import (
     expect_array,
     expect_function,
     inputs,
+    precision_problem,
     show,
 )
 from attncourse.checks.predict import predict_exercise
@@ -60,6 +61,8 @@ def stationary_distribution(run, candidate) -> str:
             raise Failed(f"{what} gave {show(pi)}; every entry should be a finite number.")
         expected = _reference_stationary(X)
         if not close(pi, expected):
+            if precision_problem(pi, expected):
+                raise Failed(f"{what}: {precision_problem(pi, expected)}")
             raise Failed(f"{what} gave {show(pi)}; expected {show(expected)} ({difference(pi, expected)}). "
                          f"{_stationary_hint(pi, X)}")
     A = softmax(dot_product_scores(_SENTENCE.X, _SENTENCE.X))

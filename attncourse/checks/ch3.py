@@ -20,6 +20,7 @@ from attncourse.checks.core import (
     expect_array,
     expect_function,
     inputs,
+    precision_problem,
     show,
     type_name,
 )
@@ -81,6 +82,8 @@ def attention_head(run, candidate) -> str:
         X, _, _, W_v = arrays
         expected = weights @ (X @ W_v)  # (seq, d_v)
         if not close(output, expected):
+            if precision_problem(output, expected):
+                raise Failed(f"{what}: the weights are right but the output is off: {precision_problem(output, expected)}")
             raise Failed(
                 f"{what}: the weights are right but the output {show(output)} is not "
                 f"{show(expected)} ({difference(output, expected)}). Hint: output = weights @ V, "
@@ -146,6 +149,8 @@ def _check_head_weights(weights, arrays, mask, what: str) -> None:
     for scale, hint in wrong_scales.items():
         if close(weights, scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale)[1]):
             raise Failed(f"{what}: {hint}")
+    if precision_problem(weights, expected):
+        raise Failed(f"{what}: {precision_problem(weights, expected)}")
     raise Failed(
         f"{what} gave the weights {show(weights)}; expected {show(expected)} "
         f"({difference(weights, expected)}). Hint: weights = softmax(Q Kᵀ / sqrt(d_k)) by rows, "

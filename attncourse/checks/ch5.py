@@ -16,6 +16,7 @@ from attncourse.checks.core import (
     expect_array,
     expect_function,
     inputs,
+    precision_problem,
     show,
 )
 from attncourse.checks.predict import predict_exercise
@@ -209,6 +210,8 @@ def attention_rollout(run, candidate) -> str:
         for mistake, hint in _ROLLOUT_MISTAKES:
             if close(result, _rollout_variant(layers, **{"residual": residual, **mistake})):
                 raise Failed(f"{what}: {hint}")
+        if precision_problem(result, expected):
+            raise Failed(f"{what}: {precision_problem(result, expected)}")
         raise Failed(
             f"{what} gave {show(result)}; expected {show(expected)} ({difference(result, expected)}), "
             "whose rows sum to 1 "

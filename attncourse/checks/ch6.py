@@ -13,6 +13,7 @@ from attncourse.checks.core import (
     expect_array,
     expect_function,
     inputs,
+    precision_problem,
     show,
     type_name,
 )
@@ -141,6 +142,8 @@ def _check_weights(weights, x, kernel, alpha, what: str) -> None:
         )
     if close(weights, shift_weights(len(x), K, 1.0)) and alpha != 1.0:
         raise Failed(f"{what}: the weights do not depend on alpha; multiply the scores by it.")
+    if precision_problem(weights, expected):
+        raise Failed(f"{what}: {precision_problem(weights, expected)}")
     raise Failed(
         f"{what}: the weights of head 0 (Delta = {-(K // 2)}) at token 0 are "
         f"{show(weights[0, 0])}; expected {show(expected[0, 0])} ({difference(weights, expected)}). "
@@ -150,6 +153,8 @@ def _check_weights(weights, x, kernel, alpha, what: str) -> None:
 
 
 def _output_hint(output, expected, x, kernel, alpha) -> str:
+    if precision_problem(output, expected):
+        return f"the weights are right but the output is off: {precision_problem(output, expected)}"
     if close(output, _reference(x, kernel[..., ::-1], alpha)):
         return (
             "the weights are right but the kernel is flipped: you computed a true convolution. "

@@ -14,6 +14,7 @@ from attncourse.checks.core import (
     expect_array,
     expect_function,
     inputs,
+    precision_problem,
     show,
     type_name,
 )
@@ -112,6 +113,8 @@ def rope(run, candidate) -> str:
         for mistake, message in _rope_mistakes(X, kwargs):
             if mistake is not None and close(output, mistake):
                 raise Failed(f"rope on {description}: {message}")
+        if precision_problem(output, expected):
+            raise Failed(f"rope on {description}: {precision_problem(output, expected)}")
         row = _worst_row(output, expected)
         where = f"row {row[-1]}" + (f" of X{list(row[:-1])}" if len(row) > 1 else "")
         raise Failed(f"rope on {description}: {where} is {show(output[row][:6])}..., "
