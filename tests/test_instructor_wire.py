@@ -228,6 +228,31 @@ def test_hidden_tests_run_here_with_their_own_modules_on_replayed_calls():
     assert result.status == checks.FAILED and "is not defined" in result.message
 
 
+def test_a_hidden_test_s_call_that_writes_into_its_arguments_fails_it():
+    """Red team 14: an answer that zeroed a hidden test's arrays passed it, since the test
+    computes what it expects from them after the call (ch2, ch3, ch4, ch6), through grade
+    and Gradescope alike."""
+    source = """@check.hidden_test("ch1-stable-softmax")
+def _():
+    scores = np.array([[2.0, 1.0, 0.0]])
+    weights = stable_softmax(scores)
+    assert np.allclose(weights, np.exp(scores) / np.exp(scores).sum()), "against the scores after the call"
+"""
+    args = (np.array([[2.0, 1.0, 0.0]]),)
+    inputs = {"modules": {"np": "numpy"}, "values": [],
+              "calls": [{"function": "stable_softmax", "args": wire.encode(args), "kwargs": wire.encode({})}]}
+
+    def zeroes_them(scores):
+        scores[...] = 0.0
+        return np.full(scores.shape, 1 / scores.shape[-1])
+
+    for fn, status in ((right, checks.PASSED), (zeroes_them, checks.FAILED)):
+        record = recorded(SOFTMAX, fn, hidden_calls=[("stable_softmax", fn, (args[0].copy(),))])
+        [result] = verdict.judge_hidden(SOFTMAX, source, inputs, record)
+        assert result.status == status, result
+    assert "it wrote into its arguments" in result.message
+
+
 def test_the_names_a_hidden_test_reads_are_what_it_does_not_bind():
     source = "import numpy as np\nfrom attncourse.attention import softmax\n\n" + HIDDEN_CH1.replace(
         "stable_softmax(", "stable_softmax(three_heads.W_q + ")

@@ -36,10 +36,14 @@ _ONE_AT_A_TIME = threading.Lock()  # a predict check counts its misses in the mo
 class Replay:
     """The learner's functions as the record saw them."""
 
-    def __init__(self, record: dict, input: int | None = None):
+    def __init__(self, record: dict, input: int | None = None, changes_fail: bool = False):
         """``input``: replay only the calls the check made on its input ``input`` (and those
         that name none): the calls of one input judged alone, as partial credit does.
-        Calls on streams all digest alike, so the input is what tells them apart."""
+        Calls on streams all digest alike, so the input is what tells them apart.
+        ``changes_fail``: a call that wrote into an argument raises instead, as a hidden test
+        needs: it computes what it expects from its arguments after the call, so an answer
+        that zeroed them would pass it (the checks pass copies, and say what changed)."""
+        self.changes_fail = changes_fail
         self.calls: dict[tuple[str, str], deque] = defaultdict(deque)
         for call in record.get("calls", []):
             if isinstance(call, dict) and isinstance(call.get("function"), str) and isinstance(call.get("args"), str) \
@@ -57,6 +61,8 @@ class Replay:
                 f"{fn.__name__}() was called on inputs whose output the notebook did not record "
                 "(the grader's cell did not run to its end, or the notebook changed what it records)")
         call = recorded.popleft() if len(recorded) > 1 else recorded[0]
+        if self.changes_fail and any(after is not None for after in call.get("changed") or ()):
+            return self._raise(core.Replayed(fn.__name__, raised="it wrote into its arguments; work on new arrays"))
         try:
             outcome = self._redo(call, args)
         except wire.WireError as error:  # a forged or broken record: the learner's, so a fail
@@ -173,7 +179,7 @@ def _undecorated(label: str):
 def judge_hidden(label: str, source: str, inputs: dict, record: dict) -> list[core.Result]:
     """The course's hidden-test cell ``source`` of ``label``, run here with the modules it
     found in the solved chapter and the learner's names as the record gives them."""
-    replay = Replay(record)
+    replay = Replay(record, changes_fail=True)
     names = record.get("names", {}) if isinstance(record.get("names"), dict) else {}
     scope: dict[str, Any] = {"__builtins__": builtins, "__name__": f"hidden test of {label}"}
     for name, module in inputs.get("modules", {}).items():
