@@ -112,6 +112,14 @@ def test_a_namedtuple_of_many_fields_costs_the_grader_memory_in_proportion_to_it
     assert peak < 25 * len(record), (peak, len(record))
 
 
+def test_a_whole_number_of_another_library_crosses_as_a_whole_number():
+    """Red team 14: block sizes given as sympy.Integer(104) crossed as the float 104.0, and
+    ch9-tune-blocks, which the learner's own check passed, failed them ("got a float")."""
+    sympy = pytest.importorskip("sympy")
+    back = wire.decode(json.loads(json.dumps(wire.encode((sympy.Integer(104), sympy.Integer(16))))))
+    assert back == (104, 16) and all(type(size) is int for size in back)
+
+
 class _WithArray:
     def __array__(self, dtype=None, copy=None):
         return np.array([0.25, 0.75])

@@ -69,6 +69,7 @@ import hashlib
 import json
 import math
 import numbers
+import operator
 import symtable
 import sys
 import threading
@@ -138,6 +139,8 @@ def _encode(value: Any, depth: int) -> Any:
         return _encode(decimal.Decimal.__float__(value), depth)
     if isinstance(value, (np.ndarray, np.generic)):
         return _encode_array(value)
+    if isinstance(value, numbers.Integral) and not callable(value):  # sympy's Integer: a whole number to the checks
+        return _encode(operator.index(value), depth)
     if isinstance(value, numbers.Real) and not callable(value):  # sympy's Float, mpmath's mpf: a number to the checks
         return _encode(float(value), depth)
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple: a tuple to the checks, named
