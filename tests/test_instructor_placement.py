@@ -209,6 +209,16 @@ def test_an_override_and_export_learner_reach_a_learner_whose_folder_has_a_trail
     assert written == [tmp_path / "zed.json"] and json.loads(written[0].read_text())["tests"]
 
 
+def test_a_report_s_executed_notebooks_are_not_graded_into_that_report(tmp_path, capsys):
+    """Red team 14: `grade REPORT/executed --out REPORT` regraded the grader's own copies and
+    wrote over the files it graded."""
+    (tmp_path / "report" / "executed").mkdir(parents=True)
+    (tmp_path / "report" / "executed" / "ada.ipynb").write_text("{}")
+    assert instructor.main(["grade", str(tmp_path / "report" / "executed"), "--out", str(tmp_path / "report")]) == 2
+    assert "is inside --out" in capsys.readouterr().err
+    assert (tmp_path / "report" / "executed" / "ada.ipynb").read_text() == "{}"
+
+
 def test_an_out_that_is_a_dangling_link_is_refused_by_name(tmp_path, capsys):
     (tmp_path / "subs").mkdir()
     (tmp_path / "subs" / "ada.ipynb").write_text("{}")

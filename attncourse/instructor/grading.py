@@ -430,13 +430,18 @@ def grade_into(out: Path, submissions: Path, chapters: Path = Path("chapters"), 
     already graded on the same notebooks, course and options kept. Returns every row of
     the folder (of this grading and of earlier ones) and the report's two files. Raises
     ValueError while another grading writes into ``out``, if ``out`` is inside
-    ``submissions``, or if it holds files and is no grade report. ``late_policy``: the due
+    ``submissions`` or ``submissions`` inside ``out``, or if ``out`` holds files and is no
+    grade report. ``late_policy``: the due
     date and penalty every row is marked with (``gradebook.late``); none, none marked."""
     submissions, out, chapters = Path(submissions), Path(out), Path(chapters)
     inside, folder = out.resolve(), submissions.resolve()
     if inside == folder or folder in inside.parents:
         raise ValueError(f"--out {out} is inside the submissions folder {submissions}: "
                          "the report would be graded as a submission, or overwrite one")
+    if inside in folder.parents:  # report/executed: the grader's own copies, written over as they are graded
+        raise ValueError(f"the submissions folder {submissions} is inside --out {out}: a report's executed "
+                         "notebooks hold the grader's cells and are rewritten by this grading; grade the "
+                         "learners' own submissions")
     if out.is_symlink() and not out.exists():
         raise ValueError(f"--out {out} is a symbolic link to {os.readlink(out)}, which does not exist: "
                          "give a folder for the report, or make the one it points to")
