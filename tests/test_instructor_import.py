@@ -265,6 +265,19 @@ def test_a_gradescope_submitter_without_an_email_names_no_learner(tmp_path):
         import_export("gradescope", archive, tmp_path / "out")
 
 
+def test_a_learner_whose_name_cannot_be_a_folder_stops_only_their_own_import_with_skip_unmatched(tmp_path):
+    """Red team 14: one submitter's (valid) address zed/x@uni.edu stopped the whole class's
+    import, --skip-unmatched or not."""
+    metadata = METADATA.replace("dee@uni.edu", "zed/x@uni.edu")
+    archive = write_zip(tmp_path / "gs.zip", {**GRADESCOPE_FILES, "assignment_77_export/submission_metadata.yml":
+                                              metadata.encode()})
+    with pytest.raises(ValueError, match=r"cannot be folders \(import the others with --skip-unmatched\).*'zed/x'"):
+        import_export("gradescope", archive, tmp_path / "out")
+    done = import_export("gradescope", archive, tmp_path / "out", skip_unmatched=True)
+    assert sorted(done.learners) == ["ada", "bob", "grace"]
+    assert any(note.startswith("not imported: 'zed/x'") and "slash" in note for note in done.notes)
+
+
 def test_an_out_folder_is_written_only_when_new_empty_or_an_unchanged_import_of_the_same_kind(canvas, tmp_path):
     archive, roster = canvas
     out = tmp_path / "submissions"

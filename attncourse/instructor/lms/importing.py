@@ -55,9 +55,10 @@ def import_export(kind: str, archive: Path, out: Path, *, roster: Path | None = 
                   max_bytes: int = DEFAULT_MAX_BYTES) -> Imported:
     """Import ``archive``, an export of ``kind`` (one of KINDS), into ``out``: a new or
     empty folder, or one holding only an earlier import of that kind, which it replaces.
-    Raises ValueError, writing nothing, for a submission that names no learner (unless
-    ``skip_unmatched``), two submissions of one learner (unless ``keep_latest``), a learner
-    whose name cannot be a folder, or a zip that unpacks to more than ``max_bytes``."""
+    Raises ValueError, writing nothing, for a submission that names no learner or a learner
+    whose name cannot be a folder (unless ``skip_unmatched``: those are left out, and
+    listed), two submissions of one learner (unless ``keep_latest``), or a zip that unpacks
+    to more than ``max_bytes``."""
     if kind not in KINDS:
         raise ValueError(f"import reads {' or '.join(KINDS)} exports, not {kind!r}")
     out = Path(out)
@@ -72,15 +73,17 @@ def import_export(kind: str, archive: Path, out: Path, *, roster: Path | None = 
         chosen = by_learner(reading.submissions, keep_latest)
         bad = [f"{learner!r} ({submission.source}): {login_problem(learner)}" for learner, submission in chosen.items()
                if login_problem(learner)]
-        if bad:
-            raise ValueError("learner names that cannot be folders: " + " | ".join(bad))
+        if bad and not skip_unmatched:  # one learner's name, like one unmatched file, need not stop the others
+            raise ValueError("learner names that cannot be folders (import the others with --skip-unmatched): "
+                             + " | ".join(bad))
+        chosen = {learner: submission for learner, submission in chosen.items() if not login_problem(learner)}
         kept = {submission.source: submission for submission in chosen.values()}  # a group's, once
         declared = sum(info.file_size for submission in kept.values() for info, _ in submission.notebooks)
         if declared > max_bytes:
             raise ValueError(f"the notebooks unpack to {megabytes(declared)}, over --max-size {megabytes(max_bytes)}: "
                              "nothing was imported")
         written = _write(kind, Path(archive).name, zipped, chosen, out, budget)
-    notes = reading.notes + [f"not imported: {problem}" for problem in reading.unmatched]
+    notes = reading.notes + [f"not imported: {problem}" for problem in [*reading.unmatched, *bad]]
     return Imported(written, skipped + reading.skipped, notes)
 
 
