@@ -363,8 +363,10 @@ def multiply_adds_per_value_read(chip: Chip, memory_gb: int) -> float:
     >>> round(multiply_adds_per_value_read(A100, 40))
     201
     """
+    if not isinstance(chip, Chip):
+        raise TypeError(f"chip must be a flash.Chip (such as flash.A100), got {type(chip).__name__}")
+    memory_gb = integer(memory_gb, "memory_gb", minimum=1)
     if memory_gb not in chip.bytes_per_second:
-        raise ValueError(f"the {chip.name} comes with {sorted(chip.bytes_per_second)} GB of memory, "
-                         f"not {memory_gb!r}")
+        raise ValueError(f"memory_gb of the {chip.name} is one of {sorted(chip.bytes_per_second)}, not {memory_gb}")
     fp16_bytes = 2
     return (chip.operations_per_second / 2) / (chip.bytes_per_second[memory_gb] / fp16_bytes)

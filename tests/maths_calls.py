@@ -85,6 +85,12 @@ def _layer_parameters():
     return {"X": rng.standard_normal((3, D_MODEL)), "params": params}
 
 
+def _a100():
+    from attncourse.flash import A100
+
+    return A100
+
+
 def _adam():
     import torch
 
@@ -190,6 +196,7 @@ CALLS: dict[str, Call] = {
     "flash.naive_traffic": Call(lambda: {"seq": 8, "d": 4}),
     "flash.tiled_traffic": Call(lambda: {"seq": 8, "d": 4, "block_q": 2, "block_k": 4, "causal": True}),
     "flash.fast_memory_values": Call(lambda: {"block_q": 2, "block_k": 4, "d": 4}),
+    "flash.multiply_adds_per_value_read": Call(lambda: {"chip": _a100(), "memory_gb": 40}),
     # kv_cache
     "kv_cache.kv_cache_bytes": Call(lambda: {"n_layers": 2, "n_kv_heads": 2, "d_head": 4, "seq_len": 8, "batch": 2,
                                              "bytes_per_value": 2}),

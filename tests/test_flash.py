@@ -376,5 +376,5 @@ def test_a_value_read_is_worth_the_operations_per_byte_in_multiply_adds():
     chip = Chip("toy", operations_per_second=8.0, bytes_per_second={1: 2.0}, processors=1, fast_memory_bytes=4)
     assert multiply_adds_per_value_read(chip, 1) == 4.0  # 4 multiply-adds a second, 1 fp16 value read
     assert multiply_adds_per_value_read(A100, 80) < multiply_adds_per_value_read(A100, 40)  # faster memory
-    with pytest.raises(ValueError, match=r"the A100 comes with \[40, 80\] GB of memory, not 60"):
+    with pytest.raises(ValueError, match=r"memory_gb of the A100 is one of \[40, 80\], not 60"):
         multiply_adds_per_value_read(A100, 60)

@@ -136,6 +136,14 @@ def test_what_the_checks_read_as_numbers_crosses_as_numbers(value):
     assert np.array_equal(back, core.expect_array(value, (2,), "it"))
 
 
+def test_an_object_whose_array_reading_exits_is_not_data_and_stops_nothing():
+    class Exits:
+        def __array__(self, dtype=None, copy=None):
+            raise SystemExit("bye")
+
+    assert wire.encode(Exits()) == {"$opaque": "a Exits"}
+
+
 def test_what_is_not_data_crosses_as_opaque_and_a_float_subclass_as_its_value():
     class Loops(float):
         def __float__(self):

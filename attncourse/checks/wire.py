@@ -179,7 +179,9 @@ def _as_numbers(value) -> np.ndarray | None:
                 return array.astype(kind)
             except (TypeError, ValueError, OverflowError):
                 continue
-    except Exception:  # noqa: BLE001 (the value is the learner's: whatever reading it raises)
+    except core.Stop:  # the time budget's, not the value's
+        raise
+    except BaseException:  # noqa: BLE001 (the learner's __array__ may raise anything, SystemExit too)
         return None
     return None
 
