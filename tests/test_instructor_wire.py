@@ -407,6 +407,63 @@ def test_the_replay_reads_the_checks_stream_as_far_as_the_function_did():
     assert result.status == checks.FAILED and "If you kept the blocks" in result.message
 
 
+def _zeroes_each_block_after_reading_it(blocks):
+    """A right running maximum and sum that leave every block it read zeroed."""
+    def read_then_zero():
+        for block in blocks:
+            yield np.array(block)
+            block[...] = 0.0
+    return normaliser_right(read_then_zero())
+
+
+def test_a_function_that_writes_into_the_streams_blocks_fails_in_the_grader_as_in_its_notebook(capsys):
+    """Red team 14: chapter 9's check fails an online softmax that writes into the blocks it
+    is streamed ("changed a block"), and the grader passed it: the record kept how far the
+    function read the stream, not what it wrote into the items. Now it keeps both."""
+    checks.online_softmax(_zeroes_each_block_after_reading_it)  # the learner's own check
+    assert "changed a block" in capsys.readouterr().out
+    record = recorded("ch9-online-softmax", _zeroes_each_block_after_reading_it)
+    assert record["calls"][0]["written"] == [[[k, wire.encode(np.zeros(1))] for k in range(3)]]
+    result = verdict.judge_check("ch9-online-softmax", record)
+    assert result.status == checks.FAILED and "changed a block" in result.message, result.message
+    honest = recorded("ch9-online-softmax", normaliser_right)
+    assert all("written" not in call for call in honest["calls"])
+    assert verdict.judge_check("ch9-online-softmax", honest).status == checks.PASSED
+
+
+def test_a_hidden_test_whose_streamed_blocks_the_answer_zeroed_fails_it():
+    """A hidden test computes what it expects from its array after the call: zeroing the
+    blocks it streams and answering for zeros must fail it, as zeroing an argument does."""
+    source = """@check.hidden_test("ch9-online-softmax")
+def _():
+    x = np.array([[1.0, 2.0, 3.0, 4.0]])
+    m, l = online_normaliser(x[..., a:a + 2] for a in (0, 2))
+    assert np.allclose(np.exp(x - m[..., None]) / l[..., None], np.exp(x) / np.exp(x).sum(axis=-1)), "the weights"
+"""
+    inputs = {"modules": {"np": "numpy"}, "values": [], "calls": [{"function": "online_normaliser"}]}
+
+    def zeroes_them(blocks):
+        for block in blocks:
+            block[...] = 0.0
+        return np.zeros(1), np.full(1, 4.0)
+
+    for fn, status in ((normaliser_right, checks.PASSED), (zeroes_them, checks.FAILED)):
+        x = np.array([[1.0, 2.0, 3.0, 4.0]])
+        record = recorded("ch9-online-softmax", normaliser_right,
+                          hidden_calls=[("online_normaliser", fn, ((x[..., a:a + 2] for a in (0, 2)),))])
+        [result] = verdict.judge_hidden("ch9-online-softmax", source, inputs, record)
+        assert result.status == status, result
+    assert "it wrote into its arguments" in result.message
+
+
+@pytest.mark.parametrize("written", ["no list", [3], [[["0", 1.0]]], [[[0]]]])
+def test_a_record_of_written_stream_items_outside_the_format_fails_the_call(written):
+    record = recorded("ch9-online-softmax", normaliser_right)
+    record["calls"][0]["written"] = written
+    result = verdict.judge_check("ch9-online-softmax", record)
+    assert result.status == checks.FAILED and "cannot read" in result.message, result.message
+
+
 def test_a_hidden_test_calls_from_the_notebook_only_the_functions_its_check_grades():
     """A function a hidden test reads from the notebook is called in the sandbox as the
     learner's: a helper read there (chapter 9's softmax) would be the learner's to forge,
@@ -500,6 +557,47 @@ def test_extended_precision_and_fractions_cross_as_numbers_and_are_judged_as_the
     checks.predict_doubling(typed)  # the learner's own check, in the notebook
     assert "Passed." in capsys.readouterr().out
     assert verdict.judge_check(doubling, recorded(doubling, typed)).status == checks.PASSED
+
+
+def _right_numbers() -> dict[str, tuple]:
+    """A right answer of each exercise that asks for numbers alone."""
+    from attncourse.checks import ch6, ch8, ch9
+    from attncourse.checks.predict import PREDICTIONS
+    from attncourse.flash import fast_memory_values
+    from attncourse.positions import rope
+
+    block_q = max(b for b in range(1, 4097) if fast_memory_values(b, ch9.TUNE_MIN_BLOCK_K, ch9.TUNE_D) <= ch9.TUNE_BUDGET)
+    return {"ch1-predict-doubling": (PREDICTIONS["ch1-predict-doubling"].answer,),
+            "ch6-tune-alpha": (round(ch6.smallest_alpha() + 0.5, 2),),
+            "ch8-tune-previous-token": (rope(ch8.TUNE_KEY[None], [-1.0], base=ch8.TUNE_BASE)[0], 10.0),
+            "ch9-tune-blocks": (block_q, ch9.TUNE_MIN_BLOCK_K)}
+
+
+NUMBER_FORMS = {  # the forms of one real number a learner may hold
+    "Decimal": lambda v: decimal.Decimal(repr(v)), "Fraction": lambda v: __import__("fractions").Fraction(v),
+    "sympy": lambda v: __import__("sympy").Float(v) if isinstance(v, float) else __import__("sympy").Integer(v),
+    "mpmath": lambda v: __import__("mpmath").mpf(v), "float32": np.float32,
+    "int64": lambda v: np.int64(v) if float(v).is_integer() else np.float64(v),
+    "0-d array": np.array, "bool": bool, "complex": complex,
+}
+
+
+@pytest.mark.parametrize("form", list(NUMBER_FORMS))
+@pytest.mark.parametrize("label", ["ch1-predict-doubling", "ch6-tune-alpha", "ch8-tune-previous-token", "ch9-tune-blocks"])
+def test_a_number_in_any_form_gets_the_same_verdict_from_the_grader_as_from_its_notebook(label, form):
+    """Red team 14: ch6's and ch8's tune checks refused alpha = Decimal(...) in the notebook,
+    and the grader, which receives every real number as a float, passed it. Each check that
+    asks for numbers now takes every form of one real number (core.is_real_number), and
+    the notebook and the grader agree on each form, right or refused."""
+    checks.load_chapter_of(label)
+    answers = tuple(NUMBER_FORMS[form](a) if isinstance(a, (int, float)) else a for a in _right_numbers()[label])
+    in_the_notebook = core.evaluate_check(label, "check", verdict._undecorated(label), answers, None)
+    in_the_grader = verdict.judge_check(label, recorded(label, *answers))
+    assert in_the_grader.status == in_the_notebook.status, (in_the_notebook.message, in_the_grader.message)
+    real = form not in ("bool", "complex")
+    whole = label == "ch9-tune-blocks" and form in ("sympy", "int64")
+    assert (in_the_notebook.status == checks.PASSED) == (real and (label != "ch9-tune-blocks" or whole)), \
+        in_the_notebook.message
 
 
 # --- a fifth red team, without kernels -------------------------------------------------------

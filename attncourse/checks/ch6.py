@@ -7,12 +7,14 @@ import numpy as np
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
+    as_float,
     close,
     difference,
     exercise,
     expect_array,
     expect_function,
     inputs,
+    is_real_number,
     precision_problem,
     show,
     type_name,
@@ -233,9 +235,9 @@ def tune_alpha(run, alpha) -> str:
     the goal the exercise's explorer shows."""
     if alpha is None or alpha is Ellipsis:
         raise NotImplementedYet("set alpha to a number.")
-    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.number)):
+    if not is_real_number(alpha):
         raise Failed(f"alpha should be one number, got {type_name(alpha)}.")
-    alpha = float(alpha)
+    alpha = as_float(alpha)
     if alpha == STARTING_ALPHA:
         raise NotImplementedYet(f"alpha is still the stub's {STARTING_ALPHA:g}: change it.")
     if not (np.isfinite(alpha) and alpha >= 0):

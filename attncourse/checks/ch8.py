@@ -8,12 +8,14 @@ from attncourse.attention import causal_mask, scaled_dot_product_attention
 from attncourse.checks.core import (
     Failed,
     NotImplementedYet,
+    as_float,
     close,
     difference,
     exercise,
     expect_array,
     expect_function,
     inputs,
+    is_real_number,
     precision_problem,
     show,
     type_name,
@@ -172,8 +174,9 @@ def tune_previous_token(run, query, scale) -> str:
     the first puts at least 0.9 of its attention on the token before it."""
     if query is None or scale is None:
         raise NotImplementedYet("set query (4 numbers) and scale.")
-    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.number)):
+    if not is_real_number(scale):
         raise Failed(f"scale should be one number, got {type_name(scale)}.")
+    scale = as_float(scale)
     q = expect_array(query, (4,), "query")
     if np.array_equal(q, TUNE_KEY) and float(scale) == 1.0:
         raise NotImplementedYet("query and scale are still the stub's: change them.")

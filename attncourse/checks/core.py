@@ -8,6 +8,7 @@ import functools
 import importlib
 import inspect
 import json
+import math
 import os
 import re
 import threading
@@ -16,6 +17,8 @@ import tracemalloc
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from decimal import Decimal
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -581,6 +584,29 @@ class Opaque:
 
     def __repr__(self) -> str:
         return f"<{self.description}, not data>"
+
+
+def is_real_number(value) -> bool:
+    """Whether ``value`` is one real number, in any of the forms a learner may hold one: a
+    Python or numpy number, a Fraction, a Decimal, sympy's or mpmath's, a 0-d numpy array
+    of numbers. Not a bool (True is no number a check asks for) and not a complex number.
+    Every check that asks for one number asks this: the grader receives such a number as a
+    float (``wire``), so a check that refused one form would judge the notebook and the
+    grader apart."""
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0 and value.dtype.kind in "iuf"
+    if isinstance(value, (bool, np.bool_, complex, np.complexfloating)):
+        return False
+    return isinstance(value, (Real, np.number, Decimal))
+
+
+def as_float(value) -> float:
+    """A real number (``is_real_number``) as a float: one too large for a float
+    (``10**400``) is an infinity of its sign, never an OverflowError."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def type_name(value) -> str:

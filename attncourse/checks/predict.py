@@ -33,9 +33,14 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from numbers import Real
 
-import numpy as np
-
-from attncourse.checks.core import Failed, NotImplementedYet, check_name, exercise, short_repr
+from attncourse.checks.core import (
+    Failed,
+    NotImplementedYet,
+    check_name,
+    exercise,
+    is_real_number,
+    short_repr,
+)
 
 
 @dataclass(frozen=True)
@@ -119,23 +124,12 @@ def _as_number(value) -> tuple[float | None, str]:
         if number is None:
             return None, f"write your prediction as one number, such as 0.25; got {_kind(value)}."
         return number, ""
-    if not _is_real_number(value):
+    if not is_real_number(value):
         return None, f"write your prediction as one number, such as 0.25; got {_kind(value)}."
     number = finite_float(value)
     if number is None:
         return None, f"write your prediction as a finite number; got {short_repr(value)}."
     return number, ""
-
-
-def _is_real_number(value) -> bool:
-    """Whether ``value`` is one real number, in any of the forms a learner may hold one: a
-    Python or numpy number, a Fraction, a Decimal, a 0-d numpy array of numbers. Not a bool
-    (True is no prediction) and not a complex number."""
-    if isinstance(value, np.ndarray):
-        return value.ndim == 0 and value.dtype.kind in "iuf"
-    if isinstance(value, (bool, np.bool_, complex, np.complexfloating)):
-        return False
-    return isinstance(value, (Real, np.number, Decimal))
 
 
 def finite_float(value) -> float | None:
@@ -148,7 +142,7 @@ def finite_float(value) -> float | None:
     >>> [finite_float(v) for v in (0.25, 3, 10**400, float("nan"), True, "1", Decimal("2.5"), np.array(2.5))]
     [0.25, 3.0, None, None, None, None, 2.5, 2.5]
     """
-    if not _is_real_number(value):
+    if not is_real_number(value):
         return None
     try:
         number = float(value)

@@ -33,6 +33,7 @@ What travels, as JSON (``SCHEMA``; the grader refuses anything else):
                            | {"stopped": seconds},
                 "changed": [value or null, ...],    # each argument after the call, if it changed
                 "drawn": [count or null, ...],      # how often it asked each stream argument for an item
+                "written": [[[k, value], ...] or null, ...],  # each stream's items it wrote into, by position
                 "input": k},                        # the check's input it was made on (core.inputs)
                ...],
      "references": ["attncourse.graph.attention_rollout", ...],   # course functions it used
@@ -627,6 +628,13 @@ class _Recorder:
             entry["changed"] = changed
         if any(isinstance(a, _Counted) for a in streams):
             entry["drawn"] = [a.asked if isinstance(a, _Counted) else None for a in streams]
+            for stream in streams:
+                if isinstance(stream, _Counted):
+                    stream.look_back()  # the last item, written into after it was read
+            written = [[[index, item] for index, item in sorted(a.written.items())]
+                       if isinstance(a, _Counted) and a.written else None for a in streams]
+            if any(items is not None for items in written):
+                entry["written"] = written
         return value, outcome
 
     def look_for_references(self) -> None:
@@ -676,17 +684,51 @@ def _varied(value):
 
 class _Counted:
     """A stream the learner's function reads, counting how often it asks for an item, so
-    that the grader's replay reads the check's own stream as far (the check may watch it)."""
+    that the grader's replay reads the check's own stream as far (the check may watch it),
+    and noting each array item the function wrote into (``written``: item index -> the
+    item as it was when the function asked for the next one or returned), so that the
+    replay writes the same into the check's item (the check may watch that too)."""
 
     def __init__(self, stream: Iterator):
         self.stream, self.asked = stream, 0
+        self.written: dict[int, Any] = {}
+        self.watched: tuple[int, np.ndarray, bytes | None] | None = None  # the last array handed out
 
     def __iter__(self):
         return self
 
     def __next__(self):
+        self.look_back()
         self.asked += 1
-        return next(self.stream)
+        item = next(self.stream)
+        self.watched = (self.asked - 1, item, _bytes_digest(item)) if isinstance(item, np.ndarray) else None
+        return item
+
+    def look_back(self) -> None:
+        """Note the last array handed out if the function wrote into it since."""
+        if self.watched is None:
+            return
+        index, item, before = self.watched
+        now = _bytes_digest(item)
+        if now != before:
+            self.written[index] = encode(item)
+            self.watched = index, item, now
+
+
+def _bytes_digest(item: np.ndarray) -> bytes | None:
+    """A digest of the array's bytes, read a row at a time: a copy of a whole item would
+    count against the memory the learner's function holds (``core.peak_memory``). None for
+    an array with no bytes to read (objects)."""
+    digest = hashlib.blake2b(repr((item.dtype.str, item.shape)).encode())
+    try:
+        if item.flags.c_contiguous:
+            digest.update(item.data.cast("B"))
+        else:
+            for row in np.ndindex(item.shape[:-1]):  # (n,) each: a stream's block is a slice of columns
+                digest.update(np.ascontiguousarray(item[row]).data.cast("B"))
+    except (TypeError, ValueError):  # an object array has no buffer
+        return None
+    return digest.digest()
 
 
 def _call(fn, args, kwargs) -> tuple[Any, dict]:

@@ -61,7 +61,7 @@ class Replay:
                 f"{fn.__name__}() was called on inputs whose output the notebook did not record "
                 "(the grader's cell did not run to its end, or the notebook changed what it records)")
         call = recorded.popleft() if len(recorded) > 1 else recorded[0]
-        if self.changes_fail and any(after is not None for after in call.get("changed") or ()):
+        if self.changes_fail and _wrote_into_arguments(call):
             return self._raise(core.Replayed(fn.__name__, raised="it wrote into its arguments; work on new arrays"))
         try:
             outcome = self._redo(call, args)
@@ -85,12 +85,18 @@ class Replay:
         ``args`` (the streams it read, the arrays it changed, the memory it held), and its
         outcome, its time budget read as seconds. Raises WireError where the record cannot
         be read."""
-        drawn = call.get("drawn")
-        for argument, asked in zip(args, drawn if isinstance(drawn, list) else ()):
+        drawn, written = call.get("drawn"), _written(call)
+        for position, (argument, asked) in enumerate(zip(args, drawn if isinstance(drawn, list) else ())):
+            wrote = written[position] if position < len(written) else {}
             if isinstance(argument, Iterator) and isinstance(asked, int) and not isinstance(asked, bool):
-                for _ in range(min(asked, MAX_DRAWN)):  # read the check's stream as the function did
-                    if next(argument, _END) is _END:
+                for index in range(min(asked, MAX_DRAWN)):  # read the check's stream as the function did
+                    item = next(argument, _END)
+                    if item is _END:
                         break
+                    if index in wrote and isinstance(item, np.ndarray):  # and write into it as it did
+                        became = wire.decode(wrote[index])
+                        if isinstance(became, np.ndarray) and became.shape == item.shape:
+                            np.copyto(item, became, casting="unsafe")
         changed = call.get("changed", [])
         if not isinstance(changed, list):
             raise wire.WireError("the arguments it changed, not as a list")
@@ -117,6 +123,31 @@ class Replay:
     @staticmethod
     def _raise(error: Exception):
         raise error
+
+
+def _written(call: dict) -> list[dict[int, Any]]:
+    """The stream items ``call`` wrote into, for each argument: {item index: value as
+    sent}. Raises WireError for a field the record cannot have."""
+    written = call.get("written", [])
+    if not isinstance(written, list):
+        raise wire.WireError("the stream items it wrote into, not as a list")
+    items: list[dict[int, Any]] = []
+    for stream in written:
+        if stream is None:
+            items.append({})
+        elif isinstance(stream, list) and all(isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int
+                                              for pair in stream):
+            items.append(dict((index, value) for index, value in stream))
+        else:
+            raise wire.WireError(f"a stream's written items that are not [position, value] pairs: {str(stream)[:40]!r}")
+    return items
+
+
+def _wrote_into_arguments(call: dict) -> bool:
+    """Whether the recorded ``call`` wrote into an array argument or a stream's item."""
+    changed, written = call.get("changed"), call.get("written")
+    return (isinstance(changed, list) and any(after is not None for after in changed)) or \
+        (isinstance(written, list) and any(items for items in written))
 
 
 def _answer_function(replay: Replay, index: int, name: str):
