@@ -80,13 +80,24 @@ def test_what_is_not_a_number_gets_a_friendly_message(capsys, declare, value, ex
 
 
 def test_a_hostile_number_is_stopped_within_the_time_budget(capsys, declare):
-    class Endless(float):
+    class Endless:
+        def __array__(self, dtype=None, copy=None):
+            while True:
+                pass
+
+    line = said(capsys, declare(), Endless(), timeout=0.3)
+    assert "within the time budget of 0.3 s" in line
+
+
+def test_a_float_whose_own_conversion_lies_is_judged_on_its_value_as_the_grader_reads_it(capsys, declare):
+    """The grader receives a float subclass as its float value (``wire``), never through its
+    own ``__float__``; the notebook's check judges that value too (red team 15)."""
+    class Lying(float):
         def __float__(self):
             while True:
                 pass
 
-    line = said(capsys, declare(), Endless(0.3), timeout=0.3)
-    assert "did not return within the time budget of 0.3 s" in line
+    assert "Passed." in said(capsys, declare(), Lying(0.3), timeout=0.3)
 
 
 @pytest.mark.parametrize(("answer", "tolerance"), [(math.nan, 0.1), ("0.3", 0.1), (0.3, 0.0), (0.3, -1)])

@@ -580,6 +580,11 @@ NUMBER_FORMS = {  # the forms of one real number a learner may hold
     "int64": lambda v: np.int64(v) if float(v).is_integer() else np.float64(v),
     "0-d array": np.array, "bool": bool, "complex": complex,
 }
+ODD_FORMS = {  # what the wire reads as numbers and a check may not (red team 15): the same verdict all the same
+    "0-d array of objects": lambda v: np.array(__import__("fractions").Fraction(v), dtype=object),
+    "masked": lambda v: np.ma.masked_array(v, mask=True), "timedelta64": lambda v: np.timedelta64(int(v)),
+    "big-endian": lambda v: np.array(v, dtype=">f8"), "Ellipsis": lambda v: ...,
+}
 
 
 @pytest.mark.parametrize("form", list(NUMBER_FORMS))
@@ -598,6 +603,102 @@ def test_a_number_in_any_form_gets_the_same_verdict_from_the_grader_as_from_its_
     whole = label == "ch9-tune-blocks" and form in ("sympy", "int64")
     assert (in_the_notebook.status == checks.PASSED) == (real and (label != "ch9-tune-blocks" or whole)), \
         in_the_notebook.message
+
+
+@pytest.mark.parametrize("form", list(ODD_FORMS))
+@pytest.mark.parametrize("label", ["ch1-predict-doubling", "ch6-tune-alpha", "ch8-tune-previous-token", "ch9-tune-blocks"])
+def test_a_number_in_a_form_the_checks_might_refuse_gets_the_grader_s_verdict_in_its_notebook(label, form):
+    """Red team 15: np.array(Fraction(5, 2), dtype=object), a masked 2.5 and np.array(Decimal(6))
+    were refused in the notebook and passed by the grader; np.timedelta64 blocks the reverse.
+    A check judges its answers as the grader receives them (wire.as_sent)."""
+    checks.load_chapter_of(label)
+    answers = tuple(ODD_FORMS[form](a) if isinstance(a, (int, float)) else a for a in _right_numbers()[label])
+    in_the_notebook = core.evaluate_check(label, "check", verdict._undecorated(label), answers, None)
+    in_the_grader = verdict.judge_check(label, recorded(label, *answers))
+    assert in_the_grader.status == in_the_notebook.status, (in_the_notebook.message, in_the_grader.message)
+    if form == "Ellipsis" and label in ("ch1-predict-doubling", "ch6-tune-alpha"):  # a stub's "not yet", as None is
+        assert in_the_notebook.status == checks.NOT_IMPLEMENTED, in_the_notebook.message
+
+
+def test_an_explorer_given_as_the_answer_crosses_as_its_inputs():
+    """ch3's check takes the explorer itself; it crossed as "not data" and failed in the grader."""
+    from attncourse.examples import tennis_sentence
+    from attncourse.explorers.attention_explorer import AttentionExplorer
+
+    sentence, label = tennis_sentence(), "ch3-it-attends-to-ball"
+    W_q = np.eye(5)
+    W_q[2, 0], W_q[0, 0], W_q[3, 3] = 8.0, 0.0, 2.0  # the pronoun's query asks for things; a thing's does not
+    explorer = AttentionExplorer(sentence.tokens, sentence.X, W_q=W_q, W_k=np.eye(5), scale=1.0, editable=("W_q", "W_k"))
+    sent = wire.encode(explorer)
+    assert sent["$object"] == "AttentionExplorer" and not {"comm", "layout", "_esm"} & set(sent["fields"])
+    checks.load_chapter_of(label)
+    in_the_notebook = core.evaluate_check(label, "check", verdict._undecorated(label), (explorer,), None)
+    in_the_grader = verdict.judge_check(label, recorded(label, explorer))
+    assert in_the_notebook.status == in_the_grader.status == checks.PASSED, in_the_grader.message
+
+
+def _normaliser_under_the_counter(blocks):
+    """Red team 15's forgery: reads the check's stream beneath the grader's counter (its
+    ``stream`` attribute then), folding each block in after taking its maximum away in place."""
+    m = total = None
+    for block in getattr(blocks, "stream", blocks):
+        block_max = block.max(axis=-1)
+        block -= np.where(np.isneginf(block_max), 0.0, block_max)[..., None]
+        block_sum = np.exp(block).sum(axis=-1)
+        if m is None:
+            m, total = block_max, block_sum
+            continue
+        new_m = np.maximum(m, block_max)
+        shift = np.where(np.isneginf(new_m), 0.0, new_m)
+        total = (total * np.exp(np.where(np.isneginf(m), -np.inf, m - shift))
+                 + block_sum * np.exp(np.where(np.isneginf(block_max), -np.inf, block_max - shift)))
+        m = new_m
+    return m, total
+
+
+def test_the_stream_a_function_reads_has_no_way_past_the_recording_but_its_frame():
+    """The function gets a generator: no attribute leads to the check's stream or to what
+    the recording notes (the learner could reset it), and the frame that does is flagged."""
+    from attncourse.instructor.judge import TOUCHES_RECORDING
+
+    record = recorded("ch9-online-softmax", _normaliser_under_the_counter)
+    result = verdict.judge_check("ch9-online-softmax", record)
+    assert result.status == checks.FAILED and "changed a block" in result.message, result.message
+    seen = []
+    recorded("ch9-online-softmax", lambda blocks: seen.append(blocks) or normaliser_right(blocks))
+    assert all(type(blocks).__name__ == "generator" and not hasattr(blocks, "__dict__") for blocks in seen)
+    for reach in ("blocks.gi_frame.f_locals", "gc.get_referents(blocks)", "blocks.__closure__[0].cell_contents"):
+        assert TOUCHES_RECORDING.search(reach), reach
+
+
+def _closes_the_stream(blocks):
+    m, total = normaliser_right(blocks)
+    blocks.close()  # done with the stream: let it go
+    return m, total
+
+
+def _returns_a_dicts_values(blocks):
+    m, total = normaliser_right(blocks)
+    return {"m": m, "l": total}.values()
+
+
+def _returns_an_iterator(blocks):
+    return iter(normaliser_right(blocks))
+
+
+@pytest.mark.parametrize("answer", [_closes_the_stream, _returns_a_dicts_values, _returns_an_iterator])
+def test_honest_online_softmaxes_in_unusual_styles_pass_in_the_grader_as_in_their_notebook(answer):
+    """Red team 15: one that closed its stream met the grader's counter, which had no close;
+    one that returned a dict's values, or an iterator of the pair, crossed as "not data"."""
+    label = "ch9-online-softmax"
+    in_the_notebook = core.evaluate_check(label, "check", verdict._undecorated(label), (answer,), None)
+    in_the_grader = verdict.judge_check(label, recorded(label, answer))
+    assert in_the_notebook.status == in_the_grader.status == checks.PASSED, in_the_grader.message
+
+
+def test_an_endless_iterator_returned_is_not_data():
+    assert wire.read_out(iter([1, 2])) == [1, 2]
+    assert isinstance(wire.read_out(itertools.count()), core.Opaque)
 
 
 # --- a fifth red team, without kernels -------------------------------------------------------

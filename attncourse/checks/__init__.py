@@ -53,7 +53,7 @@ import importlib
 import importlib.util
 from collections.abc import Callable
 
-from attncourse.checks import core
+from attncourse.checks import core, wire
 from attncourse.checks.core import (
     CHECKS,
     DEFAULT_TIMEOUT,
@@ -138,6 +138,9 @@ __all__ = [
     "type_name",
     *_HOMES,
 ]
+
+
+core.judge_answers_as_sent(wire.as_sent)  # in the notebook as in the grader
 
 
 def load_all() -> dict[str, Callable[..., None]]:

@@ -212,6 +212,17 @@ class one_input:
 # Running the learner's code
 
 
+# How the grader receives an answer (attncourse.checks.wire.as_sent, which the package
+# registers here: wire imports this module). A check judges an answer as the grader will
+# receive it, so that the notebook and the grader never disagree on its form.
+_AS_SENT: list[Callable[[Any], Any]] = []
+
+
+def judge_answers_as_sent(read: Callable[[Any], Any]) -> None:
+    """Let every check judge its answers as ``read`` gives them (``wire.as_sent``)."""
+    _AS_SENT[:] = [read]
+
+
 def evaluate_check(label, kind, evaluate, answers, timeout) -> Result:
     """The outcome of the check ``evaluate(run, *answers)`` of exercise ``label``: the whole
     check run in a worker thread under one time budget (``timeout`` seconds, or the
@@ -250,7 +261,8 @@ def evaluate_check(label, kind, evaluate, answers, timeout) -> Result:
 
     def check() -> tuple[str, str]:
         try:
-            return PASSED, _text(evaluate(run, *answers))
+            sent = tuple(_AS_SENT[0](answer) for answer in answers) if _AS_SENT else answers
+            return PASSED, _text(evaluate(run, *sent))
         except NotImplementedYet as reason:
             return NOT_IMPLEMENTED, _text(reason)
         except Failed as reason:

@@ -139,6 +139,7 @@ def finite_float(value) -> float | None:
     ``math.isfinite`` does for ``10**400``); a learner's own ``__float__`` may, and runs
     under the check's time budget.
 
+    >>> import numpy as np
     >>> [finite_float(v) for v in (0.25, 3, 10**400, float("nan"), True, "1", Decimal("2.5"), np.array(2.5))]
     [0.25, 3.0, None, None, None, None, 2.5, 2.5]
     """

@@ -14,7 +14,7 @@ What travels, as JSON (``SCHEMA``; the grader refuses anything else):
 
 * a value: ``null``, ``true``/``false``, an integer, a finite float, a string, a list;
   or an object with one tag: ``{"$float": "nan"|"inf"|"-inf"}``, ``{"$complex": [re, im]}``,
-  ``{"$tuple": [...]}``, ``{"$dict": [[key, value], ...]}``,
+  ``{"$tuple": [...]}``, ``{"$dict": [[key, value], ...]}``, ``{"$ellipsis": null}``,
   ``{"$array": {"dtype": "float64", "shape": [2, 3], "base64": "..."}}`` (C order; dtypes
   in ``DTYPES``; a numpy scalar is an array of shape ``[]`` with ``"scalar": true``),
   ``{"$object": "TypeName", "fields": {...}}`` (a dataclass or namespace of values),
@@ -67,6 +67,7 @@ import decimal
 import fractions
 import functools
 import hashlib
+import itertools
 import json
 import math
 import numbers
@@ -77,7 +78,7 @@ import threading
 import time
 import types
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, ItemsView, Iterator, KeysView, ValuesView
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,8 @@ def encode(value: Any, depth: int = 0) -> Any:
 def _encode(value: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         return {"$opaque": "a value nested too deeply"}
+    if value is Ellipsis:  # a stub's "not yet" (``prediction = ...``), as None is
+        return {"$ellipsis": None}
     if value is None or isinstance(value, bool):
         return bool(value) if value is not None else None
     if isinstance(value, str):
@@ -151,7 +154,7 @@ def _encode(value: Any, depth: int) -> Any:
                 "fields": {name: encode(item, depth + 1) for name, item in zip(names, items)}}
     if isinstance(value, tuple):
         return {"$tuple": [encode(item, depth + 1) for item in value]}
-    if isinstance(value, list):
+    if isinstance(value, (list, KeysView, ValuesView, ItemsView, range)):  # a dict's view: its items, in order
         return [encode(item, depth + 1) for item in value]
     if isinstance(value, dict):
         return {"$dict": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
@@ -163,8 +166,23 @@ def _encode(value: Any, depth: int) -> Any:
         return _object(value, {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, depth)
     if isinstance(value, types.SimpleNamespace):
         return _object(value, vars(value), depth)
+    traits = _declared_traits(value)
+    if traits is not None:  # an explorer: a check reads its inputs (explorer.W_q) as a namespace's
+        return _object(value, {name: getattr(value, name) for name in traits}, depth)
     as_array = _as_numbers(value)  # a deque, a memoryview, an object with __array__: numbers to the checks
     return _encode_array(as_array) if as_array is not None else {"$opaque": f"a {type(value).__name__}"}
+
+
+def _declared_traits(value) -> list[str] | None:
+    """The public traits a widget's own classes declare (an explorer's X, W_q, scale...),
+    not the widget machinery's (comm, layout...); None for what is no traitlets object."""
+    traitlets = sys.modules.get("traitlets")  # not loaded: no value can be one
+    if traitlets is None or not isinstance(value, traitlets.HasTraits):
+        return None
+    machinery = ("traitlets", "ipywidgets", "anywidget", "builtins")
+    return list(dict.fromkeys(name for cls in type(value).__mro__ if cls.__module__.split(".")[0] not in machinery
+                              for name, attribute in vars(cls).items()
+                              if isinstance(attribute, traitlets.TraitType) and not name.startswith("_")))
 
 
 def _as_numbers(value) -> np.ndarray | None:
@@ -271,6 +289,50 @@ def decode(data: Any, depth: int = 0, functions: Callable[[str], Any] | None = N
         raise WireError(f"a value the grader cannot read ({core.describe(error)})") from None
 
 
+def as_sent(value: Any) -> Any:
+    """``value`` as the grader receives it (encoded, then read back), so that a check in the
+    learner's notebook judges what the grader will: a Decimal as a float, an array of
+    objects or a masked array as numbers, a big-endian array in native order, a dataclass
+    of values as a namespace. A function, or a value that holds one, is left as it is (the
+    grader replays its calls), and so is a value the reading refuses."""
+    if callable(value):
+        return value
+    value = read_out(value)
+    sent = encode(value)
+    if _names_a_function(sent):
+        return value
+    try:
+        return decode(sent)
+    except WireError:
+        return value
+
+
+MAX_ITEMS = 10_000  # of an iterator a function returns
+
+
+def read_out(value: Any) -> Any:
+    """An iterator a learner's function returned (a generator, ``iter(pair)``, ``zip``) read
+    into a list, as a check that unpacks it reads it, so that it crosses as its items: at
+    most MAX_ITEMS of them (an endless one is not data). Anything else as it is."""
+    if not isinstance(value, Iterator):
+        return value
+    items = list(itertools.islice(value, MAX_ITEMS + 1))
+    return items if len(items) <= MAX_ITEMS else core.Opaque(f"an iterator of more than {MAX_ITEMS:,} items")
+
+
+def _names_a_function(data: Any) -> bool:
+    waiting = [data]
+    while waiting:
+        item = waiting.pop()
+        if isinstance(item, dict):
+            if "$function" in item:
+                return True
+            waiting.extend(item.values())
+        elif isinstance(item, list):
+            waiting.extend(item)
+    return False
+
+
 def float_of(number: Any) -> float | None:
     """A JSON number as a float: a float as it is (NaN and infinities too), an int a float
     holds (``10**400`` does not: None), None for anything else (a bool among them). Never
@@ -332,6 +394,8 @@ def _decode(data: Any, depth: int, functions: Callable[[str], Any] | None) -> An
         return functions(body) if functions else Function(body)
     if tag == "$iterator" and isinstance(body, list):
         return iter([_decode(item, depth + 1, functions) for item in body])
+    if tag == "$ellipsis" and body is None:
+        return Ellipsis
     if tag == "$opaque" and isinstance(body, str):
         return core.Opaque(body[:200])
     raise WireError(f"an unknown value tag {tag[:40]!r}")
@@ -610,13 +674,14 @@ class _Recorder:
             entry["input"] = self.input
         self.record["calls"].append(entry)  # "stopped" stays if the budget runs out in the call
         copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
-        streams = tuple(_Counted(a) if isinstance(a, Iterator) else a for a in args)
+        counted = [_Counted(a) if isinstance(a, Iterator) else None for a in args]
+        streams = tuple(a if c is None else c.items for c, a in zip(counted, args))
         graded_as = key.removeprefix("name:") if key.startswith("name:") else self.exercise_name
         if not any(isinstance(a, Iterator) for a in args):  # a stream is read once: not again
             with contextlib.suppress(Exception):  # an argument that cannot be copied is not watched
                 self.calls_made.append((fn, copy.deepcopy((args, kwargs)), graded_as))
         started, clock = time.thread_time(), time.monotonic()
-        if any(isinstance(a, _Counted) for a in streams):  # a stream's reader: how much it held at once
+        if any(counted):  # a stream's reader: how much it held at once
             (value, outcome), entry["peak"] = core.peak_memory(lambda f, *a: _call(f, a, kwargs), fn, *streams)
         else:
             value, outcome = _call(fn, streams, kwargs)  # timed, and never under the profiler
@@ -626,13 +691,12 @@ class _Recorder:
         changed = [None if c is None or _same(c, a) else encode(a) for c, a in zip(copies, args)]
         if any(item is not None for item in changed):
             entry["changed"] = changed
-        if any(isinstance(a, _Counted) for a in streams):
-            entry["drawn"] = [a.asked if isinstance(a, _Counted) else None for a in streams]
-            for stream in streams:
-                if isinstance(stream, _Counted):
-                    stream.look_back()  # the last item, written into after it was read
-            written = [[[index, item] for index, item in sorted(a.written.items())]
-                       if isinstance(a, _Counted) and a.written else None for a in streams]
+        if any(counted):
+            entry["drawn"] = [None if c is None else c.asked for c in counted]
+            for stream in filter(None, counted):
+                stream.look_back()  # the last item, written into after it was read
+            written = [[[index, item] for index, item in sorted(c.written.items())] if c and c.written else None
+                       for c in counted]
             if any(items is not None for items in written):
                 entry["written"] = written
         return value, outcome
@@ -683,26 +747,29 @@ def _varied(value):
 
 
 class _Counted:
-    """A stream the learner's function reads, counting how often it asks for an item, so
-    that the grader's replay reads the check's own stream as far (the check may watch it),
-    and noting each array item the function wrote into (``written``: item index -> the
-    item as it was when the function asked for the next one or returned), so that the
-    replay writes the same into the check's item (the check may watch that too)."""
+    """A stream the learner's function reads (``items``, a generator: it has no attribute
+    the learner could reset), counting how often the function asks for an item, so that
+    the grader's replay reads the check's own stream as far (the check may watch it), and
+    noting each array item the function wrote into (``written``: item index -> the item as
+    it was when the function asked for the next one or returned), so that the replay
+    writes the same into the check's item (the check may watch that too)."""
 
     def __init__(self, stream: Iterator):
-        self.stream, self.asked = stream, 0
+        self.asked = 0
         self.written: dict[int, Any] = {}
         self.watched: tuple[int, np.ndarray, bytes | None] | None = None  # the last array handed out
+        self.items = self._hand_out(stream)
 
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        self.look_back()
-        self.asked += 1
-        item = next(self.stream)
-        self.watched = (self.asked - 1, item, _bytes_digest(item)) if isinstance(item, np.ndarray) else None
-        return item
+    def _hand_out(self, stream: Iterator):
+        while True:
+            self.look_back()
+            self.asked += 1
+            try:
+                item = next(stream)
+            except StopIteration:
+                return
+            self.watched = (self.asked - 1, item, _bytes_digest(item)) if isinstance(item, np.ndarray) else None
+            yield item
 
     def look_back(self) -> None:
         """Note the last array handed out if the function wrote into it since."""
@@ -733,7 +800,7 @@ def _bytes_digest(item: np.ndarray) -> bytes | None:
 
 def _call(fn, args, kwargs) -> tuple[Any, dict]:
     try:
-        value = fn(*args, **kwargs)
+        value = read_out(fn(*args, **kwargs))
     except NotImplementedError as error:
         return None, {"raised": core.describe(error), "not_implemented": True}
     except BaseException as error:  # noqa: BLE001 (learners' code may raise anything, SystemExit too)
