@@ -696,9 +696,11 @@ def test_honest_online_softmaxes_in_unusual_styles_pass_in_the_grader_as_in_thei
     assert in_the_notebook.status == in_the_grader.status == checks.PASSED, in_the_grader.message
 
 
-def test_an_endless_iterator_returned_is_not_data():
+def test_an_endless_iterator_returned_is_not_data_and_an_iterator_given_as_an_answer_is_not_read():
     assert wire.read_out(iter([1, 2])) == [1, 2]
     assert isinstance(wire.read_out(itertools.count()), core.Opaque)
+    answer = iter([1.0, 2.0])  # the record sends an answer as it is: the notebook's check reads it so
+    assert isinstance(wire.as_sent(answer), core.Opaque) and next(answer) == 1.0
 
 
 # --- a fifth red team, without kernels -------------------------------------------------------

@@ -297,7 +297,6 @@ def as_sent(value: Any) -> Any:
     grader replays its calls), and so is a value the reading refuses."""
     if callable(value):
         return value
-    value = read_out(value)
     sent = encode(value)
     if _names_a_function(sent):
         return value
