@@ -41,3 +41,16 @@ def test_a_learner_s_name_reaches_the_terminal_with_its_escape_sequences_written
     """Red team 11: a file or folder name may retitle, clear or recolour the terminal."""
     shown = status(Progress(1, 2, 0, 1.0, "\x1b]0;OWNED\x07\x1b[2Jmal"))
     assert "\x1b" not in shown and "\x07" not in shown and shown.startswith("\\x1b]0;OWNED\\x07\\x1b[2Jmal: done")
+
+
+def test_a_bar_writes_to_the_standard_error_in_place_when_it_is_made(monkeypatch):
+    """A default bound when the module was imported may be a stream closed since (a test's
+    captured one): grade then stopped with "I/O operation on closed file"."""
+    import io
+    import sys
+
+    from attncourse.instructor.progress import ProgressBar
+
+    now = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", now)
+    assert ProgressBar().stream is now

@@ -17,8 +17,8 @@ class ProgressBar:
     """A callable for ``grade_into(progress=...)``; close it (or use it in ``with``) when
     the grading ends."""
 
-    def __init__(self, stream: TextIO = sys.stderr):
-        self.stream = stream
+    def __init__(self, stream: TextIO | None = None):
+        self.stream = stream or sys.stderr  # the one in place now: a default bound at import may be closed since
         self.bar: tqdm | None = None
 
     def __call__(self, progress: Progress) -> None:
