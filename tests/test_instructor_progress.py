@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 
 from attncourse.instructor.model import Grade, Progress
 from attncourse.instructor.progress import ProgressBar, status
@@ -46,11 +47,6 @@ def test_a_learner_s_name_reaches_the_terminal_with_its_escape_sequences_written
 def test_a_bar_writes_to_the_standard_error_in_place_when_it_is_made(monkeypatch):
     """A default bound when the module was imported may be a stream closed since (a test's
     captured one): grade then stopped with "I/O operation on closed file"."""
-    import io
-    import sys
-
-    from attncourse.instructor.progress import ProgressBar
-
     now = io.StringIO()
     monkeypatch.setattr(sys, "stderr", now)
     assert ProgressBar().stream is now
