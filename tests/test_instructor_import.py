@@ -344,6 +344,16 @@ def test_notebook_names_are_made_safe_and_distinct():
         "hw.ipynb", "HW-2.ipynb", "notebook.ipynb", "x_y.ipynb"]
 
 
+def test_a_long_name_in_letters_of_four_bytes_is_cut_to_what_a_disk_holds(tmp_path):
+    """Red team 16: 80 CJK letters (4 bytes each in UTF-8) kept a 320-byte name, which the
+    disk refused (File name too long), and import stopped for the whole class."""
+    wide = "\U00020000" * 80
+    [name, again] = notebook_names([f"ada_{wide}.ipynb", f"ada_{wide}x.ipynb"])
+    assert len(name.encode()) <= 100 and again != name
+    (tmp_path / name).write_text("{}", encoding="utf-8")  # the disk takes it
+    (tmp_path / again).write_text("{}", encoding="utf-8")
+
+
 def test_the_command_line_imports_and_refuses_with_the_file_named(canvas, tmp_path, capsys):
     archive, roster = canvas
     assert main(["import", "canvas", str(archive), "--out", str(tmp_path / "s"), "--roster", str(roster)]) == 0

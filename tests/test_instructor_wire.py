@@ -696,6 +696,62 @@ def test_honest_online_softmaxes_in_unusual_styles_pass_in_the_grader_as_in_thei
     assert in_the_notebook.status == in_the_grader.status == checks.PASSED, in_the_grader.message
 
 
+class _Stats:
+    def __init__(self, m, total):
+        self.m, self.total = m, total
+
+    def __iter__(self):
+        return iter((self.m, self.total))
+
+
+def _returns_an_unpackable_object(blocks):
+    return _Stats(*normaliser_right(blocks))
+
+
+def _returns_tensors_that_need_gradients(blocks):
+    import torch
+
+    return tuple(torch.tensor(np.asarray(v), requires_grad=True) for v in normaliser_right(blocks))
+
+
+@pytest.mark.parametrize("answer", [_returns_an_unpackable_object, _returns_tensors_that_need_gradients])
+def test_what_a_function_returns_gets_the_grader_s_verdict_in_its_notebook(answer):
+    """Red team 16: an object that unpacks as (m, l) passed its own check and failed in the
+    grader (not data); torch tensors needing gradients the reverse. A check judges what a
+    function returns as the replay in the grader returns it (wire.returned_as_sent)."""
+    label = "ch9-online-softmax"
+    in_the_notebook = core.evaluate_check(label, "check", verdict._undecorated(label), (answer,), None)
+    in_the_grader = verdict.judge_check(label, recorded(label, answer))
+    assert in_the_notebook.status == in_the_grader.status, (in_the_notebook.message, in_the_grader.message)
+
+
+def test_a_number_with_a_call_is_judged_as_the_number_the_grader_receives():
+    """Red team 16: a float subclass with __call__ (and a lying __float__) skipped the notebook's
+    reading as data, and the grader, which receives its float value, passed it."""
+    class CallFloat(float):
+        def __call__(self):
+            return self
+
+        def __float__(self):
+            return 1.0
+
+    label = "ch6-tune-alpha"
+    checks.load_chapter_of(label)
+    alpha = CallFloat(_right_numbers()[label][0])
+    in_the_notebook = core.evaluate_check(label, "check", verdict._undecorated(label), (alpha,), None)
+    in_the_grader = verdict.judge_check(label, recorded(label, alpha))
+    assert in_the_notebook.status == in_the_grader.status == checks.PASSED, in_the_notebook.message
+
+
+def test_reaching_the_recording_through_the_garbage_collector_is_flagged():
+    """Red team 16 found the recorder's state with gc.get_objects() and reset what it noted."""
+    from attncourse.instructor.judge import TOUCHES_RECORDING
+
+    for reach in ("gc.get_objects(0)", "import gc", "from gc import get_objects", "gc . get_referents(x)"):
+        assert TOUCHES_RECORDING.search(reach), reach
+    assert not TOUCHES_RECORDING.search("logic = magic + gcd")
+
+
 def test_an_endless_iterator_returned_is_not_data_and_an_iterator_given_as_an_answer_is_not_read():
     assert wire.read_out(iter([1, 2])) == [1, 2]
     assert isinstance(wire.read_out(itertools.count()), core.Opaque)

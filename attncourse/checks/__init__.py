@@ -140,7 +140,7 @@ __all__ = [
 ]
 
 
-core.judge_answers_as_sent(wire.as_sent)  # in the notebook as in the grader
+core.judge_as_sent(wire.as_sent, wire.returned_as_sent)  # in the notebook as in the grader
 
 
 def load_all() -> dict[str, Callable[..., None]]:

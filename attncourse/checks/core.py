@@ -212,15 +212,17 @@ class one_input:
 # Running the learner's code
 
 
-# How the grader receives an answer (attncourse.checks.wire.as_sent, which the package
-# registers here: wire imports this module). A check judges an answer as the grader will
-# receive it, so that the notebook and the grader never disagree on its form.
+# How the grader receives an answer and what a learner's function returns
+# (attncourse.checks.wire, which the package registers here: wire imports this module). A
+# check judges both as the grader will receive them, so that the notebook and the grader
+# never disagree on their form.
 _AS_SENT: list[Callable[[Any], Any]] = []
 
 
-def judge_answers_as_sent(read: Callable[[Any], Any]) -> None:
-    """Let every check judge its answers as ``read`` gives them (``wire.as_sent``)."""
-    _AS_SENT[:] = [read]
+def judge_as_sent(answer: Callable[[Any], Any], returned: Callable[[Any], Any]) -> None:
+    """Let every check judge its answers as ``answer`` gives them (``wire.as_sent``) and
+    what ``run`` returns as ``returned`` gives it (``wire.returned_as_sent``)."""
+    _AS_SENT[:] = [answer, returned]
 
 
 def evaluate_check(label, kind, evaluate, answers, timeout) -> Result:
@@ -243,6 +245,7 @@ def evaluate_check(label, kind, evaluate, answers, timeout) -> Result:
         calling.append(label_of_call)  # left in place when stopped: the message names it
         try:
             value = fn(*args)
+            value = _AS_SENT[1](value) if _AS_SENT else value  # as the replay in the grader returns it
         except (Stop, NotRecorded):
             raise
         except Replayed as outcome:

@@ -294,9 +294,8 @@ def as_sent(value: Any) -> Any:
     learner's notebook judges what the grader will: a Decimal as a float, an array of
     objects or a masked array as numbers, a big-endian array in native order, a dataclass
     of values as a namespace. A function, or a value that holds one, is left as it is (the
-    grader replays its calls), and so is a value the reading refuses."""
-    if callable(value):
-        return value
+    grader replays its calls), and so is a value the reading refuses. What is a function
+    is the encoding's to say: a float with a ``__call__`` crosses as a float."""
     sent = encode(value)
     if _names_a_function(sent):
         return value
@@ -304,6 +303,12 @@ def as_sent(value: Any) -> Any:
         return decode(sent)
     except WireError:
         return value
+
+
+def returned_as_sent(value: Any) -> Any:
+    """What a learner's function returned, as the grader receives it (``read_out``, then
+    ``as_sent``): a check in the notebook judges it so, as the replay in the grader does."""
+    return as_sent(read_out(value))
 
 
 MAX_ITEMS = 10_000  # of an iterator a function returns

@@ -51,7 +51,7 @@ TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bi
                                r"|^[ \t]*[\w.]*\bdisplay[ \t]*=[^=]|\bCHECKS\b|__wrapped__"
                                r"|\btracemalloc\b|\bclear_refs\b|\b_thread\b|\b(get|set)(profile|trace)\w*|\b_getframe\b"
                                r"|\bf_back\b|\bf_locals\b|\bget_refer(rers|ents)\b|\bcurrentframe\b|_stack\b|\b_current_frames\b"
-                               r"|\b__closure__\b|\bcell_contents\b"
+                               r"|\b__closure__\b|\bcell_contents\b|\bget_objects\b|\bimport\s+gc\b|\bgc\s*\.\s*\w"
                                r"|\b(inspect|traceback|faulthandler)\b|\b_(profile|trace)_hook\b|\b(tb|gi|cr|ag)_frame\b",
                                re.MULTILINE)
 # What allocates memory the memory measure (tracemalloc, Python's and numpy's allocations)

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from attncourse.instructor.submissions import GRADERS_OWN
 
-_LONGEST_STEM = 80  # characters of a learner's own file name kept (a disk allows 255 bytes)
+_LONGEST_STEM = 80  # bytes (UTF-8) of a learner's own file name kept (a disk allows 255 bytes)
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,12 @@ def login_problem(login: str) -> str | None:
     return None
 
 
+def _cut_to_bytes(text: str, most: int) -> str:
+    """``text`` cut to at most ``most`` bytes of UTF-8, between two characters (a disk's limit
+    is in bytes: 80 CJK letters of 4 bytes each made a name it refused)."""
+    return text.encode("utf-8")[:most].decode("utf-8", errors="ignore")
+
+
 def notebook_names(given: list[str]) -> list[str]:
     """A safe, distinct file name for each notebook, from the name its learner gave it
     (untrusted text: its folders dropped, characters other than letters, digits, ``.``,
@@ -97,7 +103,7 @@ def notebook_names(given: list[str]) -> list[str]:
     names: list[str] = []
     for name in given:
         stem = re.sub(r"[^\w.\- ]", "_", name.replace("\\", "/").rsplit("/", 1)[-1][: -len(".ipynb")])
-        stem = stem.strip(" .")[:_LONGEST_STEM] or "notebook"
+        stem = _cut_to_bytes(stem.strip(" ."), _LONGEST_STEM).strip(" .") or "notebook"
         candidate, count = f"{stem}.ipynb", 1
         while candidate.lower() in {taken.lower() for taken in names}:
             count += 1
