@@ -743,6 +743,17 @@ def test_a_number_with_a_call_is_judged_as_the_number_the_grader_receives():
     assert in_the_notebook.status == in_the_grader.status == checks.PASSED, in_the_notebook.message
 
 
+def test_what_is_not_data_keeps_its_description_when_read_again():
+    """The grader's replay returns what was not data as Opaque, which its check reads as sent
+    once more: it must still say what it was ("returned a Liar ..."), not "a Opaque"."""
+    class Liar:
+        pass
+
+    once = wire.as_sent(Liar())
+    assert isinstance(once, core.Opaque) and "Liar" in once.description
+    assert wire.as_sent(once).description == once.description
+
+
 def test_reaching_the_recording_through_the_garbage_collector_is_flagged():
     """Red team 16 found the recorder's state with gc.get_objects() and reset what it noted."""
     from attncourse.instructor.judge import TOUCHES_RECORDING
