@@ -752,6 +752,8 @@ def test_what_is_not_data_keeps_its_description_when_read_again():
     once = wire.as_sent(Liar())
     assert isinstance(once, core.Opaque) and "Liar" in once.description
     assert wire.as_sent(once).description == once.description
+    named = wire.as_sent(collections.namedtuple("Running", "m l")(1.0, 2.0))
+    assert repr(wire.as_sent(named)) == repr(named) == "Running(m=1.0, l=2.0)" and wire.as_sent(named).l == 2.0
 
 
 def test_reaching_the_recording_through_the_garbage_collector_is_flagged():

@@ -149,6 +149,9 @@ def _encode(value: Any, depth: int) -> Any:
         return _encode(operator.index(value), depth)
     if isinstance(value, numbers.Real) and not callable(value):  # sympy's Float, mpmath's mpf: a number to the checks
         return _encode(float(value), depth)
+    if type(value) is Named:  # read once already (as_sent in the grader): named as it was
+        return {"$namedtuple": value.__dict__["_typename"],
+                "fields": {name: encode(value[k], depth + 1) for name, k in value.__dict__["_index"].items()}}
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple: a tuple to the checks, named
         names = [str.__str__(name) if isinstance(name, str) else f"field{k}" for k, name in enumerate(value._fields)]
         items = list(tuple.__iter__(value))  # never its own __iter__
