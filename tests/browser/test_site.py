@@ -169,3 +169,13 @@ def test_search_results_quote_formulas_as_text_not_tex(visit, watched_page):
     summaries = page.wait_for_function(_SUMMARIES).json_value()
     assert any("√d" in summary for summary in summaries), summaries
     assert not [summary for summary in summaries if any(raw in summary for raw in RAW_TEX)]
+
+
+@pytest.mark.parametrize("entry", NOTEBOOK_PAGES)
+def test_no_page_shows_the_reader_a_warning_or_error_stream(entry):
+    """What a cell writes to stderr (a RuntimeWarning of numpy, a deprecation) is the book's
+    noise, not the reader's: chapter 5 showed two "divide by zero" warnings."""
+    page = (tools.SITE / f"{entry}.html").read_text(encoding="utf-8")
+    shown = re.findall(r'class="output stderr[^"]*"><div class="highlight"><pre><span></span>([^<]{0,160})', page)
+    assert not shown, f"{entry} shows: {shown}"
+
