@@ -212,17 +212,21 @@ class one_input:
 # Running the learner's code
 
 
+def _as_it_is(value: Any) -> Any:
+    return value
+
+
 # How the grader receives an answer and what a learner's function returns
 # (attncourse.checks.wire, which the package registers here: wire imports this module). A
 # check judges both as the grader will receive them, so that the notebook and the grader
 # never disagree on their form.
-_AS_SENT: list[Callable[[Any], Any]] = []
+_AS_SENT: dict[str, Callable[[Any], Any]] = {"answer": _as_it_is, "returned": _as_it_is}
 
 
 def judge_as_sent(answer: Callable[[Any], Any], returned: Callable[[Any], Any]) -> None:
     """Let every check judge its answers as ``answer`` gives them (``wire.as_sent``) and
     what ``run`` returns as ``returned`` gives it (``wire.returned_as_sent``)."""
-    _AS_SENT[:] = [answer, returned]
+    _AS_SENT.update(answer=answer, returned=returned)
 
 
 def evaluate_check(label, kind, evaluate, answers, timeout) -> Result:
@@ -245,7 +249,7 @@ def evaluate_check(label, kind, evaluate, answers, timeout) -> Result:
         calling.append(label_of_call)  # left in place when stopped: the message names it
         try:
             value = fn(*args)
-            value = _AS_SENT[1](value) if _AS_SENT else value  # as the replay in the grader returns it
+            value = _AS_SENT["returned"](value)  # as the replay in the grader returns it
         except (Stop, NotRecorded):
             raise
         except Replayed as outcome:
@@ -264,7 +268,7 @@ def evaluate_check(label, kind, evaluate, answers, timeout) -> Result:
 
     def check() -> tuple[str, str]:
         try:
-            sent = tuple(_AS_SENT[0](answer) for answer in answers) if _AS_SENT else answers
+            sent = tuple(_AS_SENT["answer"](answer) for answer in answers)
             return PASSED, _text(evaluate(run, *sent))
         except NotImplementedYet as reason:
             return NOT_IMPLEMENTED, _text(reason)
