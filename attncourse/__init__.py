@@ -14,6 +14,8 @@ Modules, one idea each:
   distribution, cycle ratios, rollout, stacked layers); figures in ``graph_figures``.
 * ``attncourse.multihead``: multi-head attention (split and merge heads, W_O,
   grouped-query attention), equal to torch's.
+* ``attncourse.block``: the block around attention (LayerNorm, RMSNorm, the MLP, Post-LN
+  and Pre-LN encoder blocks with their residuals), equal to torch's.
 * ``attncourse.verb_roles``: a verb reading its subject and object; one head vs several,
   trained in torch; the one-head lower bound; head ablation.
 * ``attncourse.plotting``: matplotlib figures; take arrays and labels, return a Figure.

@@ -103,6 +103,13 @@ def _matrix(W, name: str, rows: int, rows_name: str) -> np.ndarray:
     return real_array(W, name, shape=(rows, None), layout=f"({rows_name}, ...)")
 
 
+def _bias(b, name: str, width: int) -> np.ndarray | float:
+    """``b`` as a (width,) array, added to every token's row; 0.0 (no bias) when None."""
+    if b is None:
+        return 0.0
+    return real_array(b, name, shape=(width,), layout=f"({width},), one entry per column")
+
+
 def _checked_projections(d_model: int, W_q, W_k, W_v, n_heads: int, n_kv_heads: int):
     """``(W_q, W_k, W_v, d_head)`` as arrays once their shapes fit ``d_model`` rows and the
     head counts (checked already by ``_kv_heads``): W_q (d_model, n_heads * d_head), W_k
@@ -132,8 +139,13 @@ def multi_head_attention(
     n_kv_heads: int | None = None,
     scale: float | None = None,
     X_kv: Float[np.ndarray, "... seq_kv d_model"] | None = None,
+    *,
+    b_q: Float[np.ndarray, " n_heads_x_d_head"] | None = None,
+    b_k: Float[np.ndarray, " n_kv_heads_x_d_head"] | None = None,
+    b_v: Float[np.ndarray, " n_kv_heads_x_d_head"] | None = None,
+    b_o: Float[np.ndarray, " d_out"] | None = None,
 ) -> tuple[Float[np.ndarray, "... seq d_out"], Float[np.ndarray, "... n_heads seq seq_kv"]]:
-    """Multi-head attention without biases. Returns ``(output, weights)``.
+    """Multi-head attention, without biases unless given. Returns ``(output, weights)``.
 
     X (..., seq, d_model); W_q (d_model, n_heads * d_head); W_k and W_v
     (d_model, n_kv_heads * d_head); W_o (n_heads * d_head, d_out).
@@ -147,6 +159,10 @@ def multi_head_attention(
     instead of X (cross-attention: queries from a decoder, keys and values from an
     encoder's output); the weights are then (..., n_heads, seq, seq_kv).
 
+    The biases, each a vector added to every token's row, are those of a torch layer
+    (``in_proj_bias`` split in three, ``out_proj.bias``): b_q (n_heads * d_head,), b_k
+    and b_v (n_kv_heads * d_head,), b_o (d_out,).
+
     >>> X = np.eye(2)
     >>> out, w = multi_head_attention(X, X, X, X, X, n_heads=2)
     >>> w.shape  # (n_heads, seq, seq)
@@ -154,10 +170,11 @@ def multi_head_attention(
     >>> out.round(3).tolist()  # head h sees dimension h only: token h stands out to it
     [[0.731, 0.5], [0.5, 0.731]]
     """
-    heads, weights = attention_heads(X, W_q, W_k, W_v, n_heads, mask, n_kv_heads, scale, X_kv)
+    heads, weights = attention_heads(X, W_q, W_k, W_v, n_heads, mask, n_kv_heads, scale, X_kv,
+                                     b_q=b_q, b_k=b_k, b_v=b_v)
     n_heads, _, d_head = heads.shape[-3:]
     W_o = _matrix(W_o, "W_o", n_heads * d_head, "n_heads * d_head")
-    return merge_heads(heads) @ W_o, weights  # (..., seq, d_out)
+    return merge_heads(heads) @ W_o + _bias(b_o, "b_o", W_o.shape[1]), weights  # (..., seq, d_out)
 
 
 def attention_heads(
@@ -170,6 +187,10 @@ def attention_heads(
     n_kv_heads: int | None = None,
     scale: float | None = None,
     X_kv: Float[np.ndarray, "... seq_kv d_model"] | None = None,
+    *,
+    b_q: Float[np.ndarray, " n_heads_x_d_head"] | None = None,
+    b_k: Float[np.ndarray, " n_kv_heads_x_d_head"] | None = None,
+    b_v: Float[np.ndarray, " n_kv_heads_x_d_head"] | None = None,
 ) -> tuple[Float[np.ndarray, "... n_heads seq d_head"], Float[np.ndarray, "... n_heads seq seq_kv"]]:
     """Every head's output before W_O: ``(heads, weights)``, heads (..., n_heads, seq, d_head)
     and weights (..., n_heads, seq, seq_kv), seq_kv = seq without ``X_kv``. Arguments as in
@@ -192,9 +213,9 @@ def attention_heads(
     n_heads = integer(n_heads, "n_heads", minimum=1)
     n_kv_heads = _kv_heads(n_heads, n_kv_heads)
     W_q, W_k, W_v, d_head = _checked_projections(d_model, W_q, W_k, W_v, n_heads, n_kv_heads)
-    Q = split_heads(X @ W_q, n_heads)  # (..., n_heads, seq, d_head)
-    K = split_heads(X_kv @ W_k, n_kv_heads)  # (..., n_kv_heads, seq_kv, d_head)
-    V = split_heads(X_kv @ W_v, n_kv_heads)  # (..., n_kv_heads, seq_kv, d_head)
+    Q = split_heads(X @ W_q + _bias(b_q, "b_q", W_q.shape[1]), n_heads)  # (..., n_heads, seq, d_head)
+    K = split_heads(X_kv @ W_k + _bias(b_k, "b_k", W_k.shape[1]), n_kv_heads)  # (..., n_kv_heads, seq_kv, d_head)
+    V = split_heads(X_kv @ W_v + _bias(b_v, "b_v", W_v.shape[1]), n_kv_heads)  # (..., n_kv_heads, seq_kv, d_head)
     group = n_heads // n_kv_heads
     # Each key/value head serves `group` consecutive query heads (torch's repeat_interleave).
     K, V = (np.repeat(M, group, axis=-3) for M in (K, V))  # (..., n_heads, seq_kv, d_head)

@@ -2,7 +2,7 @@
 tests/test_validation.py's sweep perturbs, one argument at a time, to check that bad input
 is refused by name.
 
-A new maths module (chapter 10's ``block.py``, say) is registered by adding its name to
+A new maths module (chapter 11's, say) is registered by adding its name to
 ``MATHS_MODULES`` and a valid call of each of its public functions to ``CALLS``; the sweep
 then covers it, and a test fails until both are done (``test_every_module_is_registered``,
 ``test_every_public_function_has_a_valid_call``).
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-MATHS_MODULES = ("attention", "multihead", "graph", "convolution", "positions", "flash", "kv_cache",
+MATHS_MODULES = ("attention", "multihead", "block", "graph", "convolution", "positions", "flash", "kv_cache",
                  "one_space", "reciprocity", "training", "verb_roles", "pretrained", "examples")
 # attncourse's other top-level modules: figures, the validation itself, the package's front door,
 # the reader edition's converter (Markdown, not maths).
@@ -55,6 +55,25 @@ def _multihead():
     return {"X": rng.standard_normal((3, 4)), "W_q": rng.standard_normal((4, 4)),
             "W_k": rng.standard_normal((4, 2)), "W_v": rng.standard_normal((4, 2)),
             "W_o": rng.standard_normal((4, 3)), "n_heads": 2, "n_kv_heads": 1}
+
+
+def _block_parameters(d_model=4, d_ff=6):
+    """A TransformerEncoderLayer's state_dict names, holding (out, in) numpy arrays."""
+    from attncourse.block import PARAMETER_NAMES
+
+    rng = _rng()
+    shapes = {"self_attn.in_proj_weight": (3 * d_model, d_model), "self_attn.in_proj_bias": (3 * d_model,),
+              "self_attn.out_proj.weight": (d_model, d_model), "self_attn.out_proj.bias": (d_model,),
+              "linear1.weight": (d_ff, d_model), "linear1.bias": (d_ff,), "linear2.weight": (d_model, d_ff),
+              "linear2.bias": (d_model,), "norm1.weight": (d_model,), "norm1.bias": (d_model,),
+              "norm2.weight": (d_model,), "norm2.bias": (d_model,)}
+    return {name: rng.standard_normal(shapes[name]) / 2 for name in PARAMETER_NAMES}
+
+
+def _biases():
+    """Biases fitting ``_multihead``'s projections: b_q (4,), b_k and b_v (2,)."""
+    rng = _rng()
+    return {"b_q": rng.standard_normal(4), "b_k": rng.standard_normal(2), "b_v": rng.standard_normal(2)}
 
 
 def _pronoun_task():
@@ -103,6 +122,7 @@ EMPTY_IS_NOTHING_TO_DO = "an empty array of offsets has an empty array of answer
 SCORES_MAY_BE_MASKED = "-inf is the score of a masked key: weight 0"
 NEGATIVE_AXIS = "axis -1 is the last axis, as in numpy"
 ZERO_IS_A_START = "0 is a valid value of this argument"
+ANY_LEADING_AXES = "a norm or an MLP acts on each token's last axis, one token alone or a batch of them"
 RESHAPING_NOTHING = "a reshape of an empty array is an empty array, as numpy's and torch's are"
 
 CALLS: dict[str, Call] = {
@@ -126,10 +146,23 @@ CALLS: dict[str, Call] = {
     "multihead.projection_shapes": Call(lambda: {"d_model": 4, "n_heads": 2, "d_head": 2, "n_kv_heads": 1,
                                                  "d_out": 3}),
     "multihead.multi_head_attention": Call(lambda: _multihead() | {"mask": np.ones((3, 5), dtype=bool),
-                                                                   "scale": 0.5, "X_kv": _rng().standard_normal((5, 4))}),
+                                                                   "scale": 0.5, "X_kv": _rng().standard_normal((5, 4))}
+                                           | _biases() | {"b_o": _rng().standard_normal(3)}),
     "multihead.attention_heads": Call(lambda: {k: v for k, v in _multihead().items() if k != "W_o"}
                                       | {"mask": np.ones((3, 5), dtype=bool), "scale": 0.5,
-                                         "X_kv": _rng().standard_normal((5, 4))}),
+                                         "X_kv": _rng().standard_normal((5, 4))} | _biases()),
+    # block
+    "block.layer_norm": Call(lambda: {"X": _rng().standard_normal(4), "weight": _rng().standard_normal(4),
+                                      "bias": _rng().standard_normal(4), "eps": 1e-5},
+                             accepts={"X": {"wrong rank": ANY_LEADING_AXES}}),
+    "block.rms_norm": Call(lambda: {"X": _rng().standard_normal(4), "weight": _rng().standard_normal(4), "eps": 1e-6},
+                           accepts={"X": {"wrong rank": ANY_LEADING_AXES}}),
+    "block.feed_forward": Call(lambda: {"X": _rng().standard_normal(4), "params": _block_parameters(),
+                                        "activation": "gelu"},
+                               accepts={"X": {"wrong rank": ANY_LEADING_AXES}}),
+    "block.encoder_block": Call(lambda: {"X": _rng().standard_normal((3, 4)), "params": _block_parameters(),
+                                         "n_heads": 2, "norm_first": True, "activation": "relu",
+                                         "mask": np.ones((3, 3), dtype=bool), "eps": 1e-5}),
     "multihead.head_contributions": Call(lambda: {"heads": _rng().standard_normal((2, 3, 2)),
                                                   "W_o": _rng().standard_normal((4, 3))}),
     # graph

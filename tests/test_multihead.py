@@ -131,6 +131,34 @@ def test_equal_to_torch_multihead_attention(n_heads, d_head, causal):
         assert np.all(weights[..., ~causal_mask(6)] == 0.0)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_with_biases_equal_to_torch_multihead_attention_with_bias(causal):
+    rng = np.random.default_rng(11)
+    X, W_q, W_k, W_v, W_o = random_problem(rng, batch=(2,), seq=5, d_model=6, n_heads=3, d_head=2)
+    b_q, b_k, b_v, b_o = rng.standard_normal((4, 6))
+    module = torch.nn.MultiheadAttention(6, 3, bias=True, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        module.in_proj_weight.copy_(torch.tensor(np.concatenate([W_q.T, W_k.T, W_v.T])))
+        module.in_proj_bias.copy_(torch.tensor(np.concatenate([b_q, b_k, b_v])))
+        module.out_proj.weight.copy_(torch.tensor(W_o.T))
+        module.out_proj.bias.copy_(torch.tensor(b_o))
+        X_t = torch.tensor(X)
+        blocked = torch.tensor(~causal_mask(5)) if causal else None
+        expected, expected_weights = module(X_t, X_t, X_t, attn_mask=blocked, average_attn_weights=False)
+    output, weights = multi_head_attention(X, W_q, W_k, W_v, W_o, 3, mask=causal_mask(5) if causal else None,
+                                           b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o)
+    np.testing.assert_allclose(output, expected.numpy(), **TOLERANCE)
+    np.testing.assert_allclose(weights, expected_weights.numpy(), **TOLERANCE)
+    assert not np.allclose(output, multi_head_attention(X, W_q, W_k, W_v, W_o, 3,
+                                                        mask=causal_mask(5) if causal else None)[0])
+
+
+def test_a_bias_of_the_wrong_length_is_refused_by_name():
+    X, W_q, W_k, W_v, W_o = random_problem(np.random.default_rng(0), seq=3, d_model=4, n_heads=2, d_head=2)
+    with pytest.raises(ValueError, match=r"b_v must have shape \(4,\).*got shape \(3,\)"):
+        multi_head_attention(X, W_q, W_k, W_v, W_o, 2, b_v=np.zeros(3))
+
+
 def test_torch_reads_a_boolean_mask_the_other_way_round():
     rng = np.random.default_rng(5)
     X, W_q, W_k, W_v, W_o = random_problem(rng, seq=4, d_model=4, n_heads=2, d_head=2)
