@@ -354,6 +354,22 @@ def test_a_long_name_in_letters_of_four_bytes_is_cut_to_what_a_disk_holds(tmp_pa
     (tmp_path / again).write_text("{}", encoding="utf-8")
 
 
+def test_names_in_scripts_that_join_letters_are_imported_and_control_characters_are_not(tmp_path):
+    """Red team 17: Persian spelling's zero-width non-joiner (U+200C) and the joiner of emoji
+    sequences (U+200D) are format characters, not control characters; refusing them filed an
+    honest learner under "submitted nothing". Terminal escapes and line separators stay out."""
+    persian, emoji = "تمرین\u200cها", "\U0001F469\u200d\U0001F4BB"
+    files = {f"lovelaceada_101_5001_{persian}.ipynb": notebook("ada = 1"),
+             f"babbagecharles_102_5002_{emoji}notes.ipynb": notebook("bob = 1"),
+             "hoppergrace_103_5003_a\x1b]52;c;x\x07.ipynb": notebook("grace = 1"),
+             "hoppergrace_103_5004_b\u2028c.ipynb": notebook("grace = 2")}
+    out = tmp_path / "submissions"
+    done = import_export("canvas", write_zip(tmp_path / "c.zip", files), out, roster=write_roster(tmp_path / "r.csv"))
+    learners, _ = find_learners(out)
+    assert sorted(learners) == ["ada", "bob"]
+    assert sum("control characters" in line for line in done.skipped) == 2
+
+
 def test_the_command_line_imports_and_refuses_with_the_file_named(canvas, tmp_path, capsys):
     archive, roster = canvas
     assert main(["import", "canvas", str(archive), "--out", str(tmp_path / "s"), "--roster", str(roster)]) == 0

@@ -719,6 +719,8 @@ def test_what_a_function_returns_gets_the_grader_s_verdict_in_its_notebook(answe
     """Red team 16: an object that unpacks as (m, l) passed its own check and failed in the
     grader (not data); torch tensors needing gradients the reverse. A check judges what a
     function returns as the replay in the grader returns it (wire.returned_as_sent)."""
+    import torch  # noqa: F401 (imported before the check measures memory, as a learner's earlier cell would)
+
     label = "ch9-online-softmax"
     in_the_notebook = core.evaluate_check(label, "check", verdict._undecorated(label), (answer,), None)
     in_the_grader = verdict.judge_check(label, recorded(label, answer))
@@ -1072,3 +1074,109 @@ def test_output_while_recording_is_counted_by_what_it_sends_not_by_what_it_says_
             shell.display_pub.clear_output(True)
     assert "shown" in capsys.readouterr().out
     assert 0 < len(cleared) <= 10
+
+
+# --- red team 17 ---------------------------------------------------------------------------
+
+
+def _zeroes_and_reshapes_its_input(scores):
+    """Right weights, and the check's own array zeroed and given a new shape in place."""
+    weights = right(scores)
+    if scores.ndim == 1:  # the check's inputs, not a hidden test's
+        scores[...] = 0.0
+        scores.shape = (1, *scores.shape)
+    return weights
+
+
+def _zeroes_and_resizes_its_input(scores):
+    weights = right(scores)
+    if scores.ndim == 1:
+        scores.resize(scores.size + 2, refcheck=False)  # another size, in place
+    return weights
+
+
+def _zeroes_and_reshapes_each_block(blocks):
+    def read_then_reshape():
+        for block in blocks:
+            yield np.array(block)
+            block[...] = 0.0
+            block.shape = (1, *block.shape)
+    return normaliser_right(read_then_reshape())
+
+
+@pytest.mark.parametrize(("label", "answer"), [(SOFTMAX, _zeroes_and_reshapes_its_input),
+                                               (SOFTMAX, _zeroes_and_resizes_its_input),
+                                               ("ch9-online-softmax", _zeroes_and_reshapes_each_block)])
+def test_a_change_of_shape_to_an_argument_fails_in_the_grader_as_in_its_notebook(label, answer):
+    """Red team 17: the replay wrote a recorded change back only into an array of the same
+    shape, so an answer that zeroed its input and then reshaped it passed grade 3/3 while its
+    own check said "changed its input". A change the replay cannot make fails the call."""
+    in_the_notebook = core.evaluate_check(label, "check", verdict._undecorated(label), (answer,), None)
+    in_the_grader = verdict.judge_check(label, recorded(label, answer))
+    assert in_the_notebook.status == in_the_grader.status == checks.FAILED, in_the_grader.message
+    assert "changed" in in_the_grader.message, in_the_grader.message
+
+
+def test_a_patched_numpy_does_not_erase_what_the_recording_notes(monkeypatch):
+    """Red team 17: with np.array_equal patched to say True, the recorder noted no change to
+    the argument and grade passed an in-place softmax. The recorder binds what it calls
+    when the checks are imported, before any cell of the learner's runs."""
+    monkeypatch.setattr(np, "array_equal", lambda *args, **kwargs: True)
+    monkeypatch.setattr(np, "ascontiguousarray", lambda value, *args, **kwargs: np.zeros(1))
+    record = recorded(SOFTMAX, in_place)
+    stream_record = recorded("ch9-online-softmax", _zeroes_each_block_after_reading_it)
+    monkeypatch.undo()
+    assert any(any(after is not None for after in call.get("changed", [])) for call in record["calls"])
+    assert verdict.judge_check(SOFTMAX, record).status == checks.FAILED
+    assert verdict.judge_check("ch9-online-softmax", stream_record).status == checks.FAILED
+
+
+@pytest.mark.parametrize("reach", [
+    "check.wire._same = lambda before, after: True", "check.core.replayed_peak = None", "check._HOMES",
+    "checks.load_chapter_of('ch1')", 'sys.modules["attncourse.checks." + "wire"]', "importlib.import_module(name)",
+    "__import__('sys')", "getattr(check, 'wi' + 're')", "vars(check)['wire']", "helper.__globals__['x']",
+    "object.__subclasses__()", "import builtins", "__builtins__.len = fake", "exec(code)", "eval(text)",
+    "compile(text, 'x', 'exec')", "sys.addaudithook(hook)", "import atexit", "signal.signal(signal.SIGALRM, h)",
+    "fn.__code__ = other.__code__", "np.array_equal = lambda *a, **k: True", "    numpy.allclose = fake",
+    "setattr(np, 'array_equal', fake)", "import ctypes",
+])
+def test_the_routes_into_the_recording_red_team_17_took_are_flagged(reach):
+    from attncourse.instructor.judge import TOUCHES_RECORDING
+
+    assert TOUCHES_RECORDING.search(reach), reach
+
+
+@pytest.mark.parametrize("honest", [
+    "pattern = re.compile(r'\\d+')", "model.eval()", "check.stable_softmax(my_softmax)", "check.predict_rank(3)",
+    "signal = np.ones(3)", "out = np.convolve(signal, kernel)", "x = getattr(obj, 'shape', None)",
+    "if np.all(x) == y:", "np.seterr(all='ignore')", "same = np.x == 3", "evaluate(x)",
+])
+def test_ordinary_code_is_not_flagged_as_touching_the_recording(honest):
+    from attncourse.instructor.judge import TOUCHES_RECORDING
+
+    assert not TOUCHES_RECORDING.search(honest), honest
+
+
+class _CallableWeights:
+    """Weights that read as an array (``__array__``) and can also be called."""
+
+    def __init__(self, weights):
+        self.weights = weights
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.weights, dtype=dtype)
+
+    def __call__(self):
+        return self.weights
+
+
+@pytest.mark.parametrize("answer", [lambda scores: _CallableWeights(right(scores)), lambda scores: right])
+def test_a_function_returned_gets_the_grader_s_verdict_and_words_in_its_notebook(answer):
+    """Red team 17: weights both callable and array-like passed their own check (read through
+    __array__) and failed in grade ("returned a Function", the grader's own class). The
+    notebook now judges the grader's stand-in, and both say "a function"."""
+    in_the_notebook = core.evaluate_check(SOFTMAX, "check", verdict._undecorated(SOFTMAX), (answer,), None)
+    in_the_grader = verdict.judge_check(SOFTMAX, recorded(SOFTMAX, answer))
+    assert in_the_notebook.status == in_the_grader.status == checks.FAILED
+    assert "returned a function" in in_the_notebook.message and "returned a function" in in_the_grader.message
+    assert "Function" not in in_the_grader.message

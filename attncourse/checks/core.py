@@ -633,4 +633,6 @@ def type_name(value) -> str:
         return f"{value.description} (not data)"
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
+    if callable(value) and not isinstance(value, type):  # the learner's, or the grader's stand-in for it
+        return "a function"
     return f"a {type(value).__name__}"

@@ -86,6 +86,13 @@ import numpy as np
 
 from attncourse.checks import core
 
+# The recorder runs beside the learner's code, which may patch numpy or hashlib (with
+# ``np.array_equal = ...``, a change to an argument would go unnoted): what it calls to
+# notice changes and to digest inputs is bound here, when the notebook imports the checks,
+# before any cell of the learner's runs.
+_array_equal, _copy_of, _contiguous, _rows = np.array_equal, np.array, np.ascontiguousarray, np.ndindex
+_blake2b, _sha256, _json_text = hashlib.blake2b, hashlib.sha256, json.dumps
+
 SCHEMA = 1
 RECORD_MIMETYPE = "application/vnd.attncourse.answers+json"
 DISCOVERY_MIMETYPE = "application/vnd.attncourse.hidden-inputs+json"
@@ -232,7 +239,7 @@ def _encode_array(value) -> dict:
         array = array.astype(array.dtype.newbyteorder("="))
     if array.nbytes > MAX_BYTES:
         return {"$opaque": f"an array of {array.nbytes} bytes, more than the grader reads"}
-    data = np.ascontiguousarray(array).tobytes()
+    data = _contiguous(array).tobytes()
     encoded: dict[str, Any] = {"dtype": array.dtype.name, "shape": list(array.shape), "base64": base64.b64encode(data).decode()}
     if isinstance(value, np.generic):
         encoded["scalar"] = True
@@ -311,9 +318,15 @@ def as_sent(value: Any) -> Any:
 
 
 def returned_as_sent(value: Any) -> Any:
-    """What a learner's function returned, as the grader receives it (``read_out``, then
-    ``as_sent``): a check in the notebook judges it so, as the replay in the grader does."""
-    return as_sent(read_out(value))
+    """What a learner's function returned, as the grader's replay returns it (``read_out``,
+    encoded, then read back): a check in the notebook judges it so. Unlike an answer, a
+    function returned is not replayed: it is the grader's stand-in on both sides (an object
+    both callable and array-like crosses as a function), and so is a value holding one."""
+    sent = encode(read_out(value))
+    try:
+        return decode(sent)
+    except WireError as error:  # the replay fails such a call too
+        return core.Opaque(f"a value the grader cannot read ({error})")
 
 
 MAX_ITEMS = 10_000  # of an iterator a function returns
@@ -453,7 +466,7 @@ def digest(args: tuple, kwargs: dict | None = None) -> str:
         return _STREAM if isinstance(value, Iterator) else value
 
     encoded = encode((tuple(unread(a) for a in args), {k: unread(v) for k, v in sorted((kwargs or {}).items())}))
-    return hashlib.sha256(json.dumps(encoded, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return _sha256(_json_text(encoded, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------
@@ -682,7 +695,7 @@ class _Recorder:
         if self.input is not None and key.startswith("answer:"):
             entry["input"] = self.input
         self.record["calls"].append(entry)  # "stopped" stays if the budget runs out in the call
-        copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
+        copies = [_copy_of(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
         counted = [_Counted(a) if isinstance(a, Iterator) else None for a in args]
         streams = tuple(a if c is None else c.items for c, a in zip(counted, args))
         graded_as = key.removeprefix("name:") if key.startswith("name:") else self.exercise_name
@@ -795,13 +808,13 @@ def _bytes_digest(item: np.ndarray) -> bytes | None:
     """A digest of the array's bytes, read a row at a time: a copy of a whole item would
     count against the memory the learner's function holds (``core.peak_memory``). None for
     an array with no bytes to read (objects)."""
-    digest = hashlib.blake2b(repr((item.dtype.str, item.shape)).encode())
+    digest = _blake2b(repr((item.dtype.str, item.shape)).encode())
     try:
         if item.flags.c_contiguous:
             digest.update(item.data.cast("B"))
         else:
-            for row in np.ndindex(item.shape[:-1]):  # (n,) each: a stream's block is a slice of columns
-                digest.update(np.ascontiguousarray(item[row]).data.cast("B"))
+            for row in _rows(item.shape[:-1]):  # (n,) each: a stream's block is a slice of columns
+                digest.update(_contiguous(item[row]).data.cast("B"))
     except (TypeError, ValueError):  # an object array has no buffer
         return None
     return digest.digest()
@@ -830,7 +843,7 @@ def _quietly(fn, *args):
 
 def _same(before: np.ndarray, after) -> bool:
     try:
-        return bool(np.array_equal(before, after, equal_nan=before.dtype.kind in "fc"))
+        return bool(_array_equal(before, after, equal_nan=before.dtype.kind in "fc"))
     except Exception:  # noqa: BLE001
         return False
 
@@ -989,7 +1002,7 @@ class _Read(list):
 
 def _read_stream(value):
     if isinstance(value, Iterator):
-        return _Read(np.array(item, copy=True) if isinstance(item, np.ndarray) else item for item in value)
+        return _Read(_copy_of(item, copy=True) if isinstance(item, np.ndarray) else item for item in value)
     return value
 
 

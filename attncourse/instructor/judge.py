@@ -41,11 +41,21 @@ READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|
                            r"|\battncourse\.checks\.(predict|ch\d+)\b|\.answer\b")
 
 # What in a learner's source touches the grader's recording in the sandbox. It cannot change
-# a verdict (the data is judged here), but it can withhold or alter data: worth a look. The
+# a verdict on what an answer returns (the data is judged here), but it can withhold or alter
+# what the recording notes of its behaviour (changed, written, peak): worth a look. The
 # recording's memory measure (tracemalloc), threads its watch cannot follow (_thread), and the
-# ways to find the recorder or its watch from the learner's code (frames, stacks, the modules
-# that read them, the hooks a profiler sets, referrers) too.
-TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|checks\s*\.\s*(wire|core)\b|\bimport\s+(wire|core)\b|\bexport\s*\("
+# ways to find the recorder or its watch from the learner's code (the checks package's
+# insides, any module's through sys.modules or importlib, frames, stacks, the modules that
+# read them, the hooks a profiler sets, referrers, globals, code run from a built string,
+# numpy patched) too.
+TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|\bchecks?\s*\.\s*(wire|core|importlib|load_\w+|_)|\bimport\s+(wire|core)\b"
+                               r"|\bexport\s*\("
+                               # what leads to any module's insides: the recorder's, or numpy's it calls
+                               r"|\bsys\s*\.\s*modules\b|\bimportlib\b|\b__import__\b|\bbuiltins\b|\b__builtins__\b"
+                               r"|\b__(globals|subclasses|code|defaults|kwdefaults)__\b|\b(set|del)attr\s*\("
+                               r"|\b(getattr|vars)\s*\(\s*(checks?|np|numpy|sys)\b|^[ \t]*(np|numpy)[ \t]*\.[\w. \t]*=[^=]"
+                               r"|(?<![.\w])(exec|eval|compile)\s*\(|\bctypes\b|\baddaudithook\b|\batexit\b"
+                               r"|\bsignal\s*\.\s*(signal|setitimer|alarm|pthread_kill|raise_signal)\b"
                                r"|\bsys\s*\.\s*(setprofile|settrace)\b|\bevents\s*\.\s*register\b"
                                r"|\bpayload_manager\b|\bwrite_payload\b|attncourse\.record|\bsys\s*\.\s*getprofile\b"
                                r"|^[ \t]*[\w.]*\bdisplay[ \t]*=[^=]|\bCHECKS\b|__wrapped__"

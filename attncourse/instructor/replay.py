@@ -65,6 +65,8 @@ class Replay:
             return self._raise(core.Replayed(fn.__name__, raised="it wrote into its arguments; work on new arrays"))
         try:
             outcome = self._redo(call, args)
+        except CannotRedo as error:  # the check would not see the change: the call fails, as in the notebook
+            return self._raise(core.Replayed(fn.__name__, raised=str(error)))
         except wire.WireError as error:  # a forged or broken record: the learner's, so a fail
             return self._raise(core.Replayed(fn.__name__, unreadable=f"left a record of its call the grader "
                                                                      f"cannot read ({error})"))
@@ -94,17 +96,13 @@ class Replay:
                     if item is _END:
                         break
                     if index in wrote and isinstance(item, np.ndarray):  # and write into it as it did
-                        became = wire.decode(wrote[index])
-                        if isinstance(became, np.ndarray) and became.shape == item.shape:
-                            np.copyto(item, became, casting="unsafe")
+                        _write_back(item, wrote[index])
         changed = call.get("changed", [])
         if not isinstance(changed, list):
             raise wire.WireError("the arguments it changed, not as a list")
         for argument, after in zip(args, changed):
             if after is not None and isinstance(argument, np.ndarray):
-                became = wire.decode(after)
-                if isinstance(became, np.ndarray) and became.shape == argument.shape:
-                    np.copyto(argument, became, casting="unsafe")
+                _write_back(argument, after)
         peak = call.get("peak")
         # a size tracemalloc can measure: a check divides it, and a float holds no 10**400
         if peak is not None and not (isinstance(peak, int) and not isinstance(peak, bool) and 0 <= peak <= sys.maxsize):
@@ -123,6 +121,28 @@ class Replay:
     @staticmethod
     def _raise(error: Exception):
         raise error
+
+
+class CannotRedo(Exception):
+    """A change a learner's function made to an argument that the check's own copy cannot
+    be given (another size, or values that are not numbers)."""
+
+
+def _write_back(target: np.ndarray, after: Any) -> None:
+    """Make the check's array ``target`` what the learner's function left its own as (the
+    recorded ``after``): its values, and its shape if the function reshaped it in place, so
+    that the check sees the change the notebook's check saw. Raises CannotRedo where the
+    change cannot be made, WireError where ``after`` cannot be read."""
+    became = wire.decode(after)
+    try:
+        if not isinstance(became, np.ndarray):
+            raise TypeError(f"a {type(became).__name__}")
+        if became.shape != target.shape:
+            target.shape = became.shape  # as the function did: same size, same data
+        np.copyto(target, became, casting="unsafe")
+    except (TypeError, ValueError, AttributeError) as error:
+        raise CannotRedo(f"it changed its input into {core.type_name(became)}, which the grader cannot redo "
+                         f"({core.describe(error)}); work on new arrays") from None
 
 
 def _written(call: dict) -> list[dict[int, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import stat
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -44,7 +45,7 @@ def entry_problem(info: zipfile.ZipInfo) -> str | None:
         return "a name that climbs out of the folder (..): nothing is written outside --out"
     if info.create_system == 3 and stat.S_ISLNK(info.external_attr >> 16):  # 3: made on Unix, mode in the top bits
         return "a symbolic link (import follows none)"
-    if not name.isprintable():
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):  # not the joiners of Persian or emoji
         return "a name with control characters"
     if info.flag_bits & 0x1:
         return "encrypted"
