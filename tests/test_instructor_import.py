@@ -239,6 +239,20 @@ def test_a_gradescope_export_becomes_the_folder_grade_reads_a_group_s_notebooks_
     assert nowhere_else(tmp_path, out) == []
 
 
+def test_a_learner_s_file_named_like_the_metadata_stops_no_import_of_a_zip_laid_out_at_its_top(tmp_path):
+    """Red team 18: in an export re-zipped from its contents (the metadata at the zip's top),
+    a learner's upload named submission_metadata.yml lands one folder down, and import
+    refused the whole class for holding two. The shallowest one is the export's."""
+    files = {name.removeprefix("assignment_77_export/"): data for name, data in GRADESCOPE_FILES.items()}
+    files["submission_2/submission_metadata.yml"] = b"submission_9: {}"
+    out = tmp_path / "submissions"
+    import_export("gradescope", write_zip(tmp_path / "gs.zip", files), out)
+    assert sorted(find_learners(out)[0]) == ["ada", "bob", "dee", "grace"]
+    two_exports = {**GRADESCOPE_FILES, "assignment_78_export/submission_metadata.yml": METADATA.encode()}
+    with pytest.raises(ValueError, match="holds 2"):  # two exports side by side: which is meant is not known
+        import_export("gradescope", write_zip(tmp_path / "two.zip", two_exports), tmp_path / "two")
+
+
 def test_gradescope_learners_by_student_id(tmp_path):
     archive = write_zip(tmp_path / "gs.zip", GRADESCOPE_FILES)
     done = import_export("gradescope", archive, tmp_path / "out", match="sid")

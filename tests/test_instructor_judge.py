@@ -10,7 +10,7 @@ import json
 import nbformat
 import pytest
 
-from attncourse.checks import wire
+from attncourse.checks import core, wire
 from attncourse.instructor import grading, judge, replay
 from attncourse.instructor.model import (
     ERROR,
@@ -121,6 +121,12 @@ def test_a_prediction_no_float_holds_is_a_malformed_record_for_review_not_the_gr
     course = Course(order=[DOUBLING], exercises={DOUBLING: Exercise(DOUBLING, ("prediction",), ("prediction",))},
                     hidden={}, inputs={})
     verdict = judge.judge_all(executed_with(json.loads(json.dumps(record)), DOUBLING), course)[DOUBLING]
+    # since red team 18 the real part crosses as the infinity it rounds to: a complex prediction, as its notebook says
+    notebook = core.evaluate_check(DOUBLING, "check", replay._undecorated(DOUBLING), (_HugeReal(0.4053),), None)
+    assert verdict.status == notebook.status == FAILED and verdict.message == notebook.message
+    assert "got a complex" in verdict.message
+    forged = {**record, "answers": [{"$complex": [10**400, 0.4053]}]}  # what no encoder of ours writes
+    verdict = judge.judge_all(executed_with(json.loads(json.dumps(forged)), DOUBLING), course)[DOUBLING]
     assert verdict.status == NEEDS_REVIEW
     assert verdict.message.startswith("its record cannot be read: a complex number whose parts are not numbers a float holds")
 

@@ -940,7 +940,9 @@ def test_a_learners_value_crosses_as_data_or_is_refused_as_malformed_never_break
 
 def test_a_complex_no_float_holds_is_a_malformed_record_that_names_its_parts():
     with pytest.raises(wire.WireError, match=r"complex number whose parts are not numbers a float holds: '\[1000"):
-        wire.decode(json.loads(json.dumps(wire.encode(_HugeReal(0.4053)))))
+        wire.decode({"$complex": [10**400, 2]})  # a forged record: the learner's own encoder never writes it
+    # red team 18: a whole number past every float crosses as the infinity it rounds to
+    assert wire.decode(json.loads(json.dumps(wire.encode(_HugeReal(0.4053))))) == complex(float("inf"), 0)
     assert wire.decode({"$complex": [{"$float": "inf"}, 2]}) == complex(float("inf"), 2)  # a float's own infinity
     assert wire.decode({"$complex": [2**1023, -(2**1023)]}) == complex(2.0**1023, -(2.0**1023))  # a float holds these
 
@@ -988,14 +990,19 @@ def test_the_reading_of_any_json_gives_a_value_or_wire_error_and_nothing_else(da
 
 def test_an_answer_that_returns_what_the_reading_refuses_fails_for_what_it_returned_not_as_raising():
     """Red team 11: a softmax returning ``[C(1)]`` (``C.real`` is 10**400) failed, rightly,
-    but the message said it "raised OverflowError": it returned."""
+    but the message said it "raised OverflowError": it returned. (Since red team 18 the
+    real part crosses as inf, so the value is read, and failed for what it is.)"""
     def returns_a_complex_no_float_holds(scores):
         return [_HugeReal(1)]
 
     result = verdict.judge_check(SOFTMAX, recorded(SOFTMAX, returns_a_complex_no_float_holds))
     assert result.status == checks.FAILED
-    assert result.message.startswith("returns_a_complex_no_float_holds() returned a value the grader cannot read (a complex number whose "
-                                     "parts are not numbers a float holds: '[1000")
+    assert result.message.startswith("stable_softmax of the scores [1, 2, 3] returned a list")
+    assert "raised" not in result.message
+    forged = recorded(SOFTMAX, returns_a_complex_no_float_holds)
+    forged["calls"][0]["outcome"]["returned"] = [{"$complex": [10**400, 0]}]  # what no encoder of ours writes
+    result = verdict.judge_check(SOFTMAX, forged)
+    assert result.status == checks.FAILED and "returned a value the grader cannot read" in result.message
     assert "raised" not in result.message
 
 
@@ -1180,3 +1187,79 @@ def test_a_function_returned_gets_the_grader_s_verdict_and_words_in_its_notebook
     assert in_the_notebook.status == in_the_grader.status == checks.FAILED
     assert "returned a function" in in_the_notebook.message and "returned a function" in in_the_grader.message
     assert "Function" not in in_the_grader.message
+
+
+# --- red team 18 ---------------------------------------------------------------------------
+
+
+class _NeverAnArray(type):
+    def __instancecheck__(cls, instance):
+        return False
+
+
+def test_what_the_recorder_calls_at_call_time_is_bound_before_the_learner_s_cells(monkeypatch):
+    """Red team 18: an alias of numpy whose ndarray no array is an instance of (nothing
+    watched), base64 that encodes the zeroed argument as it was, and a time module whose
+    clocks stand still (no budget): each passed an in-place or endless answer in grade."""
+    import base64
+    import time
+
+    record = {"calls": []}
+    recorder = wire._Recorder(record)
+    scores = np.array([1.0, 2.0, 3.0])
+    with monkeypatch.context() as patched:
+        patched.setattr(np, "ndarray", _NeverAnArray("ndarray", (np.ndarray,), {}))
+        patched.setattr(base64, "b64encode", lambda data: base64.b64encode(np.array([1.0, 2.0, 3.0]).tobytes()))
+        patched.setattr(time, "monotonic", lambda: 0.0)
+        patched.setattr(time, "clock_gettime", lambda clock: 0.0)
+        recorder.outcome("answer:0", in_place, (scores,), {})
+        finished, _ = core.call_with_deadline(lambda: time.sleep(0.5), 0.1)
+    assert not finished  # the budget still ran out
+    [after] = record["calls"][0]["changed"]
+    np.testing.assert_array_equal(wire.decode(after), scores)  # what the argument became, as it is
+    assert not np.array_equal(scores, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("label", ["ch4-predict-parameter-count", "ch7-predict-rank"])
+@pytest.mark.parametrize("digits", [400, 5000])
+def test_a_whole_number_too_wide_for_any_float_crosses_as_the_infinity_it_rounds_to(label, digits):
+    """Red team 18: 10**5000 cannot be written as JSON (Python's limit of 4,300 digits), so
+    the grader's cell never answered and grade waited six minutes, then blamed the learner.
+    It crosses as the infinity the checks read it as (core.as_float), and the notebook and
+    the grader say the same of it."""
+    wide = 10**digits
+    assert json.loads(json.dumps(wire.encode([-wide]))) == [{"$float": "-inf"}]
+    assert wire.encode(2**1023) == 2**1023  # a float's range is kept whole
+    checks.load_chapter_of(label)
+    in_the_notebook = core.evaluate_check(label, "check", verdict._undecorated(label), (wide,), None)
+    in_the_grader = verdict.judge_check(label, recorded(label, wide))
+    assert in_the_notebook.status == in_the_grader.status != checks.PASSED
+    assert in_the_notebook.message == in_the_grader.message
+
+
+@pytest.mark.parametrize("patch", [
+    "import numpy as N\nN.ndarray = type('ndarray', (), {})", "import json\njson.dumps = rewrite",
+    "import base64\nbase64.b64encode = same_bytes", "import time\ntime.monotonic = lambda: 0.0",
+    "np.__dict__['ndarray'] = fake", "M = np\nM.array_equal = fake", "del np.array_equal",
+    "def quietly():\n    np.random.seed = fake", "import os, inspect", "globals()['np'].x = 1",
+])
+def test_a_module_changed_by_the_learner_s_code_is_flagged(patch):
+    from attncourse.instructor.judge import TOUCHES_RECORDING
+    from attncourse.instructor.notebook.source import reaches_into_modules
+
+    handout = "import numpy as np\nfrom attncourse import checks as check"
+    assert TOUCHES_RECORDING.search(patch) or reaches_into_modules([patch], [handout, patch]), patch
+
+
+@pytest.mark.parametrize("honest", [
+    "X = np.column_stack([a, b])\nY = np.row_stack([a, b])", "# inspect the weights before the softmax",
+    "call_stack = []", "plt.rcParams['figure.figsize'] = (8, 4)", "torch.backends.cudnn.deterministic = True",
+    "x = np.zeros(3)\nx[0] = 1.0", "self_check = check.stable_softmax", "# a traceback here meant a typo",
+])
+def test_honest_code_red_team_18_wrote_is_not_flagged(honest):
+    from attncourse.instructor.judge import TOUCHES_RECORDING
+    from attncourse.instructor.notebook.source import reaches_into_modules
+
+    handout = "import numpy as np\nimport torch\nimport matplotlib.pyplot as plt\nfrom attncourse import checks as check"
+    assert not TOUCHES_RECORDING.search(honest), TOUCHES_RECORDING.search(honest)
+    assert reaches_into_modules([honest], [handout, honest]) is None

@@ -23,6 +23,11 @@ from typing import Any
 
 import numpy as np
 
+# A check's time budget is measured beside the learner's code, which may patch the time
+# module (`time.monotonic = lambda: 0.0` would stop no call): its clocks are bound here, when
+# the notebook imports the checks, before any cell of the learner's runs.
+_monotonic, _clock_gettime, _cpu_clock_of = time.monotonic, time.clock_gettime, time.pthread_getcpuclockid
+
 PASSED, FAILED, NOT_IMPLEMENTED = "passed", "failed", "not implemented"
 NEEDS_REVIEW = "needs review"  # only the grader's replay gives it (see attncourse.checks.wire)
 MODE_VARIABLE = "ATTNCOURSE_CHECK_MODE"
@@ -326,7 +331,7 @@ def call_with_deadline(fn, budget: float, wall: float | None = None):
     clock: list[int] = []  # the worker's own processor-time clock, as it reads it
 
     def target():
-        clock.append(time.pthread_getcpuclockid(threading.get_ident()))
+        clock.append(_cpu_clock_of(threading.get_ident()))
         try:
             with np.errstate(all="ignore"):  # numpy's error state is per thread
                 outcome.append(fn())
@@ -334,11 +339,11 @@ def call_with_deadline(fn, budget: float, wall: float | None = None):
             pass
 
     worker = threading.Thread(target=target, name="attncourse check", daemon=True)
-    backstop = time.monotonic() + (CLOCK_BACKSTOP * budget if wall is None else wall)
+    backstop = _monotonic() + (CLOCK_BACKSTOP * budget if wall is None else wall)
     worker.start()
     try:
         while worker.is_alive():
-            left = min(budget - _used(clock), backstop - time.monotonic())
+            left = min(budget - _used(clock), backstop - _monotonic())
             if left <= 0:
                 break
             worker.join(left)
@@ -352,7 +357,7 @@ def _used(clock: list[int]) -> float:
     """The processor time the worker whose clock is in ``clock`` has used (0 before it has
     said; its last reading is not needed once it has ended)."""
     try:
-        return time.clock_gettime(clock[0]) if clock else 0.0
+        return _clock_gettime(clock[0]) if clock else 0.0
     except OSError:  # the thread has just ended
         return 0.0
 
@@ -635,4 +640,5 @@ def type_name(value) -> str:
         return f"an array of shape {value.shape}"
     if callable(value) and not isinstance(value, type):  # the learner's, or the grader's stand-in for it
         return "a function"
-    return f"a {type(value).__name__}"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"

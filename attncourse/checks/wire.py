@@ -91,7 +91,10 @@ from attncourse.checks import core
 # notice changes and to digest inputs is bound here, when the notebook imports the checks,
 # before any cell of the learner's runs.
 _array_equal, _copy_of, _contiguous, _rows = np.array_equal, np.array, np.ascontiguousarray, np.ndindex
+_ndarray, _generic = np.ndarray, np.generic  # what is an array: `N.ndarray = ...` would watch nothing
 _blake2b, _sha256, _json_text = hashlib.blake2b, hashlib.sha256, json.dumps
+_b64encode, _b64decode = base64.b64encode, base64.b64decode
+_thread_time, _monotonic = time.thread_time, time.monotonic
 
 SCHEMA = 1
 RECORD_MIMETYPE = "application/vnd.attncourse.answers+json"
@@ -117,6 +120,9 @@ class WireError(ValueError):
 # Values
 
 
+MAX_INT_BITS = 1024  # a whole number this wide or wider is no float: it crosses as the infinity it rounds to
+
+
 def encode(value: Any, depth: int = 0) -> Any:
     """``value`` as JSON-able data (see the module doc). Never raises for a strange object:
     what is not data becomes ``$opaque``, and so does an object that breaks the reading
@@ -139,7 +145,10 @@ def _encode(value: Any, depth: int) -> Any:
     if isinstance(value, str):
         return str.__str__(value)  # a subclass's own __str__ is the learner's code
     if isinstance(value, int):
-        return int.__int__(value)
+        whole = int.__int__(value)
+        if whole.bit_length() > MAX_INT_BITS:  # past every float, and past what JSON writes (4,300 digits)
+            return {"$float": "inf" if whole > 0 else "-inf"}  # as the checks read it (core.as_float)
+        return whole
     if isinstance(value, float):
         number = float.__float__(value)  # never a subclass's __float__
         return number if math.isfinite(number) else {"$float": repr(number)}
@@ -150,7 +159,7 @@ def _encode(value: Any, depth: int) -> Any:
         return _encode(fractions.Fraction.__float__(value), depth)
     if isinstance(value, decimal.Decimal):  # so is a Decimal (not a numbers.Real)
         return _encode(decimal.Decimal.__float__(value), depth)
-    if isinstance(value, (np.ndarray, np.generic)):
+    if isinstance(value, (_ndarray, _generic)):
         return _encode_array(value)
     if isinstance(value, numbers.Integral) and not callable(value):  # sympy's Integer: a whole number to the checks
         return _encode(operator.index(value), depth)
@@ -240,8 +249,8 @@ def _encode_array(value) -> dict:
     if array.nbytes > MAX_BYTES:
         return {"$opaque": f"an array of {array.nbytes} bytes, more than the grader reads"}
     data = _contiguous(array).tobytes()
-    encoded: dict[str, Any] = {"dtype": array.dtype.name, "shape": list(array.shape), "base64": base64.b64encode(data).decode()}
-    if isinstance(value, np.generic):
+    encoded: dict[str, Any] = {"dtype": array.dtype.name, "shape": list(array.shape), "base64": _b64encode(data).decode()}
+    if isinstance(value, _generic):
         encoded["scalar"] = True
     return {"$array": encoded}
 
@@ -447,7 +456,7 @@ def _decode_array(body: dict):
     if size > MAX_BYTES or len(text) > 4 * MAX_BYTES // 3 + 4:
         raise WireError("an array larger than the grader reads")
     try:
-        raw = base64.b64decode(text, validate=True)
+        raw = _b64decode(text, validate=True)
     except ValueError:
         raise WireError("an array whose bytes are not base64") from None
     if len(raw) != size:
@@ -601,7 +610,7 @@ def _packed(content: dict) -> bytes:
     try:
         from jupyter_client.session import json_packer
     except ImportError:  # outside a kernel's environment: the same JSON, near enough
-        return json.dumps(content, ensure_ascii=False, default=lambda value: base64.b64encode(value).decode()
+        return json.dumps(content, ensure_ascii=False, default=lambda value: _b64encode(value).decode()
                           if isinstance(value, bytes) else str(value)).encode("utf-8", "surrogateescape")
     return json_packer(content)
 
@@ -695,20 +704,20 @@ class _Recorder:
         if self.input is not None and key.startswith("answer:"):
             entry["input"] = self.input
         self.record["calls"].append(entry)  # "stopped" stays if the budget runs out in the call
-        copies = [_copy_of(a, copy=True) if isinstance(a, np.ndarray) else None for a in args]
+        copies = [_copy_of(a, copy=True) if isinstance(a, _ndarray) else None for a in args]
         counted = [_Counted(a) if isinstance(a, Iterator) else None for a in args]
         streams = tuple(a if c is None else c.items for c, a in zip(counted, args))
         graded_as = key.removeprefix("name:") if key.startswith("name:") else self.exercise_name
         if not any(isinstance(a, Iterator) for a in args):  # a stream is read once: not again
             with contextlib.suppress(Exception):  # an argument that cannot be copied is not watched
                 self.calls_made.append((fn, copy.deepcopy((args, kwargs)), graded_as))
-        started, clock = time.thread_time(), time.monotonic()
+        started, clock = _thread_time(), _monotonic()
         if any(counted):  # a stream's reader: how much it held at once
             (value, outcome), entry["peak"] = core.peak_memory(lambda f, *a: _call(f, a, kwargs), fn, *streams)
         else:
             value, outcome = _call(fn, streams, kwargs)  # timed, and never under the profiler
-        self.graded_seconds += time.thread_time() - started
-        self.graded_clock += time.monotonic() - clock
+        self.graded_seconds += _thread_time() - started
+        self.graded_clock += _monotonic() - clock
         entry["outcome"] = outcome
         changed = [None if c is None or _same(c, a) else encode(a) for c, a in zip(copies, args)]
         if any(item is not None for item in changed):
@@ -757,7 +766,7 @@ def _varied(value):
     rng = np.random.default_rng(0)
 
     def vary(item):
-        if isinstance(item, np.ndarray) and item.dtype.kind == "f":
+        if isinstance(item, _ndarray) and item.dtype.kind == "f":
             return np.asarray(rng.standard_normal(item.shape), dtype=item.dtype)
         if isinstance(item, (tuple, list)):
             return type(item)(vary(inner) for inner in item) if type(item) in (tuple, list) else item
@@ -790,7 +799,7 @@ class _Counted:
                 item = next(stream)
             except StopIteration:
                 return
-            self.watched = (self.asked - 1, item, _bytes_digest(item)) if isinstance(item, np.ndarray) else None
+            self.watched = (self.asked - 1, item, _bytes_digest(item)) if isinstance(item, _ndarray) else None
             yield item
 
     def look_back(self) -> None:
@@ -1002,7 +1011,7 @@ class _Read(list):
 
 def _read_stream(value):
     if isinstance(value, Iterator):
-        return _Read(_copy_of(item, copy=True) if isinstance(item, np.ndarray) else item for item in value)
+        return _Read(_copy_of(item, copy=True) if isinstance(item, _ndarray) else item for item in value)
     return value
 
 

@@ -34,7 +34,7 @@ from attncourse.instructor.model import (
     NotebookRun,
     Placed,
 )
-from attncourse.instructor.notebook.source import defined_names, names_read
+from attncourse.instructor.notebook.source import defined_names, names_read, reaches_into_modules
 
 # What in a learner's source reads a predict exercise's answer from the course's declarations.
 READS_ANSWERS = re.compile(r"\bPREDICTIONS\b|\bchecks?\s*\.\s*(predict|ch\d+)\b|\bpredict_exercise\b"
@@ -60,9 +60,11 @@ TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|\bchecks?\s*\.\s*(wire|core|imp
                                r"|\bpayload_manager\b|\bwrite_payload\b|attncourse\.record|\bsys\s*\.\s*getprofile\b"
                                r"|^[ \t]*[\w.]*\bdisplay[ \t]*=[^=]|\bCHECKS\b|__wrapped__"
                                r"|\btracemalloc\b|\bclear_refs\b|\b_thread\b|\b(get|set)(profile|trace)\w*|\b_getframe\b"
-                               r"|\bf_back\b|\bf_locals\b|\bget_refer(rers|ents)\b|\bcurrentframe\b|_stack\b|\b_current_frames\b"
+                               r"|\bf_back\b|\bf_locals\b|\bget_refer(rers|ents)\b|\bcurrentframe\b|\b(extract|format|print|walk)_stack\b"
+                               r"|\b_current_frames\b|\bglobals\s*\("
                                r"|\b__closure__\b|\bcell_contents\b|\bget_objects\b|\bimport\s+gc\b|\bgc\s*\.\s*\w"
-                               r"|\b(inspect|traceback|faulthandler)\b|\b_(profile|trace)_hook\b|\b(tb|gi|cr|ag)_frame\b",
+                               r"|\b(inspect|traceback|faulthandler)\s*\.|\b(import|from)\s+(inspect|traceback|faulthandler)\b"
+                               r"|\b_(profile|trace)_hook\b|\b(tb|gi|cr|ag)_frame\b",
                                re.MULTILINE)
 # What allocates memory the memory measure (tracemalloc, Python's and numpy's allocations)
 # does not see: an answer whose peak is measured and whose source uses one is worth a look.
@@ -108,12 +110,15 @@ def judge(run: NotebookRun, placed: Placed, course: Course) -> Grade:
     if record is None:
         return Grade("", label, NEEDS_REVIEW, problem, run.notebook, problem)
     notes = [placed.note] if placed.note else []
-    touching = [m.group(0) for c in learners_code(run.submitted, course)
-                for m in [TOUCHES_RECORDING.search(c.source)] if m]
+    learners = learners_code(run.submitted, course)
+    touching = [m.group(0) for c in learners for m in [TOUCHES_RECORDING.search(c.source)] if m] or [
+        reached for reached in [reaches_into_modules([c.source for c in learners],
+                                                     [c.source for c in run.submitted.cells if c.cell_type == "code"])]
+        if reached]
     if touching:
         notes.append(f"its source touches the grader's recording (`{touching[0]}`)")
     measured = any(isinstance(call, dict) and "peak" in call for call in record.get("calls", []))
-    unmeasured = [m.group(0) for c in learners_code(run.submitted, course) if measured
+    unmeasured = [m.group(0) for c in learners if measured
                   for m in [UNMEASURED_MEMORY.search(c.source)] if m]
     if unmeasured:
         notes.append(f"its memory is measured with tracemalloc, which does not see what `{unmeasured[0]}` allocates")

@@ -42,9 +42,13 @@ MATCHES = ("email", "address", "sid")
 
 
 def find_metadata(entries: list[zipfile.ZipInfo]) -> zipfile.ZipInfo:
-    """The export's metadata entry, at the top of the zip or in one top folder."""
+    """The export's metadata entry, at the top of the zip or in one top folder: the
+    shallowest, since a learner may upload a file of the same name, which lands one folder
+    deeper, in their submission's folder."""
     found = [info for info in entries if info.filename.rsplit("/", 1)[-1] == METADATA
              and info.filename.count("/") <= 1]
+    shallowest = min((info.filename.count("/") for info in found), default=0)
+    found = [info for info in found if info.filename.count("/") == shallowest]
     if len(found) != 1:
         raise ValueError(f"a Gradescope export holds one {METADATA}, at its top or in one top folder; this zip holds "
                          f"{len(found) or 'none'}{': ' + ', '.join(i.filename for i in found) if found else ''}")

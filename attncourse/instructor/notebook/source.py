@@ -205,6 +205,90 @@ def run_now(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
 
 
 # ---------------------------------------------------------------------------------------
+# Code that reaches into modules
+
+
+# Modules whose only use in an answer is to look at or change the running process: the
+# frames and stacks, the garbage collector, the interpreter's own names, exit hooks.
+PROCESS_MODULES = frozenset({"inspect", "traceback", "faulthandler", "gc", "ctypes", "importlib", "builtins",
+                             "atexit", "tracemalloc", "_thread", "signal"})
+# Settings a module offers to be set (``torch.backends.cudnn.deterministic = True``,
+# ``pd.options.display.max_rows = 10``, ``plt.rcParams[...] = ...``): not a patch.
+_SETTINGS = frozenset({"backends", "options", "rcParams"})
+
+
+def _trees(sources: Iterable[str]) -> list[ast.Module]:
+    trees = []
+    for source in sources:
+        try:
+            trees.append(parse_cell(source))
+        except UNPARSEABLE:
+            continue  # the text patterns read it
+    return trees
+
+
+def _root_and_path(node: ast.AST) -> tuple[str | None, list[str]]:
+    """The name an attribute or item chain starts from, and the attributes on the way."""
+    path = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            path.append(node.attr)
+        node = node.value
+    return (node.id if isinstance(node, ast.Name) else None), path
+
+
+def _targets(node: ast.AST) -> list[ast.AST]:
+    if isinstance(node, ast.Assign):
+        found = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        found = [node.target]
+    elif isinstance(node, ast.Delete):
+        found = list(node.targets)
+    else:
+        return []
+    flat: list[ast.AST] = []
+    while found:
+        target = found.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            found += target.elts
+        else:
+            flat.append(target.value if isinstance(target, ast.Starred) else target)
+    return flat
+
+
+def reaches_into_modules(learners: Iterable[str], notebook: Iterable[str]) -> str | None:
+    """The first line of the ``learners`` cells that changes a module or imports one of
+    PROCESS_MODULES, as written (None if none does): an assignment to, or a deletion of, an
+    attribute of a name bound by an import in any cell of ``notebook`` (or an alias of
+    one: ``N = numpy``), however deep (``N.ndarray = ...``, ``json.dumps = ...``,
+    ``np.__dict__["x"] = ...``, ``del time.monotonic``). Item assignments into a module's
+    settings (``plt.rcParams[...]``) and attributes under ``backends`` or ``options`` are
+    settings, not patches. Cells Python cannot parse are left to the text patterns."""
+    modules: set[str] = set()
+    every = _trees(notebook)
+    for tree in every:
+        modules.update(name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                       for name in imported_names(node))
+    for _ in range(2):  # an alias of an alias
+        modules.update(target.id for tree in every for node in ast.walk(tree)
+                       if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in modules
+                       for target in node.targets if isinstance(target, ast.Name))
+    for tree in _trees(learners):
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                imported = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(name.split(".")[0] in PROCESS_MODULES for name in imported):
+                    return ast.unparse(node)[:80]
+            for target in _targets(node):
+                root, path = _root_and_path(target)
+                if root not in modules or not isinstance(target, (ast.Attribute, ast.Subscript)):
+                    continue
+                if "__dict__" in path or (isinstance(target, ast.Attribute) and not _SETTINGS & set(path)):
+                    return (ast.unparse(target) + " = ...")[:80]
+    return None
+
+
+# ---------------------------------------------------------------------------------------
 # Calls of the course's checks
 
 
