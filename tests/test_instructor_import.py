@@ -333,6 +333,22 @@ def test_a_zip_that_unpacks_past_the_cap_is_refused_leaving_nothing(canvas, tmp_
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.import-*"))
 
 
+def test_one_learner_s_file_larger_than_grade_reads_is_left_out_alone(canvas, tmp_path, monkeypatch):
+    """Red team 19: one learner's 1.1 GB notebook (a megabyte compressed) took the whole
+    import past --max-size, and nothing was imported. A notebook larger than grade reads is
+    left out, and listed; the others are imported."""
+    from attncourse.instructor.lms import importing
+
+    monkeypatch.setattr(importing, "LARGEST_NOTEBOOK", 2000)
+    files = {**CANVAS_FILES, "hoppergrace_103_5009_huge.ipynb": b" " * 3000 + notebook("grace huge")}
+    out = tmp_path / "out"
+    done = importing.import_export("canvas", write_zip(tmp_path / "c.zip", files), out,
+                                   roster=write_roster(tmp_path / "r.csv"), max_bytes=2500)
+    assert sorted(find_learners(out)[0]) == ["ada", "bob", "grace"]
+    assert any("huge.ipynb" in line and "larger than" in line for line in done.skipped)
+    assert not (out / "grace" / "huge.ipynb").exists()
+
+
 def test_the_budget_counts_every_byte_decompressed_across_entries(tmp_path):
     archive = write_zip(tmp_path / "z.zip", {"one.ipynb": b"x" * 5000, "two.ipynb": b"y" * 5000})
     budget = Budget(8000)

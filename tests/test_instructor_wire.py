@@ -1263,3 +1263,65 @@ def test_honest_code_red_team_18_wrote_is_not_flagged(honest):
     handout = "import numpy as np\nimport torch\nimport matplotlib.pyplot as plt\nfrom attncourse import checks as check"
     assert not TOUCHES_RECORDING.search(honest), TOUCHES_RECORDING.search(honest)
     assert reaches_into_modules([honest], [handout, honest]) is None
+
+
+# --- red team 19 ---------------------------------------------------------------------------
+
+_HANDOUT_19 = ("import numpy as np\nimport json\nimport sys\nimport threading\nimport warnings\n"
+               "import matplotlib.pyplot as plt\nfrom attncourse import checks as check\n"
+               "from attncourse.attention import softmax")
+
+
+@pytest.mark.parametrize("patch", [
+    'vars(json)["dumps"] = scrub', "json.__dict__.update(dumps=scrub)", "for _m in (json,):\n    _m.dumps = scrub",
+    "T = threading.Thread\nT.start = inline", "types.ModuleType.__setattr__(json, 'dumps', scrub)",
+    "get_ipython().run_cell(source)", "get_ipython().ex(source)", "%run helper.py", "with json as j:\n    j.dumps = scrub",
+    "(m := json).dumps = scrub", "import json as J\nJ.dumps = scrub\ndef J():\n    pass",
+])
+def test_a_module_changed_through_another_spelling_is_flagged(patch):
+    """Red team 19 changed json.dumps and threading.Thread.start in spellings the first
+    reading of the cells missed: through vars(), __dict__, a loop's name, an attribute's alias."""
+    from attncourse.instructor.judge import TOUCHES_RECORDING
+    from attncourse.instructor.notebook.source import reaches_into_modules
+
+    assert TOUCHES_RECORDING.search(patch) or reaches_into_modules([patch], [_HANDOUT_19, patch]), patch
+
+
+@pytest.mark.parametrize("honest", [
+    "def softmax(x):\n    softmax.calls += 1\n    return x\nsoftmax.calls = 0", "sys.argv = ['notebook']",
+    "sys.path += ['.']", "warnings.filters = []", "import logging\nlogging.root.level = 10",
+    "class Box:\n    pass\nbox = Box()\nbox.size = 3",
+])
+def test_honest_code_red_team_19_wrote_is_not_flagged(honest):
+    from attncourse.instructor.judge import TOUCHES_RECORDING
+    from attncourse.instructor.notebook.source import reaches_into_modules
+
+    assert not TOUCHES_RECORDING.search(honest) and reaches_into_modules([honest], [_HANDOUT_19, honest]) is None
+
+
+def test_a_thread_class_whose_start_runs_inline_does_not_stop_the_time_budget(monkeypatch):
+    """Red team 19: Thread.start patched to run the check in the caller's thread, so the
+    budget's loop never ran and a 12 s answer passed. The check's thread is started by
+    functions bound at import."""
+    import threading
+    import time
+
+    monkeypatch.setattr(threading.Thread, "start", lambda self: self.run())
+    started = time.monotonic()
+    finished, running = core.call_with_deadline(lambda: time.sleep(2.0), 0.05, wall=0.3)
+    assert not finished and running and time.monotonic() - started < 1.5
+
+
+def test_a_lone_surrogate_in_what_a_function_raises_or_returns_can_be_sent():
+    """Red team 19: raise ValueError("...\\ud800") left a record no kernel can send (its reply
+    never came: six minutes, then "it slept"). Every text the record holds is cleaned."""
+    def raises_a_surrogate(scores):
+        raise ValueError("bad \ud800 input")
+
+    def returns_one(scores):
+        return ["\udc00"]
+
+    for answer in (raises_a_surrogate, returns_one):
+        sent = wire.encode(recorded(SOFTMAX, answer))
+        json.dumps(sent, ensure_ascii=False).encode("utf-8")  # what the kernel's session does
+    assert core.describe(ValueError("x\ud800")) == "ValueError: x\ufffd"

@@ -27,6 +27,11 @@ import numpy as np
 # module (`time.monotonic = lambda: 0.0` would stop no call): its clocks are bound here, when
 # the notebook imports the checks, before any cell of the learner's runs.
 _monotonic, _clock_gettime, _cpu_clock_of = time.monotonic, time.clock_gettime, time.pthread_getcpuclockid
+# and the thread that runs the check, as functions (a class bound here would still read a
+# patched ``Thread.start``).
+_Thread, _start, _is_alive, _join = threading.Thread, threading.Thread.start, threading.Thread.is_alive, threading.Thread.join
+_get_ident, _errstate = threading.get_ident, np.errstate
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # no kernel can send one: each becomes U+FFFD
 
 PASSED, FAILED, NOT_IMPLEMENTED = "passed", "failed", "not implemented"
 NEEDS_REVIEW = "needs review"  # only the grader's replay gives it (see attncourse.checks.wire)
@@ -331,26 +336,26 @@ def call_with_deadline(fn, budget: float, wall: float | None = None):
     clock: list[int] = []  # the worker's own processor-time clock, as it reads it
 
     def target():
-        clock.append(_cpu_clock_of(threading.get_ident()))
+        clock.append(_cpu_clock_of(_get_ident()))
         try:
-            with np.errstate(all="ignore"):  # numpy's error state is per thread
+            with _errstate(all="ignore"):  # numpy's error state is per thread
                 outcome.append(fn())
         except Stop:
             pass
 
-    worker = threading.Thread(target=target, name="attncourse check", daemon=True)
+    worker = _Thread(target=target, name="attncourse check", daemon=True)
     backstop = _monotonic() + (CLOCK_BACKSTOP * budget if wall is None else wall)
-    worker.start()
+    _start(worker)
     try:
-        while worker.is_alive():
+        while _is_alive(worker):
             left = min(budget - _used(clock), backstop - _monotonic())
             if left <= 0:
                 break
-            worker.join(left)
+            _join(worker, left)
     finally:
-        if worker.is_alive():  # out of time, or the learner interrupted the kernel
+        if _is_alive(worker):  # out of time, or the learner interrupted the kernel
             _stop(worker)
-    return (outcome[0], False) if outcome else (None, worker.is_alive())
+    return (outcome[0], False) if outcome else (None, _is_alive(worker))
 
 
 def _used(clock: list[int]) -> float:
@@ -419,7 +424,7 @@ def _name_of(fn) -> str:
 def describe(error: BaseException, limit: int = 200) -> str:
     message = _text(error)
     text = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    text = " ".join(text.split())  # a message is one line
+    text = _LONE_SURROGATE.sub("\ufffd", " ".join(text.split()))  # one line, and one a kernel can send
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

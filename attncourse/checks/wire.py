@@ -142,8 +142,8 @@ def _encode(value: Any, depth: int) -> Any:
         return {"$opaque": str.__str__(value.description) if isinstance(value.description, str) else "a value"}
     if value is None or isinstance(value, bool):
         return bool(value) if value is not None else None
-    if isinstance(value, str):
-        return str.__str__(value)  # a subclass's own __str__ is the learner's code
+    if isinstance(value, str):  # a subclass's own __str__ is the learner's code; a lone surrogate no kernel sends
+        return core._LONE_SURROGATE.sub("\ufffd", str.__str__(value))
     if isinstance(value, int):
         whole = int.__int__(value)
         if whole.bit_length() > MAX_INT_BITS:  # past every float, and past what JSON writes (4,300 digits)

@@ -52,7 +52,8 @@ TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|\bchecks?\s*\.\s*(wire|core|imp
                                r"|\bexport\s*\("
                                # what leads to any module's insides: the recorder's, or numpy's it calls
                                r"|\bsys\s*\.\s*modules\b|\bimportlib\b|\b__import__\b|\bbuiltins\b|\b__builtins__\b"
-                               r"|\b__(globals|subclasses|code|defaults|kwdefaults)__\b|\b(set|del)attr\s*\("
+                               r"|\b__(globals|subclasses|code|defaults|kwdefaults|dict)__\b|(set|del)attr(__)?\s*\("
+                               r"|\bvars\s*\(|\brun_cell\b|\.ex\s*\(|^[ \t]*%run\b"
                                r"|\b(getattr|vars)\s*\(\s*(checks?|np|numpy|sys)\b|^[ \t]*(np|numpy)[ \t]*\.[\w. \t]*=[^=]"
                                r"|(?<![.\w])(exec|eval|compile)\s*\(|\bctypes\b|\baddaudithook\b|\batexit\b"
                                r"|\bsignal\s*\.\s*(signal|setitimer|alarm|pthread_kill|raise_signal)\b"

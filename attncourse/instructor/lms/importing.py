@@ -10,7 +10,7 @@ import json
 import shutil
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from attncourse.instructor.lms.archive import DEFAULT_MAX_BYTES, Budget, entry_problem, open_export
@@ -28,9 +28,10 @@ from attncourse.instructor.lms.plan import (
     login_problem,
     notebook_names,
 )
-from attncourse.instructor.run.sandbox import megabytes
+from attncourse.instructor.run.sandbox import DEFAULT_LIMITS, megabytes
 from attncourse.instructor.submissions import (
     IMPORT_RECORD,
+    SAVED_OUTPUTS_FACTOR,
     changed_since_import,
     file_digests,
     write_submission_times,
@@ -77,6 +78,7 @@ def import_export(kind: str, archive: Path, out: Path, *, roster: Path | None = 
             raise ValueError("learner names that cannot be folders (import the others with --skip-unmatched): "
                              + " | ".join(bad))
         chosen = {learner: submission for learner, submission in chosen.items() if not login_problem(learner)}
+        chosen, too_large = _without_oversized(chosen, LARGEST_NOTEBOOK)
         kept = {submission.source: submission for submission in chosen.values()}  # a group's, once
         declared = sum(info.file_size for submission in kept.values() for info, _ in submission.notebooks)
         if declared > max_bytes:
@@ -84,7 +86,24 @@ def import_export(kind: str, archive: Path, out: Path, *, roster: Path | None = 
                              "nothing was imported")
         written = _write(kind, Path(archive).name, zipped, chosen, out, budget)
     notes = reading.notes + [f"not imported: {problem}" for problem in [*reading.unmatched, *bad]]
-    return Imported(written, skipped + reading.skipped, notes)
+    return Imported(written, skipped + reading.skipped + too_large, notes)
+
+
+# The largest notebook file grade reads with its default limits: one learner's larger file
+# is left out alone (grade would refuse it), never the class's import with it.
+LARGEST_NOTEBOOK = SAVED_OUTPUTS_FACTOR * DEFAULT_LIMITS.output
+
+
+def _without_oversized(chosen: dict[str, Submission], largest: int) -> tuple[dict[str, Submission], list[str]]:
+    """``chosen`` without the notebooks larger than ``largest`` bytes, and each one left out, with why."""
+    left_out = {info.filename: f"{info.filename!r}: {megabytes(info.file_size)}, larger than the "
+                               f"{megabytes(largest)} grade reads of a notebook: not imported"
+                for submission in chosen.values() for info, _ in submission.notebooks if info.file_size > largest}
+    if not left_out:
+        return chosen, []
+    return ({learner: replace(submission, notebooks=tuple((info, name) for info, name in submission.notebooks
+                                                          if info.filename not in left_out))
+             for learner, submission in chosen.items()}, list(left_out.values()))
 
 
 def readable_entries(zipped: zipfile.ZipFile) -> tuple[list[zipfile.ZipInfo], list[str]]:

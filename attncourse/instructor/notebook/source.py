@@ -213,8 +213,9 @@ def run_now(body: Iterable[ast.AST]) -> Iterator[ast.AST]:
 PROCESS_MODULES = frozenset({"inspect", "traceback", "faulthandler", "gc", "ctypes", "importlib", "builtins",
                              "atexit", "tracemalloc", "_thread", "signal"})
 # Settings a module offers to be set (``torch.backends.cudnn.deterministic = True``,
-# ``pd.options.display.max_rows = 10``, ``plt.rcParams[...] = ...``): not a patch.
-_SETTINGS = frozenset({"backends", "options", "rcParams"})
+# ``pd.options.display.max_rows = 10``, ``plt.rcParams[...] = ...``, ``sys.path += [...]``):
+# not a patch.
+_SETTINGS = frozenset({"backends", "options", "rcParams", "argv", "path", "filters", "level"})
 
 
 def _trees(sources: Iterable[str]) -> list[ast.Module]:
@@ -269,11 +270,16 @@ def reaches_into_modules(learners: Iterable[str], notebook: Iterable[str]) -> st
     for tree in every:
         modules.update(name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
                        for name in imported_names(node))
-    for _ in range(2):  # an alias of an alias
-        modules.update(target.id for tree in every for node in ast.walk(tree)
-                       if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in modules
-                       for target in node.targets if isinstance(target, ast.Name))
-    for tree in _trees(learners):
+    learners_trees = _trees(learners)
+    # A name the learner's own def or class binds is theirs (an imported softmax redefined
+    # with a counter of its calls), unless an import binds it too.
+    modules -= {node.name for tree in learners_trees for node in ast.walk(tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    modules |= {name for tree in every for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for name in imported_names(node)}
+    for _ in range(3):  # an alias of an alias
+        modules.update(name for tree in every for node in ast.walk(tree) for name in _aliases(node, modules))
+    for tree in learners_trees:
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 imported = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -281,11 +287,31 @@ def reaches_into_modules(learners: Iterable[str], notebook: Iterable[str]) -> st
                     return ast.unparse(node)[:80]
             for target in _targets(node):
                 root, path = _root_and_path(target)
-                if root not in modules or not isinstance(target, (ast.Attribute, ast.Subscript)):
+                if not isinstance(target, (ast.Attribute, ast.Subscript)):
                     continue
-                if "__dict__" in path or (isinstance(target, ast.Attribute) and not _SETTINGS & set(path)):
+                if root is None:  # vars(json)["dumps"] = ..., (m := json).dumps = ...: no name to tell what it is
+                    return (ast.unparse(target) + " = ...")[:80]
+                if root in modules and ("__dict__" in path
+                                        or (isinstance(target, ast.Attribute) and not _SETTINGS & set(path))):
                     return (ast.unparse(target) + " = ...")[:80]
     return None
+
+
+def _aliases(node: ast.AST, modules: set[str]) -> list[str]:
+    """The names ``node`` binds to a module of ``modules``, or to what lies inside one:
+    ``M = json``, ``T = threading.Thread``, ``for m in (json,)``, ``(m := json)``."""
+    def is_module(value: ast.AST) -> bool:
+        return _root_and_path(value)[0] in modules and isinstance(value, (ast.Name, ast.Attribute))
+
+    if isinstance(node, (ast.Assign, ast.NamedExpr)) and is_module(node.value):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [t.id for t in targets if isinstance(t, ast.Name)]
+    if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)) \
+            and any(is_module(item) for item in node.iter.elts):
+        return [t.id for t in ast.walk(node.target) if isinstance(t, ast.Name)]
+    if isinstance(node, ast.withitem) and is_module(node.context_expr) and isinstance(node.optional_vars, ast.Name):
+        return [node.optional_vars.id]
+    return []
 
 
 # ---------------------------------------------------------------------------------------
