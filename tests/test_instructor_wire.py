@@ -1325,3 +1325,27 @@ def test_a_lone_surrogate_in_what_a_function_raises_or_returns_can_be_sent():
         sent = wire.encode(recorded(SOFTMAX, answer))
         json.dumps(sent, ensure_ascii=False).encode("utf-8")  # what the kernel's session does
     assert core.describe(ValueError("x\ud800")) == "ValueError: x\ufffd"
+
+
+# --- red team 20 ---------------------------------------------------------------------------
+
+
+def test_an_answer_over_its_budget_did_not_return_however_the_wait_for_it_was_stretched(monkeypatch):
+    """Red team 20: Thread._wait_for_tstate_lock patched to wait for ever, so the budget's
+    join waited out a 12 s answer, which was recorded as returned. Whatever the waiting
+    does, a call that used more than its budget (bound clocks) did not return within it."""
+    import time
+
+    def spins(scores):
+        end = time.thread_time() + 0.4
+        while time.thread_time() < end:
+            pass
+        return right(scores)
+
+    monkeypatch.setattr(core, "_join", lambda worker, timeout=None: time.sleep(1.0))  # a wait far longer than asked
+    finished, _ = core.call_with_deadline(lambda: spins([1.0]), 0.1, wall=5.0)
+    assert finished is None
+    monkeypatch.setenv(core.TIMEOUT_VARIABLE, "0.1")
+    record = {"calls": []}
+    wire._Recorder(record).outcome("answer:0", spins, (np.array([1.0, 2.0]),), {})
+    assert "stopped" in record["calls"][0]["outcome"]

@@ -27,6 +27,7 @@ import numpy as np
 # module (`time.monotonic = lambda: 0.0` would stop no call): its clocks are bound here, when
 # the notebook imports the checks, before any cell of the learner's runs.
 _monotonic, _clock_gettime, _cpu_clock_of = time.monotonic, time.clock_gettime, time.pthread_getcpuclockid
+_thread_time = time.thread_time
 # and the thread that runs the check, as functions (a class bound here would still read a
 # patched ``Thread.start``).
 _Thread, _start, _is_alive, _join = threading.Thread, threading.Thread.start, threading.Thread.is_alive, threading.Thread.join
@@ -335,11 +336,14 @@ def call_with_deadline(fn, budget: float, wall: float | None = None):
     outcome: list = []
     clock: list[int] = []  # the worker's own processor-time clock, as it reads it
 
+    spent: list[float] = []  # the worker's processor time once fn returned, as the worker reads it
+
     def target():
         clock.append(_cpu_clock_of(_get_ident()))
         try:
             with _errstate(all="ignore"):  # numpy's error state is per thread
                 outcome.append(fn())
+            spent.append(_thread_time())
         except Stop:
             pass
 
@@ -355,7 +359,10 @@ def call_with_deadline(fn, budget: float, wall: float | None = None):
     finally:
         if _is_alive(worker):  # out of time, or the learner interrupted the kernel
             _stop(worker)
-    return (outcome[0], False) if outcome else (None, _is_alive(worker))
+    # Whatever the waiting did (a learner's cell can change how a thread is joined), an
+    # answer that took more than its budget did not return within it.
+    over = (spent[0] if spent else _used(clock)) > budget or _monotonic() > backstop
+    return (outcome[0], False) if outcome and not over else (None, _is_alive(worker) or bool(outcome))
 
 
 def _used(clock: list[int]) -> float:

@@ -718,6 +718,9 @@ class _Recorder:
             value, outcome = _call(fn, streams, kwargs)  # timed, and never under the profiler
         self.graded_seconds += _thread_time() - started
         self.graded_clock += _monotonic() - clock
+        budget = core.time_budget(None)
+        if _thread_time() - started > budget or _monotonic() - clock > core.CLOCK_BACKSTOP * budget:
+            outcome = {"stopped": budget}  # over its budget, whatever made the wait for it longer
         entry["outcome"] = outcome
         changed = [None if c is None or _same(c, a) else encode(a) for c, a in zip(copies, args)]
         if any(item is not None for item in changed):
