@@ -185,3 +185,32 @@ def test_no_answer_crashes_the_chapter_8_checks(capsys, first, second):
 def test_arbitrary_results_never_crash_the_rope_check(capsys, result):
     line = feedback(capsys, checks.rope, lambda X, positions=None, base=10000.0: result)
     assert "Not right yet." in line and "the check itself" not in line, line
+
+
+def test_the_hidden_test_fails_a_rope_that_knows_only_the_check_s_inputs():
+    """Red team 20: a rope that returned outputs looked up for the check's inputs (seeded,
+    so known) and X itself for any other input passed the hidden test, which asked only for
+    the relative-position property, one the identity has too. It now also compares with the
+    course's rope on an input of its own."""
+    from types import SimpleNamespace
+
+    nb = nbformat.read(ROOT / "chapters" / "08_positions.ipynb", as_version=4)
+    [source] = [c.source for c in nb.cells if {"hidden-test", "exercise:ch8-rope"} <= set(c.metadata.get("tags", []))]
+
+    def verdict_of(answer) -> bool:
+        ran = []
+
+        def hidden_test(label):
+            def run(test):
+                try:
+                    test()
+                    ran.append(True)
+                except AssertionError:
+                    ran.append(False)
+            return run
+
+        exec(source, {"check": SimpleNamespace(hidden_test=hidden_test), "rope": answer})  # noqa: S102 (the course's cell)
+        return ran == [True]
+
+    assert verdict_of(rope)
+    assert not verdict_of(lambda X, positions=None, base=10000.0: np.array(X, copy=True))
