@@ -1349,3 +1349,25 @@ def test_an_answer_over_its_budget_did_not_return_however_the_wait_for_it_was_st
     record = {"calls": []}
     wire._Recorder(record).outcome("answer:0", spins, (np.array([1.0, 2.0]),), {})
     assert "stopped" in record["calls"][0]["outcome"]
+
+
+@pytest.mark.parametrize("patch", [
+    "[json][0].dumps = scrub", "_session = get_ipython().kernel.session\n_session.pack = scrub",
+    "get_ipython().kernel.session.pack = scrub", "setattr(json, 'dumps', scrub)", "vars(threading)['Thread'] = Fake",
+])
+def test_red_team_20_s_plain_routes_are_flagged(patch):
+    from attncourse.instructor.judge import TOUCHES_RECORDING
+    from attncourse.instructor.notebook.source import reaches_into_modules
+
+    assert TOUCHES_RECORDING.search(patch) or reaches_into_modules([patch], [_HANDOUT_19, patch]), patch
+
+
+@pytest.mark.parametrize("honest", [
+    "plt.gcf().dpi = 80", "class Run:\n    def globals(self):\n        return 1\nRun().globals()",
+    "setattr(cfg, 'temperature', 1.0)", "print(vars(cfg))",
+])
+def test_honest_code_red_team_20_wrote_is_not_flagged(honest):
+    from attncourse.instructor.judge import TOUCHES_RECORDING
+    from attncourse.instructor.notebook.source import reaches_into_modules
+
+    assert not TOUCHES_RECORDING.search(honest) and reaches_into_modules([honest], [_HANDOUT_19, honest]) is None

@@ -52,9 +52,9 @@ TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|\bchecks?\s*\.\s*(wire|core|imp
                                r"|\bexport\s*\("
                                # what leads to any module's insides: the recorder's, or numpy's it calls
                                r"|\bsys\s*\.\s*modules\b|\bimportlib\b|\b__import__\b|\bbuiltins\b|\b__builtins__\b"
-                               r"|\b__(globals|subclasses|code|defaults|kwdefaults|dict)__\b|(set|del)attr(__)?\s*\("
-                               r"|\bvars\s*\(|\brun_cell\b|\.ex\s*\(|^[ \t]*%run\b"
-                               r"|\b(getattr|vars)\s*\(\s*(checks?|np|numpy|sys)\b|^[ \t]*(np|numpy)[ \t]*\.[\w. \t]*=[^=]"
+                               r"|\b__(globals|subclasses|code|defaults|kwdefaults|dict)__\b|__(set|del)attr__\s*\("
+                               r"|\brun_cell\b|\.ex\s*\(|^[ \t]*%run\b|\bkernel\s*\.\s*session\b"
+                               r"|\b(getattr|setattr|delattr|vars)\s*\(\s*(checks?|np|numpy|sys)\b|^[ \t]*(np|numpy)[ \t]*\.[\w. \t]*=[^=]"
                                r"|(?<![.\w])(exec|eval|compile)\s*\(|\bctypes\b|\baddaudithook\b|\batexit\b"
                                r"|\bsignal\s*\.\s*(signal|setitimer|alarm|pthread_kill|raise_signal)\b"
                                r"|\bsys\s*\.\s*(setprofile|settrace)\b|\bevents\s*\.\s*register\b"
@@ -62,7 +62,7 @@ TOUCHES_RECORDING = re.compile(r"vnd\.attncourse|\bchecks?\s*\.\s*(wire|core|imp
                                r"|^[ \t]*[\w.]*\bdisplay[ \t]*=[^=]|\bCHECKS\b|__wrapped__"
                                r"|\btracemalloc\b|\bclear_refs\b|\b_thread\b|\b(get|set)(profile|trace)\w*|\b_getframe\b"
                                r"|\bf_back\b|\bf_locals\b|\bget_refer(rers|ents)\b|\bcurrentframe\b|\b(extract|format|print|walk)_stack\b"
-                               r"|\b_current_frames\b|\bglobals\s*\("
+                               r"|\b_current_frames\b|(?<![.\w])globals\s*\(\s*\)"
                                r"|\b__closure__\b|\bcell_contents\b|\bget_objects\b|\bimport\s+gc\b|\bgc\s*\.\s*\w"
                                r"|\b(inspect|traceback|faulthandler)\s*\.|\b(import|from)\s+(inspect|traceback|faulthandler)\b"
                                r"|\b_(profile|trace)_hook\b|\b(tb|gi|cr|ag)_frame\b",

@@ -281,6 +281,9 @@ def reaches_into_modules(learners: Iterable[str], notebook: Iterable[str]) -> st
         modules.update(name for tree in every for node in ast.walk(tree) for name in _aliases(node, modules))
     for tree in learners_trees:
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRIBUTE_WRITERS \
+                    and node.args and (_root_and_path(node.args[0])[0] in modules or isinstance(node.args[0], ast.Call)):
+                return ast.unparse(node)[:80]  # setattr(json, ...), vars(threading)[...]
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 imported = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 if any(name.split(".")[0] in PROCESS_MODULES for name in imported):
@@ -289,12 +292,32 @@ def reaches_into_modules(learners: Iterable[str], notebook: Iterable[str]) -> st
                 root, path = _root_and_path(target)
                 if not isinstance(target, (ast.Attribute, ast.Subscript)):
                     continue
-                if root is None:  # vars(json)["dumps"] = ..., (m := json).dumps = ...: no name to tell what it is
+                if root is None and _reaches_in(_base(target)):  # vars(json)["dumps"] = ..., (m := json).dumps = ...
                     return (ast.unparse(target) + " = ...")[:80]
                 if root in modules and ("__dict__" in path
                                         or (isinstance(target, ast.Attribute) and not _SETTINGS & set(path))):
                     return (ast.unparse(target) + " = ...")[:80]
     return None
+
+
+# What reads or writes any object's attributes by name: on a module, a way to change it.
+_ATTRIBUTE_WRITERS = frozenset({"setattr", "delattr", "vars"})
+# Calls that hand out a module, a namespace or the kernel: an assignment through one reaches in.
+_REACHING_CALLS = frozenset({"vars", "globals", "locals", "getattr", "__import__", "get_ipython"})
+
+
+def _base(node: ast.AST) -> ast.AST:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node
+
+
+def _reaches_in(base: ast.AST) -> bool:
+    """Whether an assignment through ``base`` (what is no name) may change a module: not
+    when ``base`` is an ordinary call (``plt.gcf().dpi = 80``)."""
+    if not isinstance(base, ast.Call):
+        return True  # (m := json), [json][0]...
+    return isinstance(base.func, ast.Name) and base.func.id in _REACHING_CALLS
 
 
 def _aliases(node: ast.AST, modules: set[str]) -> list[str]:
